@@ -1,0 +1,186 @@
+"""Job arguments: parsed the Glue way (`--name value`), validated once, then passed around immutable.
+
+This table is the single definition of every argument; README.md documents the same list and a
+test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+
+SOURCES = ("kafka", "files")
+WRITE_MODES = ("merge-on-read", "copy-on-write")
+CATALOG_TYPES = ("glue", "hadoop")
+
+
+class ArgumentError(ValueError):
+    """A job argument is missing or invalid. The message says which one and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    default: str | None
+    help: str
+
+
+# name, default (None = required in some mode, checked in validate()), help
+ARGS: tuple[Arg, ...] = (
+    Arg("source", "kafka", "Where events come from: `kafka` (MSK / any Kafka) or `files` (JSON lines)."),
+    Arg("kafka_bootstrap_servers", "", "Kafka bootstrap servers (host:port,...). Required for `kafka`."),
+    Arg("kafka_topics", "", "Comma-separated topics to read. Use this or `kafka_topic_pattern`."),
+    Arg("kafka_topic_pattern", "", "Java regex of topics to read, e.g. `salesdb\\.salesdb\\..*`."),
+    Arg("kafka_auth", "iam", "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker)."),
+    Arg("starting_offsets", "earliest", "`earliest` or `latest`; used only when no checkpoint exists."),
+    Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch."),
+    Arg("files_path", "", "Directory or S3 prefix of JSON-lines files. Required for `files`."),
+    Arg("max_files_per_trigger", "100", "Upper bound of new files per micro-batch (`files`)."),
+    Arg("catalog_name", "glue_catalog", "Spark catalog name the job's SQL uses (same on Glue and locally)."),
+    Arg("catalog_type", "glue", "`glue` (Glue Data Catalog + S3FileIO) or `hadoop` (local warehouse)."),
+    Arg("warehouse", "", "Warehouse root, e.g. s3://bucket/warehouse or a local path. Required."),
+    Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables."),
+    Arg("table_name_template", "{db}_{table}", "Target table name from the source `{db}` and `{table}`."),
+    Arg("write_mode", "merge-on-read", "Row-level write mode of new tables: merge-on-read or copy-on-write."),
+    Arg("checkpoint_location", "", "Durable streaming checkpoint (S3 on Glue). Required."),
+    Arg("dead_letter_path", "", "Where rejected records go as JSON lines with a reason. Required."),
+    Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds."),
+    Arg("run_once", "false", "`true`: process what is available now, commit, exit 0."),
+    Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work."),
+)
+
+_BOOL = {"true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: str = "kafka"
+    kafka_bootstrap_servers: str = ""
+    kafka_topics: tuple[str, ...] = ()
+    kafka_topic_pattern: str = ""
+    kafka_auth: str = "iam"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int = 100_000
+    files_path: str = ""
+    max_files_per_trigger: int = 100
+    catalog_name: str = "glue_catalog"
+    catalog_type: str = "glue"
+    warehouse: str = ""
+    namespace: str = "cdc"
+    table_name_template: str = "{db}_{table}"
+    write_mode: str = "merge-on-read"
+    checkpoint_location: str = ""
+    dead_letter_path: str = ""
+    trigger_interval_seconds: int = 10
+    run_once: bool = False
+    shuffle_partitions: int = 8
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def table_identifier(self, db: str, table: str) -> str:
+        """Fully qualified target table for a source table, e.g. glue_catalog.cdc.salesdb_customer."""
+        name = self.table_name_template.format(db=db, table=table)
+        name = re.sub(r"[^0-9A-Za-z_]", "_", name).lower()
+        return f"{self.catalog_name}.{self.namespace}.{name}"
+
+
+def parse_argv(argv: list[str]) -> dict[str, str]:
+    """Parse `--name value` pairs the way Glue passes job arguments (also accepts `--name=value`).
+
+    Unknown arguments (Glue adds its own, e.g. --JOB_ID, --TempDir) are kept, not rejected.
+    """
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if not tok.startswith("--"):
+            raise ArgumentError(f"unexpected argument {tok!r}: arguments are `--name value` pairs")
+        name = tok[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                raise ArgumentError(f"argument --{name} has no value")
+            value = argv[i + 1]
+            i += 2
+        out[name] = value
+    return out
+
+
+def _int(name: str, value: str, minimum: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ArgumentError(f"--{name} must be an integer, got {value!r}") from None
+    if n < minimum:
+        raise ArgumentError(f"--{name} must be >= {minimum}, got {n}")
+    return n
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ArgumentError(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def build_settings(raw: dict[str, str]) -> Settings:
+    """Validate raw arguments (from parse_argv or awsglue's getResolvedOptions) into Settings."""
+    known = {a.name for a in ARGS}
+    v = {a.name: raw.get(a.name, a.default or "") for a in ARGS}
+    extra = {k: val for k, val in raw.items() if k not in known}
+
+    source = _choice("source", v["source"], SOURCES)
+    topics = tuple(t.strip() for t in v["kafka_topics"].split(",") if t.strip())
+    if source == "kafka":
+        if not v["kafka_bootstrap_servers"]:
+            raise ArgumentError("--kafka_bootstrap_servers is required with --source kafka")
+        if bool(topics) == bool(v["kafka_topic_pattern"]):
+            raise ArgumentError("give exactly one of --kafka_topics or --kafka_topic_pattern")
+        if v["kafka_topic_pattern"]:
+            try:
+                re.compile(v["kafka_topic_pattern"])
+            except re.error as e:
+                raise ArgumentError(f"--kafka_topic_pattern is not a valid regex: {e}") from None
+    if source == "files" and not v["files_path"]:
+        raise ArgumentError("--files_path is required with --source files")
+    for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
+        if not v[name]:
+            raise ArgumentError(f"--{name} is required")
+    run_once = _BOOL.get(v["run_once"].lower())
+    if run_once is None:
+        raise ArgumentError(f"--run_once must be true or false, got {v['run_once']!r}")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v["namespace"]):
+        raise ArgumentError(f"--namespace must be a plain identifier, got {v['namespace']!r}")
+    try:
+        v["table_name_template"].format(db="d", table="t")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ArgumentError(
+            f"--table_name_template may use only {{db}} and {{table}}: {v['table_name_template']!r} ({e})"
+        ) from None
+    return Settings(
+        source=source,
+        kafka_bootstrap_servers=v["kafka_bootstrap_servers"],
+        kafka_topics=topics,
+        kafka_topic_pattern=v["kafka_topic_pattern"],
+        kafka_auth=_choice("kafka_auth", v["kafka_auth"], ("iam", "none")),
+        starting_offsets=_choice("starting_offsets", v["starting_offsets"], ("earliest", "latest")),
+        max_offsets_per_trigger=_int("max_offsets_per_trigger", v["max_offsets_per_trigger"], 1),
+        files_path=v["files_path"],
+        max_files_per_trigger=_int("max_files_per_trigger", v["max_files_per_trigger"], 1),
+        catalog_name=v["catalog_name"],
+        catalog_type=_choice("catalog_type", v["catalog_type"], CATALOG_TYPES),
+        warehouse=v["warehouse"],
+        namespace=v["namespace"],
+        table_name_template=v["table_name_template"],
+        write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
+        checkpoint_location=v["checkpoint_location"],
+        dead_letter_path=v["dead_letter_path"],
+        trigger_interval_seconds=_int("trigger_interval_seconds", v["trigger_interval_seconds"], 0),
+        run_once=run_once,
+        shuffle_partitions=_int("shuffle_partitions", v["shuffle_partitions"], 1),
+        extra=extra,
+    )
+
+
+def settings_field_names() -> list[str]:
+    return [f.name for f in fields(Settings) if f.name != "extra"]

@@ -1,0 +1,348 @@
+"""The micro-batch function: raw Kafka records in, one atomic MERGE per table out.
+
+    raw batch ──classify──> status per record ──group by (table, schema)──> decode per group
+        ──plan schema, ALTER──> conform to lake schema ──newest per key──> MERGE (one commit)
+    anything that cannot be applied ──> dead letters (with reason, topic/partition/offset)
+
+Both sources (Spark's Kafka source on Glue, the files source, and the local Kafka client) call
+`BatchProcessor.process(raw_df, batch_id)`. Spark actions per batch: one group aggregate over the
+classified batch, one count per table, the MERGE per table, and a dead-letter write only when
+there is something to write.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import envelope as E
+from .deadletter import as_dead_letters, write_dead_letters
+from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
+from .evolution import Columns, apply_plan, plan_schema
+from .merge import create_table, merge_changes, truncate_before
+from .ordering import latest_per_key
+from .settings import Settings
+
+log = logging.getLogger("cdclake")
+
+
+@dataclass
+class TableReport:
+    table: str
+    events: int = 0
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    keys: int = 0
+    dead: int = 0
+    schema: str = ""
+    truncated: bool = False
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        s = f"{self.table.split('.')[-1]}: {self.events} ev -> c/r {self.inserts} u {self.updates} d {self.deletes}"
+        if self.schema:
+            s += f" schema[{self.schema}]"
+        if self.truncated:
+            s += " TRUNCATED"
+        if self.dead:
+            s += f" dead {self.dead}"
+        return s + f" {self.seconds:.1f}s"
+
+
+@dataclass
+class BatchReport:
+    batch_id: int
+    records: int = 0
+    changes: int = 0
+    tombstones: int = 0
+    schema_events: int = 0
+    truncates: int = 0
+    dead: int = 0
+    dead_reasons: dict[str, int] = field(default_factory=dict)
+    dead_letter_folder: str | None = None
+    tables: list[TableReport] = field(default_factory=list)
+    behind_seconds: float | None = None
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        head = (
+            f"batch {self.batch_id}: {self.records} records ({self.changes} changes, {self.tombstones} tombstones, "
+            f"{self.schema_events} schema events, {self.dead} dead letters)"
+        )
+        tables = " | ".join(t.line() for t in self.tables)
+        behind = f" | behind source {self.behind_seconds:.1f}s" if self.behind_seconds is not None else ""
+        return f"{head}{' | ' + tables if tables else ''}{behind} | {self.seconds:.1f}s"
+
+
+@dataclass
+class _TableState:
+    columns: Columns  # data columns, without _cdc_* metadata
+    keys: list[str]
+
+
+class BatchProcessor:
+    """Applies micro-batches to the lake. Keeps a cache of table schemas across batches, so a
+    steady stream makes no catalog call except the MERGE itself."""
+
+    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+        self.spark = spark
+        self.settings = settings
+        self._tables: dict[str, _TableState | None] = {}
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
+
+    # ------------------------------------------------------------------ catalog state
+    def _table_state(self, ident: str) -> _TableState | None:
+        if ident not in self._tables:
+            if self.spark.catalog.tableExists(ident):
+                schema = self.spark.table(ident).schema
+                cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
+                props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
+                keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
+                self._tables[ident] = _TableState(cols, keys)
+            else:
+                self._tables[ident] = None
+        return self._tables[ident]
+
+    def forget(self, ident: str | None = None) -> None:
+        """Drop cached table state (after a failure, the catalog is the truth)."""
+        if ident is None:
+            self._tables.clear()
+        else:
+            self._tables.pop(ident, None)
+
+    # ------------------------------------------------------------------ the batch
+    def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
+        t0 = time.monotonic()
+        report = BatchReport(batch_id)
+        classified = E.classify(raw).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            self._process(classified, batch_id, report)
+        except Exception:
+            self.forget()
+            raise
+        finally:
+            classified.unpersist()
+        report.seconds = time.monotonic() - t0
+        log.info(report.line())
+        return report
+
+    def _process(self, classified: DataFrame, batch_id: int, report: BatchReport) -> None:
+        s = self.settings
+        summary = (
+            classified.groupBy(
+                "_status",
+                "_reason",
+                "_src_db",
+                "_src_table",
+                "_schema_id",
+                "_key_schema_id",
+                "topic",
+                "partition",
+            )
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.first("_value_schema", ignorenulls=True).alias("value_schema"),
+                F.first("_key_schema", ignorenulls=True).alias("key_schema"),
+                F.first("_key_json", ignorenulls=True).alias("sample_key"),
+                F.max("_cdc_seq").alias("max_seq"),
+                F.max("_cdc_source_ts").alias("max_source_ts"),
+                F.min("offset").alias("min_offset"),
+                F.max("offset").alias("max_offset"),
+            )
+            .collect()
+        )
+        if not summary:
+            return
+        fingerprint = ";".join(
+            sorted({f"{r['topic']}:{r['partition']}:{r['min_offset']}-{r['max_offset']}" for r in summary})
+        )
+        dead: list[DataFrame] = []
+        groups: dict[tuple, SchemaGroup] = {}
+        truncates: dict[tuple[str, str], int] = {}
+        newest_source_ts = None
+        for r in summary:
+            n = r["n"]
+            report.records += n
+            st = r["_status"]
+            if st == E.TOMBSTONE:
+                report.tombstones += n
+            elif st == E.SCHEMA_CHANGE:
+                report.schema_events += n
+            elif st == E.DEAD:
+                report.dead += n
+                report.dead_reasons[r["_reason"]] = report.dead_reasons.get(r["_reason"], 0) + n
+            elif st == E.TRUNCATE:
+                report.truncates += n
+                k = (r["_src_db"], r["_src_table"])
+                truncates[k] = max(truncates.get(k, 0), int(r["max_seq"]))
+            elif st == E.CHANGE:
+                report.changes += n
+                gk = (r["_src_db"], r["_src_table"], r["_schema_id"], r["_key_schema_id"])
+                g = groups.get(gk)
+                if g is None:
+                    groups[gk] = SchemaGroup(
+                        db=r["_src_db"],
+                        table=r["_src_table"],
+                        schema_id=r["_schema_id"],
+                        key_schema_id=r["_key_schema_id"],
+                        value_schema=r["value_schema"],
+                        key_schema=r["key_schema"],
+                        sample_key=r["sample_key"],
+                        events=n,
+                        max_seq=int(r["max_seq"]),
+                    )
+                else:
+                    g.events += n
+                    g.max_seq = max(g.max_seq, int(r["max_seq"]))
+            if st == E.CHANGE and r["max_source_ts"] is not None:
+                ts = r["max_source_ts"]
+                newest_source_ts = ts if newest_source_ts is None else max(newest_source_ts, ts)
+        if report.dead:
+            dead.append(as_dead_letters(classified.where(F.col("_status") == E.DEAD), F.col("_reason"), batch_id))
+
+        by_table: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
+        for g in groups.values():
+            by_table[(g.db, g.table)].append(g)
+        for (db, tbl), tgroups in sorted(by_table.items()):
+            tr = self._apply_table(classified, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead)
+            report.tables.append(tr)
+            report.dead += tr.dead
+        for (db, tbl), seq in truncates.items():
+            if (db, tbl) not in by_table:
+                ident = s.table_identifier(db, tbl)
+                if self._table_state(ident) is not None:
+                    truncate_before(self.spark, ident, seq)
+                    report.tables.append(TableReport(ident, truncated=True))
+
+        if dead:
+            report.dead_letter_folder = write_dead_letters(
+                reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch_id, fingerprint
+            )
+            log.warning(
+                "batch %s: %d record(s) written to dead letters at %s: %s",
+                batch_id,
+                report.dead,
+                report.dead_letter_folder,
+                "; ".join(f"{k} ({v})" for k, v in sorted(report.dead_reasons.items())),
+            )
+        if newest_source_ts is not None:
+            now = datetime.now(UTC).replace(tzinfo=None)
+            src = newest_source_ts if newest_source_ts.tzinfo is None else newest_source_ts.astimezone(UTC)
+            report.behind_seconds = max(0.0, (now - src.replace(tzinfo=None)).total_seconds())
+
+    def _apply_table(
+        self,
+        classified: DataFrame,
+        batch_id: int,
+        db: str,
+        tbl: str,
+        groups: list[SchemaGroup],
+        truncate_seq: int | None,
+        dead: list[DataFrame],
+    ) -> TableReport:
+        t0 = time.monotonic()
+        ident = self.settings.table_identifier(db, tbl)
+        tr = TableReport(ident, events=sum(g.events for g in groups))
+        groups.sort(key=lambda g: g.max_seq)  # oldest schema first, so widening follows the source
+        for g in groups:
+            g.resolve(infer=lambda grp: self._infer(classified, grp))
+
+        def reject(g: SchemaGroup, reason: str) -> None:
+            log.error("table %s: %d event(s) rejected to dead letters: %s", ident, g.events, reason)
+            dead.append(as_dead_letters(group_rows(classified, g), reason, batch_id))
+            tr.dead += g.events
+
+        state = self._table_state(ident)
+        good = []
+        for g in groups:
+            if g.error:
+                reject(g, g.error)
+            elif (
+                state is not None
+                and state.keys
+                and [k.lower() for k in g.keys or []] != [k.lower() for k in state.keys]
+            ):
+                reject(g, f"primary key changed: lake table has {state.keys}, event has {g.keys}")
+            else:
+                good.append(g)
+        if not good:
+            tr.seconds = time.monotonic() - t0
+            return tr
+        keys = state.keys if state is not None and state.keys else good[-1].keys or []
+        plan = plan_schema(
+            state.columns if state is not None else None,
+            [[(c.name, c.spark_type) for c in g.columns or []] for g in good],
+        )
+        for i, reason in plan.rejected.items():
+            reject(good[i], reason)
+        good = [g for i, g in enumerate(good) if i not in plan.rejected]
+        if not good:
+            tr.seconds = time.monotonic() - t0
+            return tr
+        if plan.create:
+            create_table(self.spark, ident, plan.final, keys, self.settings.write_mode)
+            log.info("table %s created: key %s, %d columns", ident, keys, len(plan.final))
+        elif plan.changed:
+            apply_plan(self.spark, ident, plan)
+            log.info("table %s schema evolved: %s", ident, plan.describe())
+        if plan.changed:
+            tr.schema = plan.describe()
+            self._tables[ident] = _TableState(plan.final, keys)
+
+        decoded = reduce(DataFrame.unionByName, [conform(decode_group(classified, g), plan.final) for g in good])
+        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op").count().collect()
+            bad = sum(r["count"] for r in counts if not r["ok"])
+            if bad:
+                tr.dead += bad
+                log.error("table %s: %d event(s) could not be decoded; sent to dead letters", ident, bad)
+                dead.append(
+                    as_dead_letters(
+                        decoded.where(F.col("_decode_error").isNotNull()),
+                        F.col("_decode_error"),
+                        batch_id,
+                        "_raw_",
+                    )
+                )
+            changes = decoded.where(F.col("_decode_error").isNull()).drop(
+                "_decode_error", *[f"_raw_{c}" for c in RAW_KEEP]
+            )
+            if truncate_seq is not None:
+                truncate_before(self.spark, ident, truncate_seq)
+                changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
+                tr.truncated = True
+            changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
+            newest = latest_per_key(changes, keys)
+            merge_changes(self.spark, ident, newest, keys, [n for n, _ in plan.final])
+            ops = defaultdict(int)
+            for r in counts:
+                if r["ok"]:
+                    ops[r["_cdc_op"]] += r["count"]
+            tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"]
+            # kept for the log line; the data need not be computed again for it
+        finally:
+            decoded.unpersist()
+        tr.seconds = time.monotonic() - t0
+        return tr
+
+    def _infer(self, classified: DataFrame, g: SchemaGroup) -> list[T.StructField]:
+        """Schemaless fallback: infer column types from this group's row images (JSON values)."""
+        images = group_rows(classified, g).select(
+            F.coalesce(F.get_json_object("_payload_json", "$.after"), F.get_json_object("_payload_json", "$.before"))
+        )
+        inferred = self.spark.read.option("primitivesAsString", "false").json(images.rdd.map(lambda r: r[0]))
+        return list(inferred.schema.fields)
+
+
+__all__ = ["RAW_KEEP", "BatchProcessor", "BatchReport", "TableReport"]

@@ -1,0 +1,252 @@
+"""Kafka Connect / Debezium field schemas -> exact Spark (and so Iceberg) types.
+
+Each event carries its own schema (JsonConverter with schemas enabled). For every column we
+derive a `ColumnSpec`: how to parse the JSON value (`parse_type`), the type stored in the lake
+(`spark_type`) and a Spark expression that converts one into the other. Everything runs as Spark
+SQL expressions in the JVM: no Python UDF on the hot path.
+
+Mapping (time.precision.mode=adaptive_time_microseconds or connect; decimal.handling.mode any):
+
+| Connect type / logical name                    | lake type       | note                            |
+|------------------------------------------------|-----------------|---------------------------------|
+| int8, int16, int32, io.debezium.time.Year      | int             | Iceberg has no tinyint/smallint |
+| int64                                          | bigint          |                                 |
+| float32 / float64                              | float / double  | also decimal.handling.mode=double |
+| boolean (BIT(1), BOOLEAN)                      | boolean         |                                 |
+| string, Enum, EnumSet, Json, Uuid, Xml         | string          | EnumSet: comma-separated        |
+| connect Decimal (bytes, base64 + scale)        | decimal(p, s)   | p from connect.decimal.precision, else 38 |
+| string with __debezium.source.column.type=DECIMAL/NUMERIC | decimal(len, scale) | column.propagate.source.type |
+| string (decimal.handling.mode=string otherwise) | string         | the schema carries no precision |
+| io.debezium.time.Date, connect Date (days)     | date            |                                 |
+| io.debezium.time.Timestamp (ms), MicroTimestamp (us), NanoTimestamp (ns), connect Timestamp | timestamp_ntz | MySQL DATETIME has no zone; ns truncated to us |
+| io.debezium.time.ZonedTimestamp (ISO string)   | timestamp       | with zone (MySQL TIMESTAMP)      |
+| io.debezium.time.Time (ms), MicroTime (us), NanoTime (ns), connect Time | string `[-]HH:MM:SS.ffffff` | Spark has no TIME type; MySQL TIME may exceed 24h or be negative |
+| io.debezium.time.ZonedTime                     | string          |                                 |
+| bytes, io.debezium.data.Bits                   | binary          |                                 |
+| struct, array, map (e.g. geometry)             | string (JSON)   |                                 |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+Converter = Callable[[Column], Column]
+Stages = tuple[Converter, ...]
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_DATE_NAMES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
+# logical name -> factor to microseconds
+_TIMESTAMP_NTZ = {
+    "io.debezium.time.Timestamp": 1000,
+    "org.apache.kafka.connect.data.Timestamp": 1000,
+    "io.debezium.time.MicroTimestamp": 1,
+    "io.debezium.time.NanoTimestamp": None,  # divide by 1000
+}
+_TIME = {
+    "io.debezium.time.Time": 1000,
+    "org.apache.kafka.connect.data.Time": 1000,
+    "io.debezium.time.MicroTime": 1,
+    "io.debezium.time.NanoTime": None,
+}
+_PRIMITIVE: dict[str, T.DataType] = {
+    "int8": T.IntegerType(),
+    "int16": T.IntegerType(),
+    "int32": T.IntegerType(),
+    "int64": T.LongType(),
+    "float32": T.FloatType(),
+    "float64": T.DoubleType(),
+    "boolean": T.BooleanType(),
+    "string": T.StringType(),
+}
+
+
+class UnsupportedSchema(ValueError):
+    """The event's schema cannot be mapped (e.g. a struct without fields). Sent to dead letters."""
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One source column: how it is parsed from JSON, its lake type, and the conversion.
+
+    `stages` are applied one projection each. Splitting a long conversion (decimals) into stages
+    lets Spark keep intermediate results as columns instead of inlining the same expression
+    many times, which would blow the 64 KB limit of generated code on wide tables.
+    """
+
+    name: str
+    parse_type: T.DataType
+    spark_type: T.DataType
+    stages: Stages
+    connect_name: str | None = None
+
+    def convert(self, c: Column) -> Column:
+        """All stages in one expression (for single values and tests)."""
+        for stage in self.stages:
+            c = stage(c)
+        return c
+
+    def __hash__(self) -> int:  # converters are closures; identity by name and types is enough
+        return hash((self.name, self.parse_type.simpleString(), self.spark_type.simpleString()))
+
+
+def _epoch_us_to_ntz(us: Column) -> Column:
+    # Arithmetic on TIMESTAMP_NTZ is independent of the session time zone, unlike a cast.
+    return F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'") + F.make_dt_interval(
+        F.lit(0), F.lit(0), F.lit(0), (us / F.lit(1_000_000)).cast(T.DecimalType(38, 6))
+    )
+
+
+def _micros_to_time_string(us: Column) -> Column:
+    a = F.abs(us)
+    return F.format_string(
+        "%s%02d:%02d:%02d.%06d",
+        F.when(us < 0, F.lit("-")).otherwise(F.lit("")),
+        F.floor(a / 3_600_000_000),
+        F.floor(a / 60_000_000) % 60,
+        F.floor(a / 1_000_000) % 60,
+        a % 1_000_000,
+    )
+
+
+def _unsigned_hex_to_decimal(h: Column) -> Column:
+    """Unsigned big-endian hex string -> decimal(38,0). conv() is exact up to 16 hex digits, so
+    longer values (precision > 18) are split into a high and a low 64-bit half."""
+    n = F.length(h)
+    dec = T.DecimalType(38, 0)
+    low = F.conv(F.substring(h, -16, 16), 16, 10).cast(dec)
+    high = F.conv(h.substr(F.lit(1), n - 16), 16, 10).cast(dec)
+    two64 = F.lit("18446744073709551616").cast(dec)
+    return F.when(n <= 16, F.conv(h, 16, 10).cast(dec)).otherwise(high * two64 + low)
+
+
+def _decimal_stages(precision: int, scale: int) -> Stages:
+    """Connect Decimal (base64 of the two's-complement big-endian unscaled value) -> decimal(p, s).
+
+    Exact: the unscaled integer is built from hex digits, then the decimal point is placed in its
+    string form, so no floating point or decimal-division rounding is involved.
+    """
+
+    def to_hex(b64: Column) -> Column:
+        return F.hex(F.unbase64(b64))
+
+    def to_unscaled(h: Column) -> Column:
+        negative = F.substring(h, 1, 1) >= F.lit("8")
+        inverted = F.translate(h, "0123456789ABCDEF", "FEDCBA9876543210")  # bitwise NOT, digit by digit
+        value = F.when(negative, -(_unsigned_hex_to_decimal(inverted) + 1)).otherwise(_unsigned_hex_to_decimal(h))
+        return F.when(F.length(h) > 0, value)
+
+    def to_decimal(unscaled: Column) -> Column:
+        digits = F.abs(unscaled).cast("string")
+        if scale > 0:
+            # lpad also truncates longer strings, so pad only short ones
+            padded = F.when(F.length(digits) > scale, digits).otherwise(F.lpad(digits, scale + 1, "0"))
+            digits = F.concat(
+                padded.substr(F.lit(1), F.length(padded) - scale), F.lit("."), F.substring(padded, -scale, scale)
+            )
+        text = F.concat(F.when(unscaled < 0, F.lit("-")).otherwise(F.lit("")), digits)
+        return text.cast(T.DecimalType(precision, scale))
+
+    return (to_hex, to_unscaled, to_decimal)
+
+
+def decimal_from_base64(b64: Column, precision: int, scale: int) -> Column:
+    """Single-expression form of the Connect Decimal conversion."""
+    for stage in _decimal_stages(precision, scale):
+        b64 = stage(b64)
+    return b64
+
+
+def _parameters(field: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (field.get("parameters") or {}).items()}
+
+
+def column_spec(field: dict[str, Any]) -> ColumnSpec:
+    """Map one Connect field schema (a dict from the event's `schema`) to a ColumnSpec."""
+    name = field.get("field")
+    if not name:
+        raise UnsupportedSchema(f"field schema without a name: {field}")
+    ctype = field.get("type")
+    logical = field.get("name")
+    params = _parameters(field)
+
+    if logical == DECIMAL:
+        scale = int(params.get("scale", "0"))
+        precision = int(params.get("connect.decimal.precision", "38"))
+        precision = max(min(precision, 38), scale, 1)
+        return ColumnSpec(
+            name,
+            T.StringType(),
+            T.DecimalType(precision, scale),
+            _decimal_stages(precision, scale),
+            logical,
+        )
+    if logical in _DATE_NAMES:
+        return ColumnSpec(name, T.IntegerType(), T.DateType(), (F.date_from_unix_date,), logical)
+    if logical in _TIMESTAMP_NTZ:
+        factor = _TIMESTAMP_NTZ[logical]
+        to_us: Converter = (lambda c: F.floor(c / 1000)) if factor is None else (lambda c, f=factor: c * f)
+        return ColumnSpec(
+            name, T.LongType(), T.TimestampNTZType(), (lambda c, g=to_us: _epoch_us_to_ntz(g(c)),), logical
+        )
+    if logical == "io.debezium.time.ZonedTimestamp":
+        return ColumnSpec(name, T.StringType(), T.TimestampType(), (lambda c: c.cast(T.TimestampType()),), logical)
+    if logical in _TIME:
+        factor = _TIME[logical]
+        to_us = (lambda c: F.floor(c / 1000)) if factor is None else (lambda c, f=factor: c * f)
+        return ColumnSpec(
+            name, T.LongType(), T.StringType(), (lambda c, g=to_us: _micros_to_time_string(g(c)),), logical
+        )
+    if ctype == "bytes":
+        return ColumnSpec(name, T.StringType(), T.BinaryType(), (F.unbase64,), logical)
+    if ctype == "string":
+        src_type = params.get("__debezium.source.column.type", "").upper()
+        if src_type in ("DECIMAL", "NUMERIC") and "__debezium.source.column.length" in params:
+            scale = int(params.get("__debezium.source.column.scale", "0"))
+            dtype = T.DecimalType(max(min(int(params["__debezium.source.column.length"]), 38), scale, 1), scale)
+            return ColumnSpec(name, T.StringType(), dtype, (lambda c, d=dtype: c.cast(d),), logical)
+        return ColumnSpec(name, T.StringType(), T.StringType(), (), logical)
+    if ctype in _PRIMITIVE:
+        return ColumnSpec(name, _PRIMITIVE[ctype], _PRIMITIVE[ctype], (), logical)
+    if ctype in ("struct", "array", "map"):
+        # Parsed as its raw JSON text (Spark keeps nested JSON as text for a string field).
+        return ColumnSpec(name, T.StringType(), T.StringType(), (), logical)
+    raise UnsupportedSchema(f"column {name!r}: unsupported Connect type {ctype!r}")
+
+
+def row_columns(envelope_schema: dict[str, Any]) -> list[ColumnSpec]:
+    """Columns of the row image (`after`, else `before`) of a Debezium envelope schema."""
+    fields = {f.get("field"): f for f in envelope_schema.get("fields") or []}
+    image = fields.get("after") or fields.get("before")
+    if not image or image.get("type") != "struct" or not image.get("fields"):
+        raise UnsupportedSchema("envelope schema has no before/after struct with fields")
+    return [column_spec(f) for f in image["fields"]]
+
+
+def key_columns(key_schema: dict[str, Any] | None) -> list[str]:
+    """Primary-key column names from the Kafka key's schema (one or more fields)."""
+    if not key_schema or key_schema.get("type") != "struct" or not key_schema.get("fields"):
+        raise UnsupportedSchema("the record key has no struct schema with fields (table without a primary key?)")
+    return [f["field"] for f in key_schema["fields"]]
+
+
+def inferred_column_spec(name: str, inferred: T.DataType) -> ColumnSpec:
+    """Schemaless fallback (schemas.enable=false): types come from the JSON values themselves.
+
+    JSON integers -> bigint, other numbers -> double, strings -> string, booleans -> boolean,
+    objects and arrays -> their JSON text. No logical types can be recognised without a schema:
+    decimals arrive as whatever the connector wrote (use decimal.handling.mode=string or double)
+    and temporal values as their raw numbers/strings.
+    """
+    if isinstance(inferred, T.LongType | T.IntegerType):
+        return ColumnSpec(name, T.LongType(), T.LongType(), ())
+    if isinstance(inferred, T.DoubleType | T.FloatType | T.DecimalType):
+        return ColumnSpec(name, T.DoubleType(), T.DoubleType(), ())
+    if isinstance(inferred, T.BooleanType):
+        return ColumnSpec(name, T.BooleanType(), T.BooleanType(), ())
+    return ColumnSpec(name, T.StringType(), T.StringType(), ())

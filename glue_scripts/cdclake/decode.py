@@ -1,0 +1,181 @@
+"""Second pass: decode the row images of one schema group into typed lake columns.
+
+A *schema group* is the set of change events of one table that carry the same Connect schema
+(usually one per table per batch; two around an ALTER TABLE). Decoding is a `from_json` with
+the Spark type derived from that schema, then one conversion expression per column.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .connect_types import (
+    ColumnSpec,
+    UnsupportedSchema,
+    column_spec,
+    inferred_column_spec,
+    key_columns,
+    row_columns,
+)
+
+META_COLUMNS: list[tuple[str, T.DataType]] = [
+    ("_cdc_op", T.StringType()),
+    ("_cdc_seq", T.DecimalType(38, 0)),
+    ("_cdc_offset", T.LongType()),
+    ("_cdc_source_ts", T.TimestampType()),
+    ("_cdc_ingested_at", T.TimestampType()),
+]
+META_NAMES = [n for n, _ in META_COLUMNS]
+RAW_KEEP = ["topic", "partition", "offset", "timestamp", "key", "value"]
+_CORRUPT = "_corrupt"
+
+
+@dataclass
+class SchemaGroup:
+    """Events of one table sharing one value schema (from the batch's group aggregate)."""
+
+    db: str
+    table: str
+    schema_id: int
+    key_schema_id: int
+    value_schema: str | None
+    key_schema: str | None
+    sample_key: str | None
+    events: int
+    max_seq: int
+    columns: list[ColumnSpec] | None = None
+    keys: list[str] | None = None
+    error: str | None = None
+
+    def resolve(self, infer: callable | None = None) -> None:  # type: ignore[valid-type]
+        """Derive column specs and key names; on failure set `error` (the group is dead-lettered)."""
+        try:
+            if self.value_schema is not None:
+                self.columns = row_columns(json.loads(self.value_schema))
+            elif infer is not None:
+                self.columns = [inferred_column_spec(f.name, f.dataType) for f in infer(self)]
+            else:
+                raise UnsupportedSchema("event has no schema and schema inference is unavailable")
+            if self.key_schema is not None:
+                self.keys = key_columns(json.loads(self.key_schema))
+            elif self.sample_key is not None:
+                sample = json.loads(self.sample_key)
+                if not isinstance(sample, dict) or not sample:
+                    raise UnsupportedSchema("record key is not a JSON object with fields")
+                self.keys = list(sample)
+            else:
+                raise UnsupportedSchema("record has no key")
+            names = {c.name.lower() for c in self.columns}
+            missing = [k for k in self.keys if k.lower() not in names]
+            if missing:
+                raise UnsupportedSchema(f"key column(s) {missing} are not in the row schema")
+        except (UnsupportedSchema, ValueError, KeyError, TypeError) as e:
+            self.error = f"unsupported schema: {e}"
+
+
+def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
+    if group.key_schema is not None:
+        fields = json.loads(group.key_schema)["fields"]
+        return [column_spec(f) for f in fields]
+    by_name = {c.name.lower(): c for c in group.columns or []}
+    return [by_name[k.lower()] for k in group.keys or []]
+
+
+def group_rows(classified: DataFrame, group: SchemaGroup) -> DataFrame:
+    """The classified change records that belong to `group`."""
+    return classified.where(
+        (F.col("_status") == "change")
+        & (F.col("_schema_id") == group.schema_id)
+        & (F.col("_key_schema_id") == group.key_schema_id)
+        & (F.col("_src_db") == group.db)
+        & (F.col("_src_table") == group.table)
+    )
+
+
+def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
+    """Typed rows of one schema group: key + data columns, _cdc_* metadata, `_decode_error`,
+    and the raw record (for the dead-letter location)."""
+    assert group.columns is not None and group.keys is not None
+    rows = group_rows(classified, group)
+    image_type = T.StructType(
+        [T.StructField(c.name, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
+    )
+    key_specs = _key_specs(group)
+    key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in key_specs])
+    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+    # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
+    image_json = F.when(F.col("_cdc_op") == "d", F.get_json_object("_payload_json", "$.before")).otherwise(
+        F.get_json_object("_payload_json", "$.after")
+    )
+    df = rows.select(
+        *RAW_KEEP,
+        "_cdc_op",
+        "_cdc_seq",
+        "_cdc_source_ts",
+        F.from_json(image_json, image_type, opts).alias("_img"),
+        F.from_json("_key_json", key_type).alias("_key"),
+    )
+    key_lower = {k.lower() for k in group.keys}
+    carry = [*RAW_KEEP, "_cdc_op", "_cdc_seq", "_cdc_source_ts"]
+    # Stage 0: the parsed JSON value of every column (`__r<i>`, kept for error detection).
+    raws = []
+    for i, spec in enumerate(group.columns):
+        raw = F.col("_img").getField(spec.name)
+        if spec.name.lower() in key_lower:
+            raw = F.coalesce(raw, F.col("_key").getField(spec.name))
+        raws.append(raw.alias(f"__r{i}"))
+    img_ok = F.col("_img").isNotNull().alias("__img")
+    corrupt = F.col("_img").getField(_CORRUPT).isNotNull().alias("__corrupt")
+    df = df.select(*carry, img_ok, corrupt, *raws)
+    df = df.select("*", *[F.col(f"__r{i}").alias(f"__v{i}") for i in range(len(group.columns))])
+    # Conversion stages, one projection each (see ColumnSpec.stages).
+    depth = max((len(c.stages) for c in group.columns), default=0)
+    for level in range(depth):
+        cols = []
+        for i, spec in enumerate(group.columns):
+            v = F.col(f"__v{i}")
+            cols.append((spec.stages[level](v) if level < len(spec.stages) else v).alias(f"__v{i}"))
+        df = df.select(*[c for c in df.columns if not c.startswith("__v")], *cols)
+    errors = [
+        F.when(F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(spec.spark_type).isNull(), F.lit(spec.name))
+        for i, spec in enumerate(group.columns)
+    ]
+    index = {spec.name.lower(): i for i, spec in enumerate(group.columns)}
+    key_null = [F.when(F.col(f"__r{index[k.lower()]}").isNull(), F.lit(k)) for k in group.keys]
+    decode_error = (
+        F.when(~F.col("__img") & (F.col("_cdc_op") != "d"), F.lit("row image is missing"))
+        .when(F.col("__corrupt"), F.lit("row image does not match its declared schema"))
+        .when(
+            F.concat_ws(",", *key_null) != "",
+            F.concat(F.lit("primary key column(s) null: "), F.concat_ws(",", *key_null)),
+        )
+        .when(
+            F.concat_ws(",", *errors) != "",
+            F.concat(F.lit("could not decode column(s): "), F.concat_ws(",", *errors)),
+        )
+    )
+    return df.select(
+        *[F.col(f"__v{i}").cast(spec.spark_type).alias(spec.name) for i, spec in enumerate(group.columns)],
+        "_cdc_op",
+        "_cdc_seq",
+        F.col("offset").alias("_cdc_offset"),
+        "_cdc_source_ts",
+        decode_error.alias("_decode_error"),
+        *[F.col(c).alias(f"_raw_{c}") for c in RAW_KEEP],
+    )
+
+
+def conform(decoded: DataFrame, table_columns: list[tuple[str, T.DataType]]) -> DataFrame:
+    """Project decoded rows onto the lake table's data columns (absent -> null), cast to lake types."""
+    present = {c.lower(): c for c in decoded.columns}
+    cols = []
+    for name, typ in table_columns:
+        src = present.get(name.lower())
+        cols.append((F.col(f"`{src}`") if src else F.lit(None)).cast(typ).alias(name))
+    keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"] + [f"_raw_{c}" for c in RAW_KEEP]
+    return decoded.select(*cols, *keep)

@@ -1,0 +1,153 @@
+"""First pass over a micro-batch: classify every record and read the Debezium envelope.
+
+Input: the *raw batch* both sources produce (see `RAW_COLUMNS`): one row per Kafka record with
+key and value as JSON text exactly as Kafka Connect's JsonConverter wrote them.
+
+Output: the same rows plus `_status` (what to do with the record), the operation, the source
+position (`_cdc_seq`, see ordering.py), source db/table and the schema fingerprint used to
+decode the row images in a second, per-schema pass (decode.py).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .ordering import sequence_expr
+
+# The contract between sources and the batch function.
+RAW_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
+RAW_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("timestamp", T.TimestampType()),
+        T.StructField("key", T.StringType()),
+        T.StructField("value", T.StringType()),
+    ]
+)
+
+# Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
+CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"
+
+_CORRUPT = "_corrupt"
+# Debezium source block: MySQL (file/pos/row), PostgreSQL (lsn), both (db, table, snapshot, ts_ms).
+_SOURCE = T.StructType(
+    [
+        T.StructField("db", T.StringType()),
+        T.StructField("schema", T.StringType()),
+        T.StructField("table", T.StringType()),
+        T.StructField("snapshot", T.StringType()),
+        T.StructField("ts_ms", T.LongType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("pos", T.LongType()),
+        T.StructField("row", T.LongType()),
+        T.StructField("lsn", T.LongType()),
+    ]
+)
+_PAYLOAD = T.StructType(
+    [
+        T.StructField("op", T.StringType()),
+        T.StructField("source", _SOURCE),
+        T.StructField("before", T.StringType()),
+        T.StructField("after", T.StringType()),
+        T.StructField("ddl", T.StringType()),
+        T.StructField("databaseName", T.StringType()),
+        T.StructField(_CORRUPT, T.StringType()),
+    ]
+)
+# JsonConverter with schemas.enable=true writes {"schema": ..., "payload": ...}; a string-typed
+# field keeps a nested object as its JSON text.
+_WRAPPED = T.StructType(
+    [
+        T.StructField("schema", T.StringType()),
+        T.StructField("payload", T.StringType()),
+        T.StructField(_CORRUPT, T.StringType()),
+    ]
+)
+_PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+
+
+def _unwrap(text: Column) -> tuple[Column, Column, Column]:
+    """(schema_json, payload_json, is_valid_json) of a JsonConverter message, schemas on or off."""
+    w = F.from_json(text, _WRAPPED, _PERMISSIVE)
+    valid = text.isNotNull() & w[_CORRUPT].isNull() & F.trim(text).startswith("{")
+    # Schemas on: exactly the keys `schema` and `payload`. Schemas off: the message *is* the payload.
+    keys = F.json_object_keys(text)
+    wrapped = F.coalesce(
+        (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload"),
+        F.lit(False),
+    )
+    return F.when(wrapped, w["schema"]), F.when(wrapped, w["payload"]).otherwise(text), valid
+
+
+def classify(raw: DataFrame) -> DataFrame:
+    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
+    v_schema, v_payload, v_valid = _unwrap(F.col("value"))
+    k_schema, k_payload, k_valid = _unwrap(F.col("key"))
+    df = raw.select(
+        *RAW_COLUMNS,
+        v_schema.alias("_value_schema"),
+        v_payload.alias("_payload_json"),
+        v_valid.alias("_value_valid"),
+        k_schema.alias("_key_schema"),
+        k_payload.alias("_key_json"),
+        k_valid.alias("_key_valid"),
+    )
+    p = F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE)
+    df = df.withColumn("_p", p)
+    op = F.col("_p.op")
+    src = F.col("_p.source")
+    payload_null = F.col("_payload_json").isNull() | (F.trim(F.col("_payload_json")) == "null")
+    status_reason = (
+        F.when(
+            F.col("topic").isNull(),
+            F.struct(F.lit(DEAD), F.lit("not a {topic, partition, offset, key, value} JSON record")),
+        )
+        .when(F.col("value").isNull(), F.struct(F.lit(TOMBSTONE), F.lit(None).cast("string")))
+        .when(~F.col("_value_valid"), F.struct(F.lit(DEAD), F.lit("value is not a JSON object")))
+        .when(payload_null, F.struct(F.lit(TOMBSTONE), F.lit(None).cast("string")))
+        .when(
+            F.col("_p.ddl").isNotNull() | F.col("_p.databaseName").isNotNull(),
+            F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")),
+        )
+        .when(op.isNull(), F.struct(F.lit(DEAD), F.lit("payload has no Debezium `op` field")))
+        .when(
+            ~op.isin("c", "r", "u", "d", "t"),
+            F.struct(F.lit(DEAD), F.concat(F.lit("unknown Debezium op "), op)),
+        )
+        .when(
+            src["table"].isNull() | (src["db"].isNull() & src["schema"].isNull()),
+            F.struct(F.lit(DEAD), F.lit("payload.source has no db/table")),
+        )
+        .when(op == "t", F.struct(F.lit(TRUNCATE), F.lit(None).cast("string")))
+        .when(
+            op.isin("c", "r", "u") & F.col("_p.after").isNull(),
+            F.struct(F.lit(DEAD), F.concat(F.lit("op "), op, F.lit(" without an `after` row image"))),
+        )
+        .when(
+            F.col("key").isNull() | ~F.col("_key_valid"),
+            F.struct(F.lit(DEAD), F.lit("record has no JSON key (does the table have a primary key?)")),
+        )
+        .otherwise(F.struct(F.lit(CHANGE), F.lit(None).cast("string")))
+    )
+    # PostgreSQL sources carry a schema name too; MySQL's `db` is the database.
+    db = F.coalesce(src["db"], src["schema"])
+    return df.select(
+        *RAW_COLUMNS,
+        "_value_schema",
+        "_payload_json",
+        "_key_schema",
+        "_key_json",
+        status_reason["col1"].alias("_status"),
+        status_reason["col2"].alias("_reason"),
+        op.alias("_cdc_op"),
+        db.alias("_src_db"),
+        src["table"].alias("_src_table"),
+        sequence_expr(src, F.col("partition"), F.col("offset")).alias("_cdc_seq"),
+        F.timestamp_millis(src["ts_ms"]).alias("_cdc_source_ts"),
+        F.xxhash64(F.coalesce(F.col("_value_schema"), F.lit(""))).alias("_schema_id"),
+        F.xxhash64(F.coalesce(F.col("_key_schema"), F.lit(""))).alias("_key_schema_id"),
+    )

@@ -1,0 +1,76 @@
+"""The streaming job's life cycle, free of `awsglue`: the entry script passes in how to get a
+SparkSession (Glue's or a local one) and this runs the stream until stopped (or once)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .batch import BatchProcessor
+from .session import catalog_conf, local_session
+from .settings import ArgumentError, Settings, build_settings, parse_argv
+from .sources import open_stream
+
+log = logging.getLogger("cdclake")
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+        force=True,
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def run_stream(spark: SparkSession, settings: Settings) -> None:
+    """Start the streaming query and block until it ends (run_once: when caught up)."""
+    processor = BatchProcessor(spark, settings)
+
+    def each_batch(df: DataFrame, batch_id: int) -> None:
+        processor.process(df, batch_id)
+
+    writer = (
+        open_stream(spark, settings)
+        .writeStream.queryName("cdc-iceberg")
+        .foreachBatch(each_batch)
+        .option("checkpointLocation", settings.checkpoint_location)
+    )
+    if settings.run_once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+    query = writer.start()
+    log.info(
+        "streaming from %s into %s.%s (checkpoint %s, %s)",
+        settings.source,
+        settings.catalog_name,
+        settings.namespace,
+        settings.checkpoint_location,
+        "run once" if settings.run_once else f"every {settings.trigger_interval_seconds}s",
+    )
+    query.awaitTermination()
+
+
+def main(
+    argv: list[str],
+    session_factory: Callable[[Settings], SparkSession] | None = None,
+    raw_args: dict[str, str] | None = None,
+) -> int:
+    """Parse arguments, build the session, run. Returns the process exit code."""
+    configure_logging()
+    try:
+        settings = build_settings(raw_args if raw_args is not None else parse_argv(argv))
+    except ArgumentError as e:
+        log.error("invalid job arguments: %s", e)
+        return 2
+    spark = (session_factory or local_session)(settings)
+    run_stream(spark, settings)
+    return 0
+
+
+__all__ = ["catalog_conf", "main", "run_stream"]

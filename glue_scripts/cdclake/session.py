@@ -1,0 +1,56 @@
+"""Spark configuration shared by Glue and local runs: the same catalog name and SQL everywhere."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from .settings import Settings
+
+
+def catalog_conf(s: Settings) -> dict[str, str]:
+    """Iceberg catalog `s.catalog_name`: Glue Data Catalog + S3FileIO on AWS, Hadoop locally."""
+    prefix = f"spark.sql.catalog.{s.catalog_name}"
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.warehouse": s.warehouse,
+        # A cached table object can be stale after our own MERGE (seen with a second reader).
+        f"{prefix}.cache-enabled": "false",
+        # DATETIME columns are decoded time-zone independently; this keeps displays and casts UTC.
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
+        "spark.sql.adaptive.enabled": "true",
+    }
+    if s.catalog_type == "glue":
+        conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
+        conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+        conf[f"{prefix}.glue.skip-name-validation"] = "false"
+    else:
+        conf[f"{prefix}.type"] = "hadoop"
+    return conf
+
+
+def local_jars() -> list[str]:
+    """Iceberg runtime + relocated Jackson prepared by scripts/setup-local."""
+    root = Path(os.environ.get("CDC_JARS_DIR", Path(__file__).resolve().parents[2] / ".local" / "jars"))
+    jars = sorted(glob.glob(str(root / "*.jar")))
+    if not any("iceberg-spark-runtime" in j for j in jars):
+        raise RuntimeError(f"no iceberg-spark-runtime jar in {root}: run `make setup` (scripts/setup-local) first")
+    return jars
+
+
+def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str | None = None) -> SparkSession:
+    """A local SparkSession equivalent to the Glue job's (same catalog name and settings)."""
+    b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))
+    b = b.config("spark.jars", ",".join(local_jars()))
+    b = b.config("spark.ui.enabled", os.environ.get("CDC_SPARK_UI", "false"))
+    b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
+    for k, v in catalog_conf(s).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

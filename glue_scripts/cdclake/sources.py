@@ -1,0 +1,90 @@
+"""Streaming sources. Each returns the raw batch contract (envelope.RAW_SCHEMA):
+topic, partition, offset, timestamp, key, value — key and value as JsonConverter's JSON text."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .envelope import RAW_COLUMNS
+from .settings import Settings
+
+# MSK IAM auth (the aws-msk-iam-auth classes ship with Glue).
+MSK_IAM_OPTIONS = {
+    "kafka.security.protocol": "SASL_SSL",
+    "kafka.sasl.mechanism": "AWS_MSK_IAM",
+    "kafka.sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+    "kafka.sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+}
+
+
+def kafka_options(s: Settings) -> dict[str, str]:
+    """Options of Spark's Kafka source for these settings."""
+    opts = {
+        "kafka.bootstrap.servers": s.kafka_bootstrap_servers,
+        "startingOffsets": s.starting_offsets,
+        "maxOffsetsPerTrigger": str(s.max_offsets_per_trigger),
+        # Fail loudly when retention deleted records we have not read: silently skipping is data loss.
+        "failOnDataLoss": "true",
+    }
+    if s.kafka_topics:
+        opts["subscribe"] = ",".join(s.kafka_topics)
+    else:
+        opts["subscribePattern"] = s.kafka_topic_pattern
+    if s.kafka_auth == "iam":
+        opts.update(MSK_IAM_OPTIONS)
+    return opts
+
+
+def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:
+    df = spark.readStream.format("kafka").options(**kafka_options(s)).load()
+    return df.select(
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+    )
+
+
+_LINE = T.StructType(
+    [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("timestamp", T.StringType()),
+        # String-typed: an embedded JSON object is kept as its JSON text, a JSON string as-is.
+        T.StructField("key", T.StringType()),
+        T.StructField("value", T.StringType()),
+    ]
+)
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """JSON lines `{"topic","partition","offset","timestamp","key","value"}` -> raw batch.
+
+    A line that is not such a record keeps its text in `value` with a null topic, so it is
+    dead-lettered rather than dropped."""
+    rec = F.from_json(F.col("value"), _LINE)
+    ok = rec["topic"].isNotNull() & rec["offset"].isNotNull()
+    ts = rec["timestamp"]
+    timestamp = F.when(ts.rlike(r"^\d+$"), F.timestamp_millis(ts.cast("long"))).otherwise(ts.cast("timestamp"))
+    return lines.select(
+        F.when(ok, rec["topic"]).alias("topic"),
+        F.when(ok, rec["partition"]).alias("partition"),
+        F.when(ok, rec["offset"]).alias("offset"),
+        F.when(ok, timestamp).alias("timestamp"),
+        F.when(ok, rec["key"]).alias("key"),
+        F.when(ok, rec["value"]).otherwise(F.col("value")).alias("value"),
+    )
+
+
+def files_stream(spark: SparkSession, s: Settings) -> DataFrame:
+    lines = spark.readStream.format("text").option("maxFilesPerTrigger", s.max_files_per_trigger).load(s.files_path)
+    return parse_lines(lines).select(*RAW_COLUMNS)
+
+
+def open_stream(spark: SparkSession, s: Settings) -> DataFrame:
+    return kafka_stream(spark, s) if s.source == "kafka" else files_stream(spark, s)

@@ -1,0 +1,42 @@
+"""Shared fixtures: one real local Spark + Iceberg session for the whole run (Hadoop catalog
+named `glue_catalog`, exactly the name the Glue job uses)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "glue_scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse: Path):
+    from cdclake.session import local_session
+    from cdclake.settings import build_settings
+
+    s = build_settings(
+        {
+            "source": "files",
+            "files_path": "unused",
+            "catalog_type": "hadoop",
+            "warehouse": str(warehouse),
+            "checkpoint_location": "unused",
+            "dead_letter_path": "unused",
+            "shuffle_partitions": "2",
+        }
+    )
+    session = local_session(s, app_name="cdc-tests", master="local[2]")
+    yield session
+    session.stop()

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_ns = itertools.count()
+
+
+class Lake:
+    """A fresh namespace + dead-letter folder, and a BatchProcessor writing into them."""
+
+    def __init__(self, spark, warehouse: Path, tmp: Path, **overrides: str) -> None:
+        from cdclake.batch import BatchProcessor
+        from cdclake.settings import build_settings
+
+        self.spark = spark
+        self.namespace = f"t{next(_ns)}"
+        self.dead_dir = tmp / "dead"
+        args = {
+            "source": "files",
+            "files_path": str(tmp / "in"),
+            "catalog_type": "hadoop",
+            "warehouse": str(warehouse),
+            "namespace": self.namespace,
+            "checkpoint_location": str(tmp / "ckpt"),
+            "dead_letter_path": str(self.dead_dir),
+        }
+        args.update(overrides)
+        self.settings = build_settings(args)
+        self.processor = BatchProcessor(spark, self.settings)
+        self._batch = itertools.count()
+
+    def apply(self, records: list[dict[str, Any]], batch_id: int | None = None):
+        from cdclake.envelope import RAW_SCHEMA
+
+        df = self.spark.createDataFrame(
+            [tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA
+        )
+        return self.processor.process(df, next(self._batch) if batch_id is None else batch_id)
+
+    def table(self, name: str = "inventory_customers") -> str:
+        return f"glue_catalog.{self.namespace}.{name}"
+
+    def rows(self, name: str = "inventory_customers", order: str = "id") -> list[dict[str, Any]]:
+        return [r.asDict() for r in self.spark.sql(f"SELECT * FROM {self.table(name)} ORDER BY {order}").collect()]
+
+    def ids(self, name: str = "inventory_customers") -> list[int]:
+        return [r["id"] for r in self.rows(name)]
+
+    def by_id(self, name: str = "inventory_customers") -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in self.rows(name)}
+
+    def snapshots(self, name: str = "inventory_customers") -> int:
+        return self.spark.sql(f"SELECT count(*) AS n FROM {self.table(name)}.snapshots").first()["n"]
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        out = []
+        for f in sorted(self.dead_dir.glob("batch=*/*.json")):
+            out += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        return out
+
+
+@pytest.fixture
+def lake(spark, warehouse, tmp_path) -> Lake:
+    return Lake(spark, warehouse, tmp_path)
+
+
+@pytest.fixture
+def make_lake(spark, warehouse, tmp_path_factory) -> Callable[..., Lake]:
+    def make(**overrides: str) -> Lake:
+        return Lake(spark, warehouse, tmp_path_factory.mktemp("lake"), **overrides)
+
+    return make

@@ -1,0 +1,168 @@
+"""cfn-lint rules for mistakes cfn-lint's schemas accept but AWS punishes at run time.
+
+Loaded with `cfn-lint --append-rules cloudformation/lint_rules` (make lint-cfn). IDs E90xx/W90xx are
+the range cfn-lint leaves to custom rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from cfnlint.rules import CloudFormationLintRule, RuleMatch
+from cfnlint.template import Template
+
+GLUE_COMMANDS = ("glueetl", "gluestreaming", "pythonshell", "glueray")
+# Arguments that only a streaming job has (glue_scripts/cdclake/settings.py).
+STREAMING_ARGS = ("--checkpoint_location", "--kafka_bootstrap_servers", "--trigger_interval_seconds")
+GLUE_VERSION = "5.0"  # Spark 3.5.4, Python 3.11: what the job and its tests target
+SEVEN_DAYS_MINUTES = 7 * 24 * 60
+
+
+def _resolve(cfn: Template, value: Any) -> Any:
+    """A literal, or the Default of a referenced parameter; None when it cannot be known statically."""
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        param = cfn.template.get("Parameters", {}).get(value["Ref"])
+        return None if param is None else param.get("Default")
+    return None if isinstance(value, dict | list) else value
+
+
+def _is_streaming(props: dict[str, Any]) -> bool:
+    args = props.get("DefaultArguments") or {}
+    return isinstance(args, dict) and any(a in args for a in STREAMING_ARGS)
+
+
+class GlueJobCommand(CloudFormationLintRule):
+    id = "E9001"
+    shortdesc = "Glue job Command.Name matches the kind of job"
+    description = (
+        "Command.Name must be one of glueetl/gluestreaming/pythonshell/glueray; a streaming job "
+        "(checkpoint or Kafka arguments) must be gluestreaming, and gluestreaming needs those arguments"
+    )
+    source_url = "https://docs.aws.amazon.com/glue/latest/dg/aws-glue-api-jobs-job.html"
+    tags: ClassVar[list[str]] = ["resources", "glue"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
+            props = res.get("Properties") or {}
+            command = _resolve(cfn, (props.get("Command") or {}).get("Name"))
+            path = ["Resources", name, "Properties", "Command", "Name"]
+            if command is None:
+                continue
+            if command not in GLUE_COMMANDS:
+                matches.append(RuleMatch(path, f"{name}: unknown Glue Command.Name {command!r}"))
+            elif _is_streaming(props) and command != "gluestreaming":
+                matches.append(
+                    RuleMatch(path, f"{name}: a streaming job must use Command.Name gluestreaming, not {command}")
+                )
+            elif command == "gluestreaming" and not _is_streaming(props):
+                matches.append(
+                    RuleMatch(path, f"{name}: gluestreaming job without {'/'.join(STREAMING_ARGS)} arguments")
+                )
+        return matches
+
+
+class GlueJobVersion(CloudFormationLintRule):
+    id = "E9002"
+    shortdesc = f"Glue jobs run Glue {GLUE_VERSION}"
+    description = f"GlueVersion must be {GLUE_VERSION} (the runtime the job and its tests target)"
+    source_url = "https://docs.aws.amazon.com/glue/latest/dg/release-notes.html"
+    tags: ClassVar[list[str]] = ["resources", "glue"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
+            props = res.get("Properties") or {}
+            version = _resolve(cfn, props.get("GlueVersion"))
+            if str(version) != GLUE_VERSION:
+                matches.append(
+                    RuleMatch(
+                        ["Resources", name, "Properties", "GlueVersion"],
+                        f"{name}: GlueVersion must be {GLUE_VERSION!r}, got {version!r}",
+                    )
+                )
+        return matches
+
+
+class GlueStreamingTimeout(CloudFormationLintRule):
+    id = "E9003"
+    shortdesc = "Streaming Glue jobs have no Timeout under 7 days, and a MaintenanceWindow"
+    description = (
+        "A gluestreaming job whose Timeout is below 7 days stops and is not restarted; "
+        "without a MaintenanceWindow Glue may restart it at any time"
+    )
+    source_url = "https://docs.aws.amazon.com/glue/latest/dg/add-job-streaming.html"
+    tags: ClassVar[list[str]] = ["resources", "glue"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
+            props = res.get("Properties") or {}
+            if _resolve(cfn, (props.get("Command") or {}).get("Name")) != "gluestreaming":
+                continue
+            timeout = _resolve(cfn, props.get("Timeout"))
+            if "Timeout" in props and (timeout is None or int(timeout) < SEVEN_DAYS_MINUTES):
+                matches.append(
+                    RuleMatch(
+                        ["Resources", name, "Properties", "Timeout"],
+                        f"{name}: streaming job Timeout {timeout!r} is under {SEVEN_DAYS_MINUTES} minutes "
+                        "(7 days): the job would stop and not restart. Leave Timeout out.",
+                    )
+                )
+            if "MaintenanceWindow" not in props:
+                matches.append(
+                    RuleMatch(["Resources", name, "Properties"], f"{name}: streaming job without MaintenanceWindow")
+                )
+        return matches
+
+
+def expected_family(engine: str, version: str) -> str | None:
+    """DB parameter-group family of an RDS engine version (mysql 8.0.40 -> mysql8.0)."""
+    parts = str(version).split(".")
+    if engine == "mysql" and len(parts) >= 2:
+        return f"mysql{parts[0]}.{parts[1]}"
+    if engine == "mariadb" and len(parts) >= 2:
+        return f"mariadb{parts[0]}.{parts[1]}"
+    if engine == "postgres" and parts[0].isdigit():
+        major = int(parts[0])
+        return f"postgres{major}" if major >= 10 else f"postgres{parts[0]}.{parts[1]}"
+    return None
+
+
+class DbParameterGroupFamily(CloudFormationLintRule):
+    id = "E9004"
+    shortdesc = "DB parameter-group Family matches the engine version of its instances"
+    description = (
+        "An RDS instance whose parameter group has another family fails at create time; "
+        "the family is derived from Engine and EngineVersion (mysql 8.0.x -> mysql8.0)"
+    )
+    source_url = "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_WorkingWithParamGroups.html"
+    tags: ClassVar[list[str]] = ["resources", "rds"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        groups = cfn.get_resources(["AWS::RDS::DBParameterGroup"])
+        for name, res in cfn.get_resources(["AWS::RDS::DBInstance"]).items():
+            props = res.get("Properties") or {}
+            ref = props.get("DBParameterGroupName")
+            if not (isinstance(ref, dict) and ref.get("Ref") in groups):
+                continue
+            group_name = ref["Ref"]
+            engine = _resolve(cfn, props.get("Engine"))
+            version = _resolve(cfn, props.get("EngineVersion"))
+            family = _resolve(cfn, (groups[group_name].get("Properties") or {}).get("Family"))
+            if engine is None or version is None or family is None:
+                continue
+            expected = expected_family(str(engine).lower(), str(version))
+            if expected and str(family) != expected:
+                matches.append(
+                    RuleMatch(
+                        ["Resources", group_name, "Properties", "Family"],
+                        f"{group_name}: Family {family!r} does not match {name} ({engine} {version}): "
+                        f"expected {expected!r}",
+                    )
+                )
+        return matches
+
+
+__all__ = ["DbParameterGroupFamily", "GlueJobCommand", "GlueJobVersion", "GlueStreamingTimeout"]

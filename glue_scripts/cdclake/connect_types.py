@@ -104,13 +104,16 @@ def _epoch_us_to_ntz(us: Column) -> Column:
 
 def _micros_to_time_string(us: Column) -> Column:
     a = F.abs(us)
-    return F.format_string(
-        "%s%02d:%02d:%02d.%06d",
-        F.when(us < 0, F.lit("-")).otherwise(F.lit("")),
-        F.floor(a / 3_600_000_000),
-        F.floor(a / 60_000_000) % 60,
-        F.floor(a / 1_000_000) % 60,
-        a % 1_000_000,
+    return F.when(
+        us.isNotNull(),
+        F.format_string(  # format_string renders null as "null"
+            "%s%02d:%02d:%02d.%06d",
+            F.when(us < 0, F.lit("-")).otherwise(F.lit("")),
+            F.floor(a / 3_600_000_000),
+            F.floor(a / 60_000_000) % 60,
+            F.floor(a / 1_000_000) % 60,
+            a % 1_000_000,
+        ),
     )
 
 

@@ -62,14 +62,17 @@ def merge_sql(table: str, source_view: str, keys: list[str], columns: list[str])
     )
 
 
-def merge_changes(spark: SparkSession, table: str, changes: DataFrame, keys: list[str], columns: list[str]) -> None:
+def merge_changes(table: str, changes: DataFrame, keys: list[str], columns: list[str]) -> None:
     """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit."""
+    # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
+    # MERGE must use that session, not the one the job started with.
+    session = changes.sparkSession
     view = "cdc_changes_" + table.replace(".", "_").replace("`", "")
     changes.createOrReplaceTempView(view)
     try:
-        spark.sql(merge_sql(table, view, keys, columns))
+        session.sql(merge_sql(table, view, keys, columns))
     finally:
-        spark.catalog.dropTempView(view)
+        session.catalog.dropTempView(view)
 
 
 def truncate_before(spark: SparkSession, table: str, seq: int) -> None:

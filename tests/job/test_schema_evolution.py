@@ -1,0 +1,123 @@
+"""Schema evolution before the MERGE: new columns, safe widening, dropped columns, and
+incompatible changes that go to dead letters without stopping anything else."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from cdc_events import Events, customer, load, row_fields, value_schema_of, with_row_fields
+from pyspark.sql import types as T
+
+BASE = value_schema_of("mariadb/c_insert.json")
+WITH_TIER = value_schema_of("mariadb/c_insert_after_add_column.json")
+
+
+def column_types(lake, name="inventory_customers") -> dict[str, T.DataType]:
+    return {f.name: f.dataType for f in lake.spark.table(lake.table(name)).schema}
+
+
+def test_add_column_mid_stream_adds_it_and_earlier_rows_read_null(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    lake.apply(ev.take())
+    # The real event Debezium emitted after `ALTER TABLE ... ADD COLUMN loyalty_tier`:
+    msg = load("mariadb/c_insert_after_add_column.json")
+    ev.raw(json.dumps(msg["key"]), json.dumps(msg["value"]))
+    report = lake.apply(ev.take())
+    assert "+loyalty_tier string" in report.tables[0].schema
+    rows = lake.by_id()
+    assert rows[1]["loyalty_tier"] is None
+    assert rows[5]["loyalty_tier"] == "gold"
+    names = list(column_types(lake))
+    assert names.index("loyalty_tier") < names.index("_cdc_op"), "data columns stay before metadata columns"
+
+
+def test_add_column_inside_one_batch_applies_old_and_new_schema_events(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    ev.record("u", {"id": 3}, customer(3, loyalty_tier="silver"), value_schema=WITH_TIER)
+    ev.record("c", {"id": 2}, customer(2))  # still old schema (e.g. another partition lagging)
+    report = lake.apply(ev.take())
+    assert report.dead == 0
+    rows = lake.by_id()
+    assert rows[3]["loyalty_tier"] == "silver" and rows[1]["loyalty_tier"] is None
+
+
+def test_int_column_widens_to_bigint_and_keeps_old_values(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, visits=5), value_schema=_with_extra("visits", "int32"))
+    lake.apply(ev.take())
+    assert column_types(lake)["visits"] == T.IntegerType()
+    ev.record("c", {"id": 2}, customer(2, visits=2**40), value_schema=_with_extra("visits", "int64"))
+    report = lake.apply(ev.take())
+    assert report.dead == 0 and "visits int->bigint" in report.tables[0].schema
+    assert column_types(lake)["visits"] == T.LongType()
+    assert {r["id"]: r["visits"] for r in lake.rows()} == {1: 5, 2: 2**40}
+
+
+def test_float_widens_to_double_and_decimal_precision_grows(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, ratio=0.5), value_schema=_with_extra("ratio", "float32"))
+    lake.apply(ev.take())
+    schema = _with_extra("ratio", "float64")
+    for fld in row_fields(schema):
+        if fld["field"] == "balance":
+            fld["parameters"]["connect.decimal.precision"] = "20"
+    ev.record("c", {"id": 2}, customer(2, ratio=0.25, balance="123456789012.34"), value_schema=schema)
+    report = lake.apply(ev.take())
+    assert report.dead == 0
+    types = column_types(lake)
+    assert types["ratio"] == T.DoubleType() and types["balance"] == T.DecimalType(20, 2)
+    assert str(lake.by_id()[2]["balance"]) == "123456789012.34"
+
+
+def test_narrower_incoming_type_is_stored_in_the_wider_column(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, visits=2**40), value_schema=_with_extra("visits", "int64"))
+    lake.apply(ev.take())
+    ev.record("c", {"id": 2}, customer(2, visits=7), value_schema=_with_extra("visits", "int32"))
+    report = lake.apply(ev.take())
+    assert report.dead == 0 and column_types(lake)["visits"] == T.LongType()
+    assert lake.by_id()[2]["visits"] == 7
+
+
+def test_column_dropped_at_source_stays_in_lake_and_is_null_afterwards(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, loyalty_tier="gold"), value_schema=WITH_TIER)
+    lake.apply(ev.take())
+    ev.record("u", {"id": 1}, customer(1, "after-drop"))  # the base schema has no loyalty_tier
+    ev.record("c", {"id": 2}, customer(2))
+    lake.apply(ev.take())
+    assert "loyalty_tier" in column_types(lake)
+    rows = lake.by_id()
+    assert rows[1]["first_name"] == "after-drop" and rows[1]["loyalty_tier"] is None
+
+
+def test_incompatible_type_change_goes_to_dead_letters_while_other_tables_proceed(lake):
+    customers = Events()
+    orders = Events(topic="mdb.inventory.orders", table="orders")
+    customers.record("c", {"id": 1}, customer(1))
+    lake.apply(customers.take())
+
+    # `email` becomes an int at the source: no safe conversion exists.
+    bad_schema = copy.deepcopy(BASE)
+    for fld in row_fields(bad_schema):
+        if fld["field"] == "email":
+            fld["type"] = "int32"
+    bad = customers.record("u", {"id": 1}, customer(1, email=None) | {"email": 42}, value_schema=bad_schema)
+    orders.record("c", {"id": 10}, customer(10))
+    report = lake.apply(customers.take() + orders.take())
+
+    assert report.dead == 1
+    assert lake.ids("inventory_orders") == [10]
+    assert lake.by_id()[1]["email"] == "sally1@example.com", "the lake row is untouched"
+    [dl] = lake.dead_letters()
+    assert "incompatible schema change" in dl["reason"] and "'email'" in dl["reason"]
+    assert (dl["topic"], dl["partition"], dl["offset"]) == (bad["topic"], bad["partition"], bad["offset"])
+    assert json.loads(dl["value"]) == json.loads(bad["value"]), "the original record is kept for replay"
+
+
+def _with_extra(name: str, type_: str) -> dict:
+    fields = [*row_fields(BASE), {"type": type_, "optional": True, "field": name}]
+    return with_row_fields(BASE, fields)

@@ -7,6 +7,7 @@ PY    := $(VENV)/bin/python
 
 setup:            ## install what is missing (venv, Java, Iceberg jars) into .local/
 	@scripts/setup-local
+	@scripts/setup-stack
 
 lint: setup lint-cfn  ## ruff (+ lint-cfn)
 	@$(VENV)/bin/ruff check glue_scripts tests scripts
@@ -28,3 +29,13 @@ test: setup lint  ## every test
 
 clean:            ## remove local state (keeps the venv and jars)
 	rm -rf .local/warehouse .local/tmp
+
+.PHONY: stack-up stack-down stack-status
+stack-up: setup   ## local MariaDB -> tansu -> Kafka Connect + Debezium (docs/LOCAL_STACK.md)
+	@scripts/local-stack up --init-sql sql/01_create_customer.sql
+
+stack-down:       ## stop the local stack (data stays in .local/stack)
+	@scripts/local-stack down
+
+stack-status:
+	@scripts/local-stack status

@@ -1,0 +1,153 @@
+"""Helpers for the local pipeline stack tests: drive scripts/local-stack, read Debezium events."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = ROOT / "scripts" / "local-stack"
+SQL = ROOT / "sql"
+CUSTOMER_TOPIC = "salesdb.salesdb.customer"
+ORDERS_TOPIC = "salesdb.salesdb.orders"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One Kafka record written by Debezium (JSON converter with schemas)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: dict | None  # the key's payload, e.g. {"cust_id": 3}
+    key_fields: tuple[str, ...]  # the key schema's field names, in order
+    value: dict | None  # the whole envelope {"schema": ..., "payload": ...}; None for a tombstone
+
+    @property
+    def payload(self) -> dict:
+        return (self.value or {}).get("payload") or {}
+
+    @property
+    def op(self) -> str | None:
+        return self.payload.get("op") if self.value is not None else None
+
+    @property
+    def before(self) -> dict | None:
+        return self.payload.get("before")
+
+    @property
+    def after(self) -> dict | None:
+        return self.payload.get("after")
+
+    def row_fields(self, which: str = "after") -> dict[str, dict]:
+        """Field schemas of the before/after struct, by column name."""
+        for f in (self.value or {}).get("schema", {}).get("fields", []):
+            if f["field"] == which:
+                return {c["field"]: c for c in f["fields"]}
+        return {}
+
+
+def decimal_value(encoded: str, scale: int) -> Decimal:
+    """Debezium's precise decimals: big-endian two's-complement unscaled value, base64 encoded."""
+    unscaled = int.from_bytes(base64.b64decode(encoded), "big", signed=True)
+    return Decimal(unscaled).scaleb(-scale)
+
+
+class Stack:
+    """Drives scripts/local-stack with this session's environment and reads the topics."""
+
+    def __init__(self, env: dict[str, str], state: Path, ports: dict[str, int]) -> None:
+        self.env = env
+        self.state = state
+        self.ports = ports
+        self.bootstrap = f"127.0.0.1:{ports['kafka']}"
+
+    def cli(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        res = subprocess.run(
+            [str(CLI), *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if check and res.returncode != 0:
+            raise AssertionError(f"local-stack {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+        return res
+
+    def sql(self, statement: str) -> str:
+        return self.cli("sql", "-e", statement).stdout
+
+    def sql_file(self, name: str) -> None:
+        self.cli("sql", str(SQL / name))
+
+    def insert_customer(self, cust_id: int) -> None:
+        self.sql(
+            "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at) "
+            f"VALUES ({cust_id}, 'Test {cust_id}', 't{cust_id}@example.com', 'BUILDING', 'GB', NOW(), NOW(6))"
+        )
+
+    def pids(self) -> dict[str, int]:
+        return {p.stem: json.loads(p.read_text())["pid"] for p in (self.state / "run").glob("*.json")}
+
+    def events(self, topic: str, until: Callable[[list[Event]], bool], timeout: float = 60) -> list[Event]:
+        """Reads the topic from the beginning (a new consumer group) until `until(events)` holds."""
+        from confluent_kafka import Consumer, KafkaError
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"stack-test-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                # tansu answers JoinGroup after session.timeout.ms / 2: keep that short.
+                "session.timeout.ms": 6000,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
+        events: list[Event] = []
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and msg.error() is None:
+                    key = json.loads(msg.key()) if msg.key() else {}
+                    value = json.loads(msg.value()) if msg.value() is not None else None
+                    fields = tuple(f["field"] for f in (key.get("schema") or {}).get("fields", []))
+                    events.append(Event(msg.topic(), msg.partition(), msg.offset(), key.get("payload"), fields, value))
+                elif msg is not None and msg.error().code() not in (
+                    KafkaError._PARTITION_EOF,
+                    KafkaError.UNKNOWN_TOPIC_OR_PART,
+                ):
+                    raise AssertionError(f"consumer error: {msg.error()}")
+                if events and until(events):
+                    return events
+        finally:
+            consumer.close()
+        summary = [(e.key, e.op) for e in events][-20:]
+        raise AssertionError(f"condition not met on {topic} within {timeout:.0f}s; last events: {summary}")
+
+
+def count(events: list[Event], op: str | None, **key: Any) -> int:
+    """How many events of one row have this op (None: tombstones)."""
+    return sum(1 for e in events if e.key == key and e.op == op)
+
+
+def by_key(events: list[Event], **key: Any) -> list[Event]:
+    """The events of one row, in partition order (all events of a key share one partition)."""
+    return sorted((e for e in events if e.key == key), key=lambda e: e.offset)

@@ -71,6 +71,7 @@ class Settings:
     debezium_server_id: int
     connector: str
     timeout: float
+    topic_partitions: int
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -88,6 +89,7 @@ class Settings:
             debezium_server_id=_int_env("CDC_STACK_DEBEZIUM_SERVER_ID", 184054),
             connector=os.environ.get("CDC_STACK_CONNECTOR", "salesdb-cdc"),
             timeout=float(_int_env("CDC_STACK_TIMEOUT", 120)),
+            topic_partitions=_int_env("CDC_STACK_TOPIC_PARTITIONS", 1),
         )
 
     # Paths; everything lives under the state directory.
@@ -619,7 +621,10 @@ def start_connect(s: Settings, port: int, kafka_port: int) -> None:
 
 
 def connector_config(s: Settings, mariadb_port: int, kafka_port: int) -> dict:
-    return render(
+    """The template's settings with local values, plus the local counterpart of what the
+    CloudFormation side adds for MSK: Kafka Connect creates the change topics itself. Without
+    that, tansu would auto-create them with 4 partitions, unlike the 1 of the AWS default."""
+    config = render(
         TEMPLATE,
         {
             "DB_HOST": "127.0.0.1",
@@ -634,6 +639,9 @@ def connector_config(s: Settings, mariadb_port: int, kafka_port: int) -> dict:
             "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
         },
     )
+    config["topic.creation.default.partitions"] = str(s.topic_partitions)
+    config["topic.creation.default.replication.factor"] = "1"
+    return config
 
 
 def register_connector(s: Settings, connect_port: int, config: dict) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -78,6 +79,9 @@ class Settings:
         local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")).resolve()
         state = Path(os.environ.get("CDC_STACK_DIR", local / "stack")).resolve()
         ports = {name: _int_env(var, DEFAULT_PORT[name]) for name, var in PORT_ENV.items()}
+        for name, port in ports.items():
+            if not 1024 <= port <= 65535:
+                raise StackError(f"{PORT_ENV[name]}={port}: choose a port between 1024 and 65535")
         if len(set(ports.values())) != len(ports):
             raise StackError(
                 f"two components are configured on the same port: {ports} ({', '.join(PORT_ENV.values())})"
@@ -167,9 +171,7 @@ def live_record(s: Settings, component: str) -> Record | None:
     return rec
 
 
-def launch(
-    s: Settings, component: str, cmd: list[str], port: int, env: dict[str, str] | None = None
-) -> subprocess.Popen:
+def launch(s: Settings, component: str, cmd: list[str], port: int) -> subprocess.Popen:
     """Starts a detached process (own session, output to its log) and records its pid."""
     logf = s.log(component).open("ab")
     logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} scripts/local-stack starts {component}\n".encode())
@@ -181,7 +183,6 @@ def launch(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the calling terminal must not kill the stack
         cwd=s.state,
-        env={**os.environ, **(env or {})},
     )
     logf.close()
     starttime = None
@@ -300,7 +301,7 @@ def tcp_open(port: int, timeout: float = 1.0) -> bool:
 def mariadb_admin_user() -> str:
     # mariadb-install-db gives root (and, when not run as root, the invoking user) unix_socket auth:
     # the OS user who runs the stack is the database administrator over the socket, no password.
-    return "root" if os.geteuid() == 0 else os.environ.get("USER", "") or str(os.geteuid())
+    return pwd.getpwuid(os.geteuid()).pw_name
 
 
 def write_mariadb_config(s: Settings, port: int) -> None:

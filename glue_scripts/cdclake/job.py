@@ -34,6 +34,13 @@ def run_stream(spark: SparkSession, settings: Settings) -> None:
     def each_batch(df: DataFrame, batch_id: int) -> None:
         processor.process(df, batch_id)
 
+    if settings.source == "kafka" and settings.kafka_reader == "client":
+        from .kafka_client import run_client_stream, stop_flag
+
+        log.info("streaming from Kafka %s with the Kafka client reader", settings.kafka_bootstrap_servers)
+        run_client_stream(spark, settings, each_batch, stop_flag())
+        return
+
     writer = (
         open_stream(spark, settings)
         .writeStream.queryName("cdc-iceberg")

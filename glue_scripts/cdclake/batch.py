@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from . import envelope as E
 from .deadletter import as_dead_letters, write_dead_letters
 from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
-from .evolution import Columns, apply_plan, plan_schema
+from .evolution import BACKFILL_PREFIX, Columns, SchemaPlan, apply_plan, backfill_defaults, default_sql, plan_schema
 from .merge import create_table, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
@@ -88,6 +88,7 @@ class BatchReport:
 class _TableState:
     columns: Columns  # data columns, without _cdc_* metadata
     keys: list[str]
+    pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
 
 
 class BatchProcessor:
@@ -108,7 +109,8 @@ class BatchProcessor:
                 cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
                 props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
                 keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
-                self._tables[ident] = _TableState(cols, keys)
+                pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
+                self._tables[ident] = _TableState(cols, keys, pending)
             else:
                 self._tables[ident] = None
         return self._tables[ident]
@@ -289,17 +291,27 @@ class BatchProcessor:
         if not good:
             tr.seconds = time.monotonic() - t0
             return tr
+        fills = self._new_column_defaults(plan, good)
+        # Existing lake rows need the default of a column added at the source (plus any backfill
+        # a crash left pending); a new table has no existing rows.
+        pending = dict(state.pending_backfill) if state is not None else {}
         if plan.create:
             create_table(self.spark, ident, plan.final, keys, self.settings.write_mode)
             log.info("table %s created: key %s, %d columns", ident, keys, len(plan.final))
         elif plan.changed:
-            apply_plan(self.spark, ident, plan)
+            added = {n.lower() for n, _ in plan.add}
+            new_defaults = {n: e for n, e in fills.items() if n.lower() in added}
+            apply_plan(self.spark, ident, plan, new_defaults)
+            pending.update(new_defaults)
             log.info("table %s schema evolved: %s", ident, plan.describe())
-        if plan.changed:
+        if pending:
+            backfill_defaults(self.spark, ident, pending)
+            log.info("table %s: existing rows given the source default of %s", ident, ", ".join(pending))
+        if plan.changed or pending:
             tr.schema = plan.describe()
             self._tables[ident] = _TableState(plan.final, keys)
 
-        decoded = reduce(DataFrame.unionByName, [conform(decode_group(classified, g), plan.final) for g in good])
+        decoded = reduce(DataFrame.unionByName, [conform(decode_group(classified, g), plan.final, fills) for g in good])
         decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts = decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op").count().collect()
@@ -335,6 +347,24 @@ class BatchProcessor:
             decoded.unpersist()
         tr.seconds = time.monotonic() - t0
         return tr
+
+    def _new_column_defaults(self, plan: SchemaPlan, groups: list[SchemaGroup]) -> dict[str, str]:
+        """Source defaults (SQL literals) of columns that some of this batch's schema groups lack
+        because they were added at the source meanwhile."""
+        if plan.create:
+            names = {n.lower() for n, _ in plan.final}
+            new = {n for n in names if any(n not in {c.name.lower() for c in g.columns or []} for g in groups)}
+        else:
+            new = {n.lower() for n, _ in plan.add}
+        out: dict[str, str] = {}
+        for g in reversed(groups):  # the newest schema knows the current default
+            for spec in g.columns or []:
+                if spec.name.lower() in new and spec.name not in out:
+                    expr = default_sql(self.spark, spec)
+                    if expr is not None:
+                        out[spec.name] = expr
+            new -= {c.name.lower() for c in g.columns or []}
+        return out
 
     def _infer(self, classified: DataFrame, g: SchemaGroup) -> list[T.StructField]:
         """Schemaless fallback: infer column types from this group's row images (JSON values)."""

@@ -29,7 +29,7 @@ Mapping (time.precision.mode=adaptive_time_microseconds or connect; decimal.hand
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import Column
@@ -84,6 +84,8 @@ class ColumnSpec:
     spark_type: T.DataType
     stages: Stages
     connect_name: str | None = None
+    # The column's default in the source, encoded like a value (e.g. a Decimal as base64).
+    default: Any = None
 
     def convert(self, c: Column) -> Column:
         """All stages in one expression (for single values and tests)."""
@@ -171,6 +173,10 @@ def _parameters(field: dict[str, Any]) -> dict[str, str]:
 
 def column_spec(field: dict[str, Any]) -> ColumnSpec:
     """Map one Connect field schema (a dict from the event's `schema`) to a ColumnSpec."""
+    return replace(_column_spec(field), default=field.get("default"))
+
+
+def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     name = field.get("field")
     if not name:
         raise UnsupportedSchema(f"field schema without a name: {field}")

@@ -170,12 +170,19 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     )
 
 
-def conform(decoded: DataFrame, table_columns: list[tuple[str, T.DataType]]) -> DataFrame:
-    """Project decoded rows onto the lake table's data columns (absent -> null), cast to lake types."""
+def conform(
+    decoded: DataFrame, table_columns: list[tuple[str, T.DataType]], defaults: dict[str, str] | None = None
+) -> DataFrame:
+    """Project decoded rows onto the lake table's data columns, cast to lake types.
+
+    A column the rows' schema lacks is null (dropped at the source), or its source default when
+    it was added at the source meanwhile (`defaults`: column -> SQL literal)."""
     present = {c.lower(): c for c in decoded.columns}
+    fill = {k.lower(): v for k, v in (defaults or {}).items()}
     cols = []
     for name, typ in table_columns:
         src = present.get(name.lower())
-        cols.append((F.col(f"`{src}`") if src else F.lit(None)).cast(typ).alias(name))
+        value = F.col(f"`{src}`") if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
+        cols.append(value.cast(typ).alias(name))
     keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"] + [f"_raw_{c}" for c in RAW_KEEP]
     return decoded.select(*cols, *keep)

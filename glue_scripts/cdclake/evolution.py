@@ -19,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from .connect_types import ColumnSpec
 
 Columns = list[tuple[str, T.DataType]]
 
@@ -106,12 +109,23 @@ def plan_schema(existing: Columns | None, groups: list[Columns]) -> SchemaPlan:
     return plan
 
 
+def sql_string(value: str) -> str:
+    """A Spark SQL string literal (backslash escapes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
-    """ALTER an existing table to the plan (creation is done by merge.create_table)."""
+def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None) -> None:
+    """ALTER an existing table to the plan (creation is done by merge.create_table).
+
+    `defaults` (column -> SQL literal) are recorded as pending backfills before the columns are added.
+    """
+    if defaults:
+        props = ", ".join(f"{sql_string(BACKFILL_PREFIX + n)}={sql_string(e)}" for n, e in defaults.items())
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
     # New columns go after the last data column, before the _cdc_* metadata columns.
     added = {n.lower() for n, _ in plan.add}
     data_cols = [n for n, _ in plan.final if n.lower() not in added]
@@ -122,3 +136,40 @@ def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
         after = name
     for name, _old, new in plan.widen:
         spark.sql(f"ALTER TABLE {table} ALTER COLUMN {quote(name)} TYPE {new.simpleString()}")
+
+
+# Temporal defaults are not backfilled: Debezium cannot send CURRENT_TIMESTAMP-style defaults
+# (it sends the epoch instead), so the value existing source rows got is unknown.
+_NO_BACKFILL = (T.DateType, T.TimestampType, T.TimestampNTZType, T.BinaryType)
+
+
+def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
+    """SQL literal of a new column's source default, or None when rows need no backfill.
+
+    MySQL gives existing rows the default of an added column without writing a binlog event
+    for them, so the lake has to do the same to stay equal to the source."""
+    if spec.default is None or isinstance(spec.spark_type, _NO_BACKFILL):
+        return None
+    value = spark.range(1).select(spec.convert(F.lit(spec.default)).cast(spec.spark_type).alias("v")).first()["v"]
+    if value is None:
+        return None
+    if isinstance(value, str):
+        literal = sql_string(value)
+    elif isinstance(value, bool):
+        literal = "TRUE" if value else "FALSE"
+    else:
+        literal = repr(value) if isinstance(value, float) else str(value)
+    return f"CAST({literal} AS {spec.spark_type.simpleString()})"
+
+
+BACKFILL_PREFIX = "cdc.backfill."
+
+
+def backfill_defaults(spark: SparkSession, table: str, defaults: dict[str, str]) -> None:
+    """Give rows written before a column existed that column's source default.
+
+    Crash-safe: the pending defaults are recorded as table properties before the ADD COLUMN
+    (see apply_plan) and removed only after the UPDATE committed, so a restart finishes the job."""
+    for name, expr in defaults.items():
+        spark.sql(f"UPDATE {table} SET {quote(name)} = {expr} WHERE {quote(name)} IS NULL")
+        spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql_string(BACKFILL_PREFIX + name)})")

@@ -1,0 +1,165 @@
+"""The Glue job script running locally in streaming mode against the local stack's broker.
+
+    scripts/local-job start [-- EXTRA JOB ARGS]   start it in the background (idempotent)
+    scripts/local-job stop                        SIGTERM: finish the current batch, then exit
+    scripts/local-job kill                        SIGKILL, as a crash would (for recovery drills)
+    scripts/local-job status | logs [-n N] [-f] | command
+
+It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, with `--kafka_reader client`
+(Spark's Kafka source is not installable offline). State lives next to the stack's:
+$CDC_STACK_DIR/lake/{warehouse,checkpoints,dead-letters}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import local_stack as stack
+
+COMPONENT = "job"
+NAMESPACE = "cdc"
+SCRIPT = stack.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+
+
+@dataclass(frozen=True)
+class LakePaths:
+    warehouse: Path
+    checkpoints: Path
+    dead_letters: Path
+
+    @classmethod
+    def of(cls, s: stack.Settings) -> LakePaths:
+        root = s.path("lake")
+        return cls(root / "warehouse", root / "checkpoints" / "cdc-job", root / "dead-letters")
+
+
+def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
+    p = LakePaths.of(s)
+    trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
+    return [
+        str(s.local / "venv" / "bin" / "python"),
+        str(SCRIPT),
+        "--source", "kafka",
+        "--kafka_reader", "client",
+        "--kafka_auth", "none",
+        "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
+        "--kafka_topic_pattern", rf"{stack.TOPIC_PREFIX}\.{stack.DATABASE}\..*",
+        "--catalog_type", "hadoop",
+        "--warehouse", str(p.warehouse),
+        "--namespace", NAMESPACE,
+        "--checkpoint_location", str(p.checkpoints),
+        "--dead_letter_path", str(p.dead_letters),
+        "--trigger_interval_seconds", trigger,
+        "--shuffle_partitions", "2",
+        *extra,
+    ]  # fmt: skip
+
+
+def start(s: stack.Settings, extra: list[str]) -> int:
+    rec = stack.live_record(s, COMPONENT)
+    if rec is not None:
+        stack.say(f"job: already running (pid {rec.pid})")
+        return 0
+    if not stack.tcp_open(s.ports["kafka"]):
+        raise stack.StackError(
+            f"the broker is not listening on 127.0.0.1:{s.ports['kafka']}: start the stack first (scripts/local-stack up)"
+        )
+    for d in (s.path("logs"), s.path("run")):
+        d.mkdir(parents=True, exist_ok=True)
+    env_python = s.local / "venv" / "bin" / "python"
+    if not env_python.exists():
+        raise stack.StackError(f"no virtualenv at {env_python}: run make setup")
+    proc = stack.launch(s, COMPONENT, job_command(s, extra), port=0)
+    t0 = time.monotonic()
+    # Healthy once the stream loop runs (Spark start-up takes 5-15 s on this kind of machine).
+    while time.monotonic() - t0 < s.timeout:
+        if proc.poll() is not None:
+            s.record(COMPONENT).unlink(missing_ok=True)
+            raise stack.StackError(
+                f"the job exited with code {proc.returncode}; last lines of {s.log(COMPONENT)}:\n"
+                + stack.log_tail(s, COMPONENT)
+            )
+        if "with the Kafka client reader" in _run_log(s):
+            stack.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
+            return 0
+        time.sleep(0.3)
+    raise stack.StackError(f"the job did not start streaming within {s.timeout:.0f}s:\n{stack.log_tail(s, COMPONENT)}")
+
+
+def _run_log(s: stack.Settings) -> str:
+    """The job's log since its latest start."""
+    try:
+        text = s.log(COMPONENT).read_text(errors="replace")
+    except OSError:
+        return ""
+    return text.rsplit("===== ", 1)[-1]
+
+
+def kill(s: stack.Settings) -> int:
+    rec = stack.live_record(s, COMPONENT)
+    if rec is None:
+        stack.say("job: not running")
+        return 0
+    with suppress(ProcessLookupError):
+        os.kill(rec.pid, signal.SIGKILL)
+    while rec.alive():
+        time.sleep(0.05)
+    s.record(COMPONENT).unlink(missing_ok=True)
+    stack.say(f"job: killed pid {rec.pid} (SIGKILL)")
+    return 0
+
+
+def status(s: stack.Settings) -> int:
+    rec = stack.live_record(s, COMPONENT)
+    if rec is None:
+        print("job        stopped")
+        return 3
+    batches = [line for line in _run_log(s).splitlines() if " batch " in line]
+    last = batches[-1].split(" INFO cdclake: ", 1)[-1] if batches else "no batch yet"
+    print(f"job        running  pid {rec.pid:<7}  last: {last}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/local-job", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    st = sub.add_parser("start", help="start the job in the background")
+    st.add_argument("extra", nargs=argparse.REMAINDER, help="more job arguments, after --")
+    sub.add_parser("stop", help="SIGTERM; the job finishes its current batch")
+    sub.add_parser("kill", help="SIGKILL, like a crash")
+    sub.add_parser("status")
+    sub.add_parser("command", help="print the job's command line")
+    logs = sub.add_parser("logs")
+    logs.add_argument("-n", "--lines", type=int, default=40)
+    logs.add_argument("-f", "--follow", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        s = stack.Settings.from_env()
+        if args.command == "start":
+            extra = [a for a in args.extra if a != "--"]
+            return start(s, extra)
+        if args.command == "stop":
+            stack.stop(s, COMPONENT)
+            return 0
+        if args.command == "kill":
+            return kill(s)
+        if args.command == "status":
+            return status(s)
+        if args.command == "command":
+            print(" ".join(job_command(s, [])))
+            return 0
+        return stack.cmd_logs(s, COMPONENT, args.lines, args.follow)
+    except stack.StackError as exc:
+        print(f"[job] ERROR: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -87,9 +87,11 @@ def latency_probe(s: stack.Settings, con, location: Path, changes: int = 20, eve
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     base = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    ids = [int(x) for x in stack.run_sql(s, "SELECT cust_id FROM customer ORDER BY cust_id;", stack.DATABASE).split()]
     for i in range(changes):
         marker = base.replace(year=2030).isoformat(sep=" ") + f".{i + 1:06d}"
-        stack.run_sql(s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {i % 25 + 1};", stack.DATABASE)
+        cust_id = ids[i % len(ids)]
+        stack.run_sql(s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {cust_id};", stack.DATABASE)
         sent[marker] = time.time()  # the UPDATE has committed when the client returns
         time.sleep(every)
     done.set()

@@ -99,7 +99,7 @@ def _run_log(s: stack.Settings) -> str:
         text = s.log(COMPONENT).read_text(errors="replace")
     except OSError:
         return ""
-    return text.rsplit("===== ", 1)[-1]
+    return text.rsplit(f"scripts/local-stack starts {COMPONENT}", 1)[-1]
 
 
 def kill(s: stack.Settings) -> int:

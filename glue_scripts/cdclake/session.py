@@ -48,6 +48,7 @@ def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str 
     b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))
     b = b.config("spark.jars", ",".join(local_jars()))
     b = b.config("spark.ui.enabled", os.environ.get("CDC_SPARK_UI", "false"))
+    b = b.config("spark.ui.showConsoleProgress", "false")  # progress bars would drown the batch log lines
     b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
     for k, v in catalog_conf(s).items():
         b = b.config(k, v)

@@ -1,0 +1,29 @@
+"""`make demo` itself, as a user runs it (its own state directory and ports), last in the stack
+tests so it never shares the machine with the session stack's components."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from stack_helpers import ROOT, free_port
+
+pytestmark = pytest.mark.stack
+
+
+def test_demo_runs_the_walkthrough_and_reports_a_match(tmp_path) -> None:
+    env = {
+        **os.environ,
+        "CDC_STACK_DIR": str(tmp_path / "demo"),
+        "CDC_STACK_MARIADB_PORT": str(free_port()),
+        "CDC_STACK_KAFKA_PORT": str(free_port()),
+        "CDC_STACK_CONNECT_PORT": str(free_port()),
+    }
+    res = subprocess.run([str(ROOT / "scripts" / "demo")], env=env, capture_output=True, text=True, timeout=900)
+    out = res.stdout
+    assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
+    for text in ("[demo 7/7]", "schema 2:", "status", "p95", "[demo] PASS: source and lake match"):
+        assert text in out
+    assert "DIFFERENT" not in out
+    assert not list((tmp_path / "demo" / "run").glob("*.json")), "the demo stops every process it started"

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import envelope as E
-from .deadletter import as_dead_letters, write_dead_letters
+from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
 from .evolution import BACKFILL_PREFIX, Columns, SchemaPlan, apply_plan, backfill_defaults, default_sql, plan_schema
 from .merge import create_table, merge_changes, truncate_before
@@ -160,6 +160,7 @@ class BatchProcessor:
                 F.max("_cdc_source_ts").alias("max_source_ts"),
                 F.min("offset").alias("min_offset"),
                 F.max("offset").alias("max_offset"),
+                F.max("timestamp").alias("max_timestamp"),
             )
             .collect()
         )
@@ -168,6 +169,11 @@ class BatchProcessor:
         fingerprint = ";".join(
             sorted({f"{r['topic']}:{r['partition']}:{r['min_offset']}-{r['max_offset']}" for r in summary})
         )
+        if s.raw_zone_path:
+            # Archived before anything is applied, so the raw zone always holds what the lake has.
+            newest = max((r["max_timestamp"] for r in summary if r["max_timestamp"] is not None), default=None)
+            day = (newest or datetime.now(UTC)).strftime("%Y-%m-%d")
+            archive_raw(classified, s.raw_zone_path, day, batch_id, fingerprint)
         dead: list[DataFrame] = []
         groups: dict[tuple, SchemaGroup] = {}
         truncates: dict[tuple[str, str], int] = {}

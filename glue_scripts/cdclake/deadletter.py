@@ -14,7 +14,8 @@ import hashlib
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-DEAD_LETTER_COLUMNS = ["reason", "topic", "partition", "offset", "timestamp", "key", "value", "batch_id"]
+RECORD_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]  # the `files` format
+DEAD_LETTER_COLUMNS = ["reason", *RECORD_COLUMNS, "batch_id"]
 
 
 def as_dead_letters(df: DataFrame, reason: str | F.Column, batch_id: int, prefix: str = "") -> DataFrame:
@@ -22,7 +23,7 @@ def as_dead_letters(df: DataFrame, reason: str | F.Column, batch_id: int, prefix
     r = F.lit(reason) if isinstance(reason, str) else reason
     return df.select(
         r.alias("reason"),
-        *[F.col(f"{prefix}{c}").alias(c) for c in ("topic", "partition", "offset", "timestamp", "key", "value")],
+        *[F.col(f"{prefix}{c}").alias(c) for c in RECORD_COLUMNS],
         F.lit(batch_id).cast("long").alias("batch_id"),
     )
 
@@ -36,4 +37,15 @@ def write_dead_letters(dead: DataFrame, base: str, batch_id: int, fingerprint: s
     """Write dead letters of one batch; returns the folder written."""
     path = batch_folder(base, batch_id, fingerprint)
     dead.coalesce(1).write.mode("overwrite").json(path)
+    return path
+
+
+def archive_raw(raw: DataFrame, base: str, day: str, batch_id: int, fingerprint: str) -> str:
+    """Archive a batch's raw records in the `files` format (the raw zone); idempotent per batch.
+
+    `<base>/<day>/batch-<id>-<fingerprint>/part-*.json`: plain folder names, so the files source
+    reads them recursively without partition discovery getting in the way."""
+    digest = hashlib.sha1(fingerprint.encode()).hexdigest()[:12]
+    path = f"{base.rstrip('/')}/{day}/batch-{batch_id}-{digest}"
+    raw.select(*RECORD_COLUMNS).write.mode("overwrite").json(path)
     return path

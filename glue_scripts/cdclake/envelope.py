@@ -133,8 +133,11 @@ def classify(raw: DataFrame) -> DataFrame:
         )
         .otherwise(F.struct(F.lit(CHANGE), F.lit(None).cast("string")))
     )
-    # PostgreSQL sources carry a schema name too; MySQL's `db` is the database.
-    db = F.coalesce(src["db"], src["schema"])
+    # The `{db}` of the target name is what names the table's namespace in the source, as in the
+    # Debezium topic <prefix>.<db-or-schema>.<table>: MySQL's database, PostgreSQL's schema. A
+    # PostgreSQL `source.db` is the connector's one database, the same for every table: with it,
+    # public.orders and archive.orders would be merged into one lake table.
+    db = F.coalesce(src["schema"], src["db"])
     return df.select(
         *RAW_COLUMNS,
         "_value_schema",

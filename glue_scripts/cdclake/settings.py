@@ -50,6 +50,12 @@ ARGS: tuple[Arg, ...] = (
     Arg("write_mode", "merge-on-read", "Row-level write mode of new tables: merge-on-read or copy-on-write."),
     Arg("checkpoint_location", "", "Durable streaming checkpoint (S3 on Glue). Required."),
     Arg("dead_letter_path", "", "Where rejected records go as JSON lines with a reason. Required."),
+    Arg(
+        "raw_zone_path",
+        "",
+        "If set, every raw record is archived there in the `files` format before it is applied "
+        "(rebuild or backfill a table from it with `--source files`).",
+    ),
     Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds."),
     Arg("run_once", "false", "`true`: process what is available now, commit, exit 0."),
     Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work."),
@@ -78,6 +84,7 @@ class Settings:
     write_mode: str = "merge-on-read"
     checkpoint_location: str = ""
     dead_letter_path: str = ""
+    raw_zone_path: str = ""
     trigger_interval_seconds: int = 10
     run_once: bool = False
     shuffle_partitions: int = 8
@@ -153,6 +160,10 @@ def build_settings(raw: dict[str, str]) -> Settings:
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
             raise ArgumentError(f"--{name} is required")
+    if v["raw_zone_path"] and source == "files" and v["raw_zone_path"].rstrip("/") == v["files_path"].rstrip("/"):
+        raise ArgumentError(
+            "--raw_zone_path must differ from --files_path (a rebuild would archive into its own input)"
+        )
     run_once = _BOOL.get(v["run_once"].lower())
     if run_once is None:
         raise ArgumentError(f"--run_once must be true or false, got {v['run_once']!r}")
@@ -183,6 +194,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
         write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
         checkpoint_location=v["checkpoint_location"],
         dead_letter_path=v["dead_letter_path"],
+        raw_zone_path=v["raw_zone_path"],
         trigger_interval_seconds=_int("trigger_interval_seconds", v["trigger_interval_seconds"], 0),
         run_once=run_once,
         shuffle_partitions=_int("shuffle_partitions", v["shuffle_partitions"], 1),

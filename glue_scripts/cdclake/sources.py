@@ -82,7 +82,13 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 
 
 def files_stream(spark: SparkSession, s: Settings) -> DataFrame:
-    lines = spark.readStream.format("text").option("maxFilesPerTrigger", s.max_files_per_trigger).load(s.files_path)
+    lines = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", s.max_files_per_trigger)
+        # The raw zone and the dead letters keep one folder per batch under the given path.
+        .option("recursiveFileLookup", "true")
+        .load(s.files_path)
+    )
     return parse_lines(lines).select(*RAW_COLUMNS)
 
 

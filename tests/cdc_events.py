@@ -41,6 +41,7 @@ class Events:
     topic: str = "mdb.inventory.customers"
     db: str = "inventory"
     table: str = "customers"
+    schema: str = "public"  # PostgreSQL's source.schema (MySQL messages have none)
     template_dir: str = "mariadb"
     partition: int = 0
     next_offset: int = 0
@@ -85,6 +86,8 @@ class Events:
         p["before"] = before if before is not None else (after if op == "d" else None)
         src = p["source"]
         src["db"], src["table"] = self.db, self.table
+        if "schema" in src:
+            src["schema"] = self.schema
         if "file" in src:
             src["file"] = file or self.binlog_file
             src["pos"] = pos if pos is not None else self.next_pos

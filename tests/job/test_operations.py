@@ -285,7 +285,7 @@ def test_postgres_changes_are_ordered_by_lsn(lake):
     ev.record("u", {"id": 1}, {"id": 1, **row, "first_name": "newest"}, lsn=300, offset=2)
     ev.record("u", {"id": 1}, {"id": 1, **row, "first_name": "middle"}, lsn=200, offset=3)
     lake.apply(ev.take())
-    rows = lake.rows()
+    rows = lake.rows("public_customers")  # PostgreSQL: <schema>_<table>
     assert [r["first_name"] for r in rows] == ["newest"]
     # decimal.handling.mode=string in this capture: the schema has no precision, so it stays text
     assert rows[0]["balance"] == "1.00"

@@ -49,6 +49,8 @@ def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str 
     b = b.config("spark.jars", ",".join(local_jars()))
     b = b.config("spark.ui.enabled", os.environ.get("CDC_SPARK_UI", "false"))
     b = b.config("spark.ui.showConsoleProgress", "false")  # progress bars would drown the batch log lines
+    # Local services listen on loopback only (by default Spark binds the host's address).
+    b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
     for k, v in catalog_conf(s).items():
         b = b.config(k, v)

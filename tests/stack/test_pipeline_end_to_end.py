@@ -4,9 +4,11 @@ count + per-row checksum over all columns) after every step and every failure.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,41 @@ def test_schema_change_while_the_job_is_down_is_applied_on_restart(job: Stack) -
     job.sql("UPDATE customer SET vip = 1 WHERE cust_id = 6")
     start_job(job)
     reconciled(job)
+
+
+def _tree(pid: int) -> set[int]:
+    """A process and all its descendants."""
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        out.add(p)
+        children = Path(f"/proc/{p}/task/{p}/children")
+        if children.exists():
+            todo += [int(c) for c in children.read_text().split()]
+    return out
+
+
+def test_no_secret_in_logs_or_process_lists_and_services_listen_on_loopback_only(job: Stack) -> None:
+    secret_file = job.state / "secrets" / "debezium.properties"
+    password = next(
+        line.split("=", 1)[1].strip() for line in secret_file.read_text().splitlines() if "password" in line
+    )
+    assert len(password) >= 16
+    oct_mode = secret_file.stat().st_mode & 0o777
+    assert oct_mode == 0o600, oct(oct_mode)
+    for log in (job.state / "logs").glob("*.log"):
+        assert password not in log.read_text(errors="replace"), f"password in {log}"
+    pids = set()
+    for rec in (job.state / "run").glob("*.json"):
+        pids |= _tree(json.loads(rec.read_text())["pid"])
+    assert len(pids) >= 5  # MariaDB, tansu, Connect, the job and its JVM
+    for pid in pids:
+        with suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            environ = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+            assert password not in cmdline and password not in environ, f"password visible in process {pid}"
+    listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout.splitlines()
+    ours = [line for line in listening if any(f"pid={p}," in line for p in pids)]
+    assert ours, "no listening sockets found for the stack's processes"
+    exposed = [line for line in ours if not line.split()[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
+    assert exposed == [], f"listening beyond loopback: {exposed}"

@@ -147,6 +147,29 @@ def test_schema_change_while_the_job_is_down_is_applied_on_restart(job: Stack) -
     reconciled(job)
 
 
+def test_poison_records_in_the_stream_are_dead_lettered_and_the_rest_applies(job: Stack) -> None:
+    from confluent_kafka import Producer
+
+    dead_dir = job.state / "lake" / "dead-letters"
+    before = set(dead_dir.glob("batch=*")) if dead_dir.exists() else set()
+    job.sql("UPDATE customer SET city = 'Before poison' WHERE cust_id = 1")
+    p = Producer({"bootstrap.servers": job.bootstrap})
+    poison = [(b'{"cust_id": 1}', b"\x00\x01 not json"), (b"not a key", b'{"payload": {"op": "c"}}')]
+    for key, value in poison:
+        p.produce("salesdb.salesdb.customer", key=key, value=value)
+    assert p.flush(10) == 0
+    job.sql("UPDATE customer SET city = 'After poison' WHERE cust_id = 2")
+    reconciled(job)
+    deadline = time.monotonic() + 60
+    letters: list[dict] = []
+    while time.monotonic() < deadline and len(letters) < len(poison):
+        folders = set(dead_dir.glob("batch=*")) - before
+        letters = [json.loads(x) for d in folders for f in d.glob("*.json") for x in f.read_text().splitlines()]
+        time.sleep(0.5)
+    assert sorted(d["reason"] for d in letters) == ["payload has no Debezium `op` field", "value is not a JSON object"]
+    assert all(d["topic"] == "salesdb.salesdb.customer" and d["offset"] >= 0 for d in letters)
+
+
 def _tree(pid: int) -> set[int]:
     """A process and all its descendants."""
     out, todo = set(), [pid]

@@ -157,10 +157,11 @@ class BatchProcessor:
                 F.first("_key_schema", ignorenulls=True).alias("key_schema"),
                 F.first("_key_json", ignorenulls=True).alias("sample_key"),
                 F.max("_cdc_seq").alias("max_seq"),
-                F.max("_cdc_source_ts").alias("max_source_ts"),
+                # epoch seconds: collected datetimes would be in the driver's local time zone
+                F.max(F.col("_cdc_source_ts").cast("double")).alias("max_source_ts"),
                 F.min("offset").alias("min_offset"),
                 F.max("offset").alias("max_offset"),
-                F.max("timestamp").alias("max_timestamp"),
+                F.max(F.col("timestamp").cast("double")).alias("max_timestamp"),
             )
             .collect()
         )
@@ -171,8 +172,8 @@ class BatchProcessor:
         )
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.
-            newest = max((r["max_timestamp"] for r in summary if r["max_timestamp"] is not None), default=None)
-            day = (newest or datetime.now(UTC)).strftime("%Y-%m-%d")
+            newest = max((r["max_timestamp"] for r in summary if r["max_timestamp"] is not None), default=time.time())
+            day = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d")
             archive_raw(classified, s.raw_zone_path, day, batch_id, fingerprint)
         dead: list[DataFrame] = []
         groups: dict[tuple, SchemaGroup] = {}
@@ -244,9 +245,7 @@ class BatchProcessor:
                 "; ".join(f"{k} ({v})" for k, v in sorted(report.dead_reasons.items())),
             )
         if newest_source_ts is not None:
-            now = datetime.now(UTC).replace(tzinfo=None)
-            src = newest_source_ts if newest_source_ts.tzinfo is None else newest_source_ts.astimezone(UTC)
-            report.behind_seconds = max(0.0, (now - src.replace(tzinfo=None)).total_seconds())
+            report.behind_seconds = max(0.0, time.time() - newest_source_ts)
 
     def _apply_table(
         self,

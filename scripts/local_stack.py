@@ -1,6 +1,8 @@
 """The local pipeline stack: MariaDB (binlog source) -> tansu (Kafka-protocol broker) -> Kafka Connect
 running the Debezium MySQL connector. Everything runs as plain processes on 127.0.0.1, with state
 and logs under $CDC_STACK_DIR (default .local/stack). See docs/LOCAL_STACK.md.
+With --source postgres (or CDC_STACK_SOURCE=postgres) the source is PostgreSQL and the Debezium
+PostgreSQL connector instead (scripts/local_stack_pg.py).
 
     scripts/local-stack up [--init-sql FILE ...]   start what is not running, register the connector
     scripts/local-stack down [COMPONENT ...]       stop what `up` started (by recorded pid)
@@ -35,6 +37,8 @@ from connector_config import render
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-mysql.json"
 COMPONENTS = ("mariadb", "kafka", "connect")  # start order; stopped in reverse
+ALL_COMPONENTS = ("mariadb", "postgres", "kafka", "connect")  # with the optional PostgreSQL source
+SOURCES = {"mysql": "mariadb", "postgres": "postgres"}  # --source -> its component
 DATABASE = "salesdb"
 TOPIC_PREFIX = "salesdb"
 DEBEZIUM_USER = "debezium"
@@ -46,10 +50,12 @@ PORT_ENV = {
     "mariadb": "CDC_STACK_MARIADB_PORT",
     "kafka": "CDC_STACK_KAFKA_PORT",
     "connect": "CDC_STACK_CONNECT_PORT",
+    "postgres": "CDC_STACK_POSTGRES_PORT",
 }
-DEFAULT_PORT = {"mariadb": 3307, "kafka": 19092, "connect": 18083}
+DEFAULT_PORT = {"mariadb": 3307, "kafka": 19092, "connect": 18083, "postgres": 15432}
 DESCRIPTION = {
     "mariadb": "MariaDB (MySQL binlog source)",
+    "postgres": "PostgreSQL (logical decoding source)",
     "kafka": "tansu (Kafka-protocol broker, memory storage)",
     "connect": "Kafka Connect + Debezium MySQL connector",
 }
@@ -73,11 +79,17 @@ class Settings:
     connector: str
     timeout: float
     topic_partitions: int
+    source: str = "mysql"  # mysql (MariaDB) or postgres
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls, source: str | None = None) -> Settings:
         local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")).resolve()
         state = Path(os.environ.get("CDC_STACK_DIR", local / "stack")).resolve()
+        # Not given: the source this state directory runs, so that status, sql, down and the tools
+        # built on them follow a PostgreSQL stack without repeating --source.
+        source = source or os.environ.get("CDC_STACK_SOURCE", "").strip() or _running_source(state) or "mysql"
+        if source not in SOURCES:
+            raise StackError(f"source {source!r} (--source / CDC_STACK_SOURCE): choose one of {', '.join(SOURCES)}")
         ports = {name: _int_env(var, DEFAULT_PORT[name]) for name, var in PORT_ENV.items()}
         for name, port in ports.items():
             if not 1024 <= port <= 65535:
@@ -91,10 +103,19 @@ class Settings:
             local=local,
             ports=ports,
             debezium_server_id=_int_env("CDC_STACK_DEBEZIUM_SERVER_ID", 184054),
-            connector=os.environ.get("CDC_STACK_CONNECTOR", "salesdb-cdc"),
+            # One Connect may run both sources' connectors: distinct names, distinct offsets.
+            connector=os.environ.get(
+                "CDC_STACK_CONNECTOR", "salesdb-pg-cdc" if source == "postgres" else "salesdb-cdc"
+            ),
             timeout=float(_int_env("CDC_STACK_TIMEOUT", 120)),
             topic_partitions=_int_env("CDC_STACK_TOPIC_PARTITIONS", 1),
+            source=source,
         )
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """This source's components in start order."""
+        return (SOURCES[self.source], "kafka", "connect")
 
     # Paths; everything lives under the state directory.
     def path(self, *parts: str) -> Path:
@@ -117,6 +138,19 @@ class Settings:
     @property
     def connect_libs(self) -> Path:
         return self.local / "connect" / "libs"
+
+
+def _running_source(state: Path) -> str | None:
+    """The one source whose server runs under this state directory, if exactly one does."""
+    alive = []
+    for source, component in SOURCES.items():
+        try:
+            rec = Record(**json.loads((state / "run" / f"{component}.json").read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if rec.alive():
+            alive.append(source)
+    return alive[0] if len(alive) == 1 else None
 
 
 def _int_env(name: str, default: int) -> int:
@@ -171,8 +205,9 @@ def live_record(s: Settings, component: str) -> Record | None:
     return rec
 
 
-def launch(s: Settings, component: str, cmd: list[str], port: int) -> subprocess.Popen:
-    """Starts a detached process (own session, output to its log) and records its pid."""
+def launch(s: Settings, component: str, cmd: list[str], port: int, **popen: Any) -> subprocess.Popen:
+    """Starts a detached process (own session, output to its log) and records its pid.
+    `popen`: more subprocess.Popen arguments (PostgreSQL runs as another OS user when we are root)."""
     logf = s.log(component).open("ab")
     logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} scripts/local-stack starts {component}\n".encode())
     logf.flush()
@@ -183,6 +218,7 @@ def launch(s: Settings, component: str, cmd: list[str], port: int) -> subprocess
         stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the calling terminal must not kill the stack
         cwd=s.state,
+        **popen,
     )
     logf.close()
     starttime = None
@@ -203,9 +239,11 @@ def stop(s: Settings, component: str) -> None:
         s.record(component).unlink(missing_ok=True)
         return
     t0 = time.monotonic()
-    grace = 60.0 if component == "mariadb" else 30.0  # clean shutdowns: InnoDB flush, offset commit
+    grace = 60.0 if component in ("mariadb", "postgres") else 30.0  # clean shutdowns: InnoDB flush, offset commit
+    # PostgreSQL's SIGTERM is a "smart" shutdown that waits for clients (Debezium never leaves);
+    # SIGINT is its "fast" one: clients are disconnected, the shutdown checkpoint is written.
     with suppress(ProcessLookupError):
-        os.kill(rec.pid, signal.SIGTERM)
+        os.kill(rec.pid, signal.SIGINT if component == "postgres" else signal.SIGTERM)
     while rec.alive() and time.monotonic() - t0 < grace:
         time.sleep(0.1)
     if rec.alive():
@@ -341,6 +379,10 @@ def mariadb_cmd(s: Settings, *args: str) -> list[str]:
 
 def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
     """Runs SQL as the administrator over the socket; the SQL goes through stdin, never argv."""
+    if s.source == "postgres":
+        import local_stack_pg
+
+        return local_stack_pg.run_sql(s, sql, database, timeout)
     args = ["--batch", "--skip-column-names", "--connect-timeout=5"]
     if database:
         args.append(f"--database={database}")
@@ -395,14 +437,15 @@ def start_mariadb(s: Settings, port: int) -> bool:
     return fresh
 
 
-def debezium_password(s: Settings) -> str:
+def debezium_password(s: Settings, f: Path | None = None) -> str:
     """Generated at first start; kept in a 0600 properties file that Kafka Connect reads itself."""
-    f = s.secret_file
+    f = f or s.secret_file
     f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not f.exists():
         fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
-            out.write("# Password of the MariaDB user debezium; read by Kafka Connect's FileConfigProvider.\n")
+            what = "MariaDB" if f == s.secret_file else "PostgreSQL"
+            out.write(f"# Password of the {what} user debezium; read by Kafka Connect's FileConfigProvider.\n")
             out.write(f"password={secrets.token_urlsafe(24)}\n")
     os.chmod(f, 0o600)
     for line in f.read_text().splitlines():
@@ -722,15 +765,20 @@ def wait_connector_running(s: Settings, connect_port: int, restarted_at: float |
 
 # ---------------------------------------------------------------------------------------- commands
 def check_prerequisites(s: Settings) -> None:
-    missing = [b for b in ("mariadb", "mariadb-install-db") if shutil.which(b) is None]
-    if shutil.which("mariadbd") is None and not Path("/usr/sbin/mariadbd").exists():
-        missing.append("mariadbd")
-    if missing:
-        raise StackError(f"{', '.join(missing)} not found: run scripts/setup-stack (installs mariadb-server)")
+    if s.source == "postgres":
+        import local_stack_pg
+
+        local_stack_pg.check_prerequisites(s)
+    else:
+        missing = [b for b in ("mariadb", "mariadb-install-db") if shutil.which(b) is None]
+        if shutil.which("mariadbd") is None and not Path("/usr/sbin/mariadbd").exists():
+            missing.append("mariadbd")
+        if missing:
+            raise StackError(f"{', '.join(missing)} not found: run scripts/setup-stack (installs mariadb-server)")
     tansu_binary()
     if not s.connect_libs.is_dir():
         raise StackError(f"{s.connect_libs} is missing: run scripts/setup-stack")
-    if len(str(s.socket)) > 100:  # unix socket paths are limited to 107 bytes
+    if s.source == "mysql" and len(str(s.socket)) > 100:  # unix socket paths are limited to 107 bytes
         raise StackError(f"the MariaDB socket path {s.socket} is too long: use a shorter CDC_STACK_DIR")
 
 
@@ -755,13 +803,14 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
     for f in init_sql:
         if not f.is_file():
             raise StackError(f"--init-sql {f}: no such file")
-    for sub in ("logs", "run", "mariadb", "connect"):
+    for sub in ("logs", "run", "connect", *(("mariadb",) if s.source == "mysql" else ())):
         s.path(sub).mkdir(parents=True, exist_ok=True)
 
-    running = {c: live_record(s, c) for c in COMPONENTS}
+    components = s.components
+    running = {c: live_record(s, c) for c in components}
     # Check every port we are about to bind before starting anything: no half-started stack.
     taken = []
-    for c in COMPONENTS:
+    for c in components:
         rec = running[c]
         if rec is not None:
             if rec.port != s.ports[c]:
@@ -777,9 +826,19 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
             )
     if taken:
         raise StackError("\n".join(taken))
-    port = {c: running[c].port if running[c] else s.ports[c] for c in COMPONENTS}  # type: ignore[union-attr]
+    port = {c: running[c].port if running[c] else s.ports[c] for c in components}  # type: ignore[union-attr]
 
-    # MariaDB
+    if s.source == "postgres":
+        import local_stack_pg as pg
+
+        source_started = pg.up(s, running["postgres"], port["postgres"], init_sql)
+    else:
+        source_started = _mariadb_up(s, running, port, init_sql)
+    return _broker_and_connect_up(s, running, port, source_started, t_start)
+
+
+def _mariadb_up(s: Settings, running: dict[str, Record | None], port: dict[str, int], init_sql: list[Path]) -> bool:
+    """The MariaDB half of `up`. Returns whether MariaDB was (re)started."""
     mariadb_started = fresh_db = False
     if running["mariadb"] is None:
         fresh_db = start_mariadb(s, port["mariadb"])
@@ -802,7 +861,12 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
     problems = cdc_problems(s, port["mariadb"])
     if problems:
         raise StackError("MariaDB is not configured for CDC:\n  " + "\n  ".join(problems))
+    return mariadb_started
 
+
+def _broker_and_connect_up(
+    s: Settings, running: dict[str, Record | None], port: dict[str, int], source_started: bool, t_start: float
+) -> int:
     # tansu
     if running["kafka"] is None:
         if running["connect"] is not None:
@@ -836,28 +900,46 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
         say(f"connect: already running (pid {running['connect'].pid}, port {port['connect']})")
 
     # Connector
-    config = connector_config(s, port["mariadb"], port["kafka"])
+    if s.source == "postgres":
+        import local_stack_pg as pg
+
+        config, template, source_name = (
+            pg.connector_config(s, port["postgres"], port["kafka"]),
+            pg.TEMPLATE,
+            "PostgreSQL",
+        )
+        topics, source_port = f"{TOPIC_PREFIX}.{pg.SCHEMA}.<table>", port["postgres"]
+    else:
+        config, template, source_name = connector_config(s, port["mariadb"], port["kafka"]), TEMPLATE, "MariaDB"
+        topics, source_port = f"{TOPIC_PREFIX}.{DATABASE}.<table>", port["mariadb"]
     written = register_connector(s, port["connect"], config)
     restarted_at = None
     if written:
-        say(f"connector: registered {s.connector} from {TEMPLATE.relative_to(ROOT)}")
-    elif mariadb_started and not connect_started:
+        say(f"connector: registered {s.connector} from {template.relative_to(ROOT)}")
+    elif source_started and not connect_started:
         # The binlog client notices a restarted server only on its next keep-alive round (60 s or
         # more); a task restart reconnects at once, from the committed offset.
-        say("connector: MariaDB was restarted, restarting the connector task to reconnect now")
+        say(f"connector: {source_name} was restarted, restarting the connector task to reconnect now")
         restart_connector(s, port["connect"])
         restarted_at = time.monotonic()
     secs = wait_connector_running(s, port["connect"], restarted_at)
-    say(f"connector: {s.connector} running ({secs:.1f}s); topics {TOPIC_PREFIX}.{DATABASE}.<table>")
+    say(f"connector: {s.connector} running ({secs:.1f}s); topics {topics}")
+    if s.source == "postgres":
+        pg.warn_about_tables(s)
     say(
-        f"stack up in {time.monotonic() - t_start:.1f}s: MariaDB 127.0.0.1:{port['mariadb']}, "
+        f"stack up in {time.monotonic() - t_start:.1f}s: {source_name} 127.0.0.1:{source_port}, "
         f"Kafka 127.0.0.1:{port['kafka']}, Kafka Connect http://127.0.0.1:{port['connect']}"
     )
     return 0
 
 
 def cmd_down(s: Settings, components: list[str]) -> int:
-    targets = [c for c in reversed(COMPONENTS) if not components or c in components]
+    # Every component this state directory may hold, whichever source `up` was given.
+    targets = [
+        c
+        for c in reversed(ALL_COMPONENTS)
+        if (c in components if components else c in s.components or live_record(s, c))
+    ]
     if "kafka" in targets and "connect" not in targets and live_record(s, "connect"):
         # Kafka Connect keeps its configs, offsets and status in the broker's (memory) topics; left
         # running against a restarted broker, its clients would auto-create them wrongly.
@@ -872,7 +954,8 @@ def cmd_status(s: Settings) -> int:
     healthy = True
     print(f"{'component':<10} {'state':<9} {'pid':>7} {'port':>6}  health")
     port = {}
-    for c in COMPONENTS:
+    other_sources = [c for c in SOURCES.values() if c not in s.components and live_record(s, c)]
+    for c in (*s.components, *other_sources):
         rec = live_record(s, c)
         if rec is None:
             healthy = False
@@ -880,6 +963,7 @@ def cmd_status(s: Settings) -> int:
             continue
         port[c] = rec.port
         check = {
+            "postgres": lambda: _pg_health(s),
             "mariadb": lambda: mariadb_health(s),
             "kafka": lambda p=rec.port: kafka_health(p),
             "connect": lambda p=rec.port: connect_health(p),
@@ -895,8 +979,14 @@ def cmd_status(s: Settings) -> int:
     return 0 if healthy else 3
 
 
+def _pg_health(s: Settings) -> tuple[bool, str]:
+    import local_stack_pg
+
+    return local_stack_pg.health(s)
+
+
 def cmd_logs(s: Settings, component: str | None, lines: int, follow: bool) -> int:
-    comps = [component] if component else list(COMPONENTS)
+    comps = [component] if component else list(ALL_COMPONENTS)
     files = [s.log(c) for c in comps if s.log(c).exists()]
     if not files:
         raise StackError(f"no logs yet in {s.path('logs')}")
@@ -910,6 +1000,10 @@ def cmd_logs(s: Settings, component: str | None, lines: int, follow: bool) -> in
 
 
 def cmd_sql(s: Settings, file: str | None, statement: str | None, database: str) -> int:
+    if s.source == "postgres":
+        import local_stack_pg
+
+        return local_stack_pg.cmd_sql(s, file, statement, database)
     if live_record(s, "mariadb") is None:
         raise StackError("MariaDB is not running: scripts/local-stack up")
     if statement is not None:
@@ -929,7 +1023,15 @@ def cmd_sql(s: Settings, file: str | None, statement: str | None, database: str)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/local-stack", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start what is not running and register the connector (idempotent)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--source",
+        choices=sorted(SOURCES),
+        help="the CDC source: mysql (MariaDB, the default) or postgres; default $CDC_STACK_SOURCE or mysql",
+    )
+    up = sub.add_parser(
+        "up", parents=[common], help="start what is not running and register the connector (idempotent)"
+    )
     up.add_argument(
         "--init-sql",
         type=Path,
@@ -938,29 +1040,33 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="SQL to load into salesdb when the data directory is created (before the snapshot)",
     )
-    down = sub.add_parser("down", help="stop the processes `up` started")
+    down = sub.add_parser("down", parents=[common], help="stop the processes `up` started")
     down.add_argument(
-        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)} (default: all)"
+        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(ALL_COMPONENTS)} (default: all)"
     )
-    sub.add_parser("status", help="component, pid, port and health")
-    logs = sub.add_parser("logs", help="show a component's log")
-    logs.add_argument("component", nargs="?", choices=COMPONENTS)
+    sub.add_parser("status", parents=[common], help="component, pid, port and health")
+    logs = sub.add_parser("logs", parents=[common], help="show a component's log")
+    logs.add_argument("component", nargs="?", choices=ALL_COMPONENTS)
     logs.add_argument("-n", "--lines", type=int, default=40)
     logs.add_argument("-f", "--follow", action="store_true")
-    sql = sub.add_parser("sql", help="run a SQL file (or -e statement) against the local MariaDB")
+    sql = sub.add_parser(
+        "sql", parents=[common], help="run a SQL file (or -e statement) against the local MariaDB or PostgreSQL"
+    )
     sql.add_argument("file", nargs="?", help="SQL file, or - for stdin")
     sql.add_argument("-e", "--execute", dest="statement")
     sql.add_argument("-D", "--database", default=DATABASE)
     args = parser.parse_args(argv)
     try:
-        s = Settings.from_env()
+        s = Settings.from_env(args.source)
         if args.command == "up":
             with state_lock(s):
                 return cmd_up(s, args.init_sql)
         if args.command == "down":
-            unknown = set(args.components) - set(COMPONENTS)
+            unknown = set(args.components) - set(ALL_COMPONENTS)
             if unknown:
-                parser.error(f"unknown component(s) {', '.join(sorted(unknown))}; choose from {', '.join(COMPONENTS)}")
+                parser.error(
+                    f"unknown component(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL_COMPONENTS)}"
+                )
             with state_lock(s):
                 return cmd_down(s, args.components)
         if args.command == "status":
@@ -979,4 +1085,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the importable module `local_stack`, the one local_stack_pg imports: one set of
+    # classes (StackError, Settings) instead of a second copy under __main__.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import local_stack
+
+    sys.exit(local_stack.main())

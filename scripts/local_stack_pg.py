@@ -1,0 +1,501 @@
+"""PostgreSQL 15 as the local stack's CDC source: `scripts/local-stack up --source postgres`.
+
+A plain `postgres` process on 127.0.0.1 with its own data directory under $CDC_STACK_DIR/postgres,
+logical decoding on (wal_level=logical), and the Debezium PostgreSQL connector (pgoutput) registered
+on the stack's Kafka Connect from cloudformation/connector/debezium-postgres.json. See
+docs/LOCAL_STACK.md, "PostgreSQL".
+
+Roles in database salesdb:
+  <OS user>      superuser, over the Unix socket only (peer authentication, no password)
+  salesdb_owner  NOLOGIN; owns the captured tables and the publication
+  debezium       LOGIN REPLICATION, member of salesdb_owner, over TCP with a SCRAM password kept in
+                 $CDC_STACK_DIR/secrets/debezium-postgres.properties (0600)
+The connector's filtered publication is why debezium must share the tables' owner: PostgreSQL lets
+only a table's owner add it to a publication, and the connector sets the table list at every start.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import local_stack as stack
+from connector_config import render
+
+TEMPLATE = stack.ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
+COMPONENT = "postgres"
+DATABASE = stack.DATABASE
+SCHEMA = "public"  # what the connector captures (schema.include.list); topics <prefix>.public.<table>
+OWNER_ROLE = "salesdb_owner"
+PUBLICATION = "dbz_publication"
+SLOT = "salesdb_cdc"
+SERVER_OS_USER = "postgres"  # PostgreSQL refuses to run as root; the Debian package creates this user
+
+
+# ---------------------------------------------------------------------------------------- binaries
+def bindir() -> Path:
+    """PostgreSQL's server binaries: $CDC_STACK_PG_BINDIR, else Debian's /usr/lib/postgresql/<v>/bin (15 first)."""
+    env = os.environ.get("CDC_STACK_PG_BINDIR")
+    candidates = [Path(env)] if env else []
+    root = Path("/usr/lib/postgresql")
+    versions = sorted((p for p in root.glob("*") if p.name.isdigit()), key=lambda p: int(p.name), reverse=True)
+    candidates += [root / "15" / "bin", *(v / "bin" for v in versions)]
+    for c in candidates:
+        if (c / "postgres").exists() and (c / "initdb").exists():
+            return c
+    raise stack.StackError(
+        "PostgreSQL server binaries (postgres, initdb) not found: run scripts/setup-stack "
+        "(installs Debian's postgresql-15), or point CDC_STACK_PG_BINDIR at their directory"
+    )
+
+
+def psql() -> str:
+    found = shutil.which("psql") or str(bindir() / "psql")
+    if not Path(found).exists():
+        raise stack.StackError("psql not found: run scripts/setup-stack (installs postgresql-client-15)")
+    return found
+
+
+def check_prerequisites(s: stack.Settings) -> None:
+    bindir()
+    psql()
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(SERVER_OS_USER)
+        except KeyError:
+            raise stack.StackError(
+                f"PostgreSQL refuses to run as root and there is no OS user {SERVER_OS_USER!r} to run it as: "
+                "install postgresql-15 (scripts/setup-stack creates it) or run the stack as an ordinary user"
+            ) from None
+    if len(str(socket_path(s, s.ports[COMPONENT]))) > 100:  # unix socket paths are limited to 107 bytes
+        raise stack.StackError(
+            f"the PostgreSQL socket path {socket_path(s, s.ports[COMPONENT])} is too long: use a shorter CDC_STACK_DIR"
+        )
+
+
+# ---------------------------------------------------------------------------------------- layout
+def pg_dir(s: stack.Settings) -> Path:
+    return s.path("postgres")
+
+
+def data_dir(s: stack.Settings) -> Path:
+    return pg_dir(s) / "data"
+
+
+def socket_path(s: stack.Settings, port: int) -> Path:
+    return pg_dir(s) / f".s.PGSQL.{port}"
+
+
+def secret_file(s: stack.Settings) -> Path:
+    return s.path("secrets", "debezium-postgres.properties")
+
+
+def admin_role() -> str:
+    # The OS user running the stack is the superuser, over the socket only (peer authentication).
+    return stack.mariadb_admin_user()
+
+
+def server_user() -> pwd.struct_passwd | None:
+    """Who runs the server: `postgres` when the stack runs as root, otherwise the stack's own user."""
+    return pwd.getpwnam(SERVER_OS_USER) if os.geteuid() == 0 else None
+
+
+def current_port(s: stack.Settings) -> int:
+    rec = stack.live_record(s, COMPONENT)
+    return rec.port if rec else s.ports[COMPONENT]
+
+
+def _as_server_user() -> dict:
+    user = server_user()
+    return {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+
+
+def _prepare_dir(s: stack.Settings) -> None:
+    """The server's directory belongs to the server's OS user, and that user must reach it."""
+    d = pg_dir(s)
+    d.mkdir(parents=True, exist_ok=True)
+    user = server_user()
+    if user is None:
+        return
+    for p in [d, *d.rglob("*")]:
+        if p.stat().st_uid != user.pw_uid:
+            os.chown(p, user.pw_uid, user.pw_gid, follow_symlinks=False)
+    probe = subprocess.run(["test", "-w", str(d)], **_as_server_user())
+    if probe.returncode != 0:
+        raise stack.StackError(
+            f"PostgreSQL runs as OS user {user.pw_name} (it refuses root) and cannot reach {d}: "
+            f"let it traverse every parent directory (chmod o+x), or use a CDC_STACK_DIR under such a path"
+        )
+
+
+def write_config(s: stack.Settings, port: int) -> Path:
+    """postgresql.conf, pg_hba.conf next to the data directory; rewritten on every start."""
+    d = pg_dir(s)
+    conf = d / "postgresql.conf"
+    conf.write_text(
+        f"""# Generated by scripts/local-stack on every start; edit the script, not this file.
+# ALTER SYSTEM settings in data/postgresql.auto.conf still override these.
+hba_file = '{d / "pg_hba.conf"}'
+ident_file = '{d / "pg_ident.conf"}'
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{d}'
+unix_socket_permissions = 0700
+# What Debezium's pgoutput connector needs: logical decoding, a WAL sender and a slot.
+wal_level = logical
+max_wal_senders = 4
+max_replication_slots = 4
+# A slot nobody reads (a connector deleted without its slot) may hold at most this much WAL.
+max_slot_wal_keep_size = 1GB
+password_encryption = scram-sha-256
+timezone = 'UTC'
+log_timezone = 'UTC'
+datestyle = 'iso, ymd'
+lc_messages = 'C'
+log_line_prefix = '%m [%p] %q%u@%d '
+# Small footprint: this is a laptop-sized demo database.
+shared_buffers = 32MB
+max_connections = 30
+dynamic_shared_memory_type = posix
+"""
+    )
+    (d / "pg_hba.conf").write_text(
+        f"""# Generated by scripts/local-stack. The administrator over the socket only; Debezium over TCP
+# with its password. A logical replication connection matches the database name (salesdb), not
+# the `replication` keyword, so one line covers its SQL and its replication connection.
+local   all      {admin_role():<14} peer
+host    {DATABASE:<8} debezium       127.0.0.1/32  scram-sha-256
+"""
+    )
+    (d / "pg_ident.conf").write_text("# Generated by scripts/local-stack; no mappings.\n")
+    return conf
+
+
+# ---------------------------------------------------------------------------------------- SQL
+def psql_cmd(s: stack.Settings, database: str, *args: str) -> list[str]:
+    port = current_port(s)
+    return [psql(), "-X", "-h", str(pg_dir(s)), "-p", str(port), "-U", admin_role(), "-d", database, *args]
+
+
+def run_sql(s: stack.Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
+    """Runs SQL as the administrator over the socket; the SQL goes through stdin, never argv.
+    Output like the mariadb client's batch mode: tab-separated rows, no header."""
+    cmd = psql_cmd(s, database or DATABASE, "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-f", "-")
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "5"}
+    try:
+        res = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise stack.StackError(f"PostgreSQL did not answer within {timeout:.0f}s") from None
+    if res.returncode != 0:
+        raise stack.StackError(f"PostgreSQL: {res.stderr.strip()}")
+    return res.stdout
+
+
+def health(s: stack.Settings) -> tuple[bool, str]:
+    try:
+        out = run_sql(s, "SELECT current_setting('server_version');", database="postgres", timeout=5).strip()
+    except stack.StackError as exc:
+        return False, str(exc)
+    return True, f"server_version = {out}"
+
+
+# ---------------------------------------------------------------------------------------- start
+def start(s: stack.Settings, port: int) -> bool:
+    """Starts postgres; initialises the data directory first if there is none. Returns whether new."""
+    _prepare_dir(s)
+    conf = write_config(s, port)
+    data = data_dir(s)
+    fresh = not (data / "PG_VERSION").exists()
+    if fresh:
+        say(f"initialising a new data directory in {data}")
+        shutil.rmtree(data, ignore_errors=True)  # a half-done earlier attempt
+        cmd = [
+            str(bindir() / "initdb"),
+            f"--pgdata={data}",
+            f"--username={admin_role()}",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "--auth=peer",
+            "--no-instructions",
+        ]
+        with s.log(COMPONENT).open("ab") as logf:
+            res = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT, timeout=s.timeout, **_as_server_user())
+        if res.returncode != 0:
+            raise stack.StackError(
+                f"initdb failed (exit {res.returncode}); last lines:\n{stack.log_tail(s, COMPONENT)}"
+            )
+    problems = auto_conf_problems(s)
+    if problems:
+        # PostgreSQL itself refuses to start with a logical slot and wal_level below logical.
+        raise stack.StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
+    say(f"starting PostgreSQL on 127.0.0.1:{port}")
+    cmd = [str(bindir() / "postgres"), "-D", str(data), "-c", f"config_file={conf}"]
+    proc = stack.launch(s, COMPONENT, cmd, port, **_as_server_user())
+    secs = stack.wait_until(s, COMPONENT, lambda: health(s), proc, "a working SQL connection")
+    say(f"ready in {secs:.1f}s (pid {proc.pid})")
+    return fresh
+
+
+def say(message: str) -> None:
+    stack.say(f"{COMPONENT}: {message}")
+
+
+def debezium_password(s: stack.Settings) -> str:
+    return stack.debezium_password(s, secret_file(s))
+
+
+def scram_verifier(password: str, salt: bytes | None = None, iterations: int = 4096) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores (RFC 5802/7677): sent instead of the password,
+    so the clear text reaches neither the server nor its log, even if the statement fails."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+    b64 = base64.b64encode
+    stored = hashlib.sha256(client_key).digest()
+    return f"SCRAM-SHA-256${iterations}:{b64(salt).decode()}${b64(stored).decode()}:{b64(server_key).decode()}"
+
+
+def bootstrap(s: stack.Settings) -> None:
+    """Idempotent: database salesdb, the owner role, the Debezium user and the (empty) publication."""
+    if not run_sql(s, f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';", database="postgres").strip():
+        run_sql(s, f"CREATE DATABASE {DATABASE};", database="postgres")
+    verifier = scram_verifier(debezium_password(s))
+    run_sql(
+        s,
+        f"""
+        DO $$ BEGIN
+          IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{OWNER_ROLE}') THEN
+            CREATE ROLE {OWNER_ROLE} NOLOGIN;
+          END IF;
+          IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'debezium') THEN
+            CREATE ROLE debezium LOGIN REPLICATION;
+          END IF;
+        END $$;
+        ALTER ROLE debezium WITH LOGIN REPLICATION NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '{verifier}';
+        GRANT {OWNER_ROLE} TO debezium;
+        -- PostgreSQL 15 no longer lets everyone create in schema public; the owner role may.
+        GRANT USAGE, CREATE ON SCHEMA {SCHEMA} TO {OWNER_ROLE};
+        -- A publication is created in a database by a role with CREATE on it.
+        GRANT CREATE ON DATABASE {DATABASE} TO {OWNER_ROLE};
+        DO $$ BEGIN
+          IF NOT EXISTS (SELECT FROM pg_publication WHERE pubname = '{PUBLICATION}') THEN
+            CREATE PUBLICATION {PUBLICATION};
+            ALTER PUBLICATION {PUBLICATION} OWNER TO {OWNER_ROLE};
+          END IF;
+        END $$;
+        """,
+        database=DATABASE,
+    )
+
+
+def auto_conf_problems(s: stack.Settings) -> list[str]:
+    """ALTER SYSTEM settings (data/postgresql.auto.conf, which wins over our postgresql.conf) that
+    break CDC, found before the server starts: with a slot, a wrong wal_level stops it starting."""
+    f = data_dir(s) / "postgresql.auto.conf"
+    try:
+        lines = f.read_text().splitlines()
+    except OSError:
+        return []
+    settings = {}
+    for line in lines:
+        name, sep, value = line.partition("=")
+        if sep and not name.strip().startswith("#"):
+            settings[name.strip()] = value.strip().strip("'")
+    fix = (
+        f"delete that line from {f} (ALTER SYSTEM wrote it; on a running server ALTER SYSTEM RESET {{name}} "
+        "does the same), then scripts/local-stack up --source postgres"
+    )
+    problems = []
+    if settings.get("wal_level", "logical") != "logical":
+        problems.append(
+            f"wal_level = {settings['wal_level']} is set by ALTER SYSTEM; Debezium's pgoutput decoding needs "
+            f"wal_level = logical: {fix.format(name='wal_level')}"
+        )
+    for name in ("max_replication_slots", "max_wal_senders"):
+        if settings.get(name, "1") == "0":
+            problems.append(
+                f"{name} = 0 is set by ALTER SYSTEM; the connector needs at least 1: {fix.format(name=name)}"
+            )
+    return problems
+
+
+def cdc_problems(s: stack.Settings, port: int) -> list[str]:
+    """What keeps Debezium from decoding this server's WAL, as instructions."""
+    rows = run_sql(
+        s,
+        "SELECT name, setting, COALESCE(sourcefile, '') FROM pg_settings "
+        "WHERE name IN ('wal_level', 'max_replication_slots', 'max_wal_senders');",
+        database="postgres",
+    )
+    var = {}
+    for line in rows.splitlines():
+        name, setting, source = [*line.split("\t"), "", ""][:3]
+        var[name] = (setting, source)
+    restart = "then restart it: scripts/local-stack down postgres && scripts/local-stack up --source postgres"
+    problems = []
+
+    def where(name: str) -> str:
+        source = var.get(name, ("", ""))[1]
+        if source.endswith("postgresql.auto.conf"):
+            return f"it comes from ALTER SYSTEM ({source}): run ALTER SYSTEM RESET {name}, {restart}"
+        return f"set {name} in {pg_dir(s) / 'postgresql.conf'} (written by scripts/local-stack), {restart}"
+
+    level = var.get("wal_level", ("?", ""))[0]
+    if level != "logical":
+        problems.append(f"wal_level is {level}, Debezium's pgoutput decoding needs logical: {where('wal_level')}")
+    for name in ("max_replication_slots", "max_wal_senders"):
+        value = var.get(name, ("0", ""))[0]
+        if not value.isdigit() or int(value) < 1:
+            problems.append(f"{name} is {value}: the connector needs at least 1: {where(name)}")
+    return [f"PostgreSQL on port {port}: {p}" for p in problems]
+
+
+# ---------------------------------------------------------------------------------------- tables
+def table_problems(s: stack.Settings) -> list[str]:
+    """Warnings about the captured schema's tables, each with what to do.
+
+    REPLICA IDENTITY FULL: without it PostgreSQL logs no before image; the lake still applies updates
+    (from `after`) and deletes (by the Kafka key), but before images are empty and an unchanged
+    TOASTed value is missing from an update's `after`."""
+    rows = run_sql(
+        s,
+        f"""
+        SELECT c.relname, c.relreplident,
+               EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
+               pg_get_userbyid(c.relowner),
+               EXISTS (SELECT 1 FROM pg_publication_tables p
+                       WHERE p.pubname = '{PUBLICATION}' AND p.schemaname = n.nspname AND p.tablename = c.relname)
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = '{SCHEMA}' AND c.relkind IN ('r', 'p')
+        ORDER BY c.relname;
+        """,
+    )
+    out = []
+    for line in rows.splitlines():
+        name, ident, has_pk, owner, published = line.split("\t")
+        t = f"{SCHEMA}.{name}"
+        if ident != "f":
+            kind = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}.get(ident, ident)
+            out.append(
+                f"{t} has REPLICA IDENTITY {kind}: updates arrive with before=null and deletes with only the key "
+                f"(the job still applies both), and an unchanged TOASTed column is missing from an update; "
+                f"run ALTER TABLE {t} REPLICA IDENTITY FULL;"
+            )
+        if has_pk != "t":
+            out.append(
+                f"{t} has no primary key: its records have no Kafka key and the job sends them to dead letters; "
+                "add a primary key"
+            )
+        if owner != OWNER_ROLE:
+            out.append(
+                f"{t} is owned by {owner}, not {OWNER_ROLE}: the connector cannot put it in its publication and "
+                f"its next start fails; run ALTER TABLE {t} OWNER TO {OWNER_ROLE};"
+            )
+        elif published != "t":
+            out.append(
+                f"{t} is not in publication {PUBLICATION}: its changes are not streamed until it is; run "
+                f"ALTER PUBLICATION {PUBLICATION} ADD TABLE {t}; (the connector adds it at its next start, "
+                "without the changes made meanwhile)"
+            )
+    return out
+
+
+def warn_about_tables(s: stack.Settings) -> None:
+    for problem in table_problems(s):
+        print(f"[stack] WARNING: {problem}", file=sys.stderr, flush=True)
+
+
+def captured_table_count(s: stack.Settings) -> int:
+    out = run_sql(
+        s,
+        f"SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE n.nspname = '{SCHEMA}' AND c.relkind IN ('r', 'p');",
+    )
+    return int(out.strip() or 0)
+
+
+# ---------------------------------------------------------------------------------------- connector
+def connector_config(s: stack.Settings, pg_port: int, kafka_port: int) -> dict:
+    """The template's settings with local values; Kafka Connect creates the change topics (1 partition
+    by default, as on AWS) instead of tansu auto-creating them with 4."""
+    config = render(
+        TEMPLATE,
+        {
+            "DB_HOST": "127.0.0.1",
+            "DB_PORT": str(pg_port),
+            "DB_USER": "debezium",
+            # A config-provider reference: the worker reads the password from the 0600 file itself.
+            "DB_PASSWORD": f"${{file:{secret_file(s)}:password}}",
+            "DB_NAME": DATABASE,
+            "SCHEMA_INCLUDE_LIST": SCHEMA,
+            "TOPIC_PREFIX": stack.TOPIC_PREFIX,
+            "SLOT_NAME": SLOT,
+            "PUBLICATION_NAME": PUBLICATION,
+        },
+    )
+    config["topic.creation.default.partitions"] = str(s.topic_partitions)
+    config["topic.creation.default.replication.factor"] = "1"
+    return config
+
+
+def up(s: stack.Settings, running: stack.Record | None, port: int, init_sql: list[Path]) -> bool:
+    """The source half of `up`: PostgreSQL running, bootstrapped and fit for CDC. Returns whether
+    it was (re)started, so that a running connector task reconnects now."""
+    fresh = started = False
+    if running is None:
+        fresh = start(s, port)
+        started = True
+    else:
+        ok, detail = health(s)
+        if not ok:
+            raise stack.StackError(
+                f"postgres (pid {running.pid}) is running but unhealthy: {detail}\n"
+                "try scripts/local-stack down postgres && scripts/local-stack up --source postgres"
+            )
+        say(f"already running (pid {running.pid}, port {port})")
+    bootstrap(s)
+    if fresh:
+        for f in init_sql:
+            say(f"running {f}")
+            run_sql(s, f.read_text(), database=DATABASE, timeout=s.timeout)
+    elif init_sql:
+        say("existing data directory, --init-sql skipped (it runs only on a new one)")
+    problems = cdc_problems(s, port)
+    if problems:
+        raise stack.StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
+    if captured_table_count(s) == 0:
+        raise stack.StackError(
+            f"schema {DATABASE}.{SCHEMA} has no table yet, and the connector's filtered publication needs at "
+            "least one: create one (e.g. scripts/local-stack sql --source postgres "
+            "sql/postgres/01_create_customer.sql), then run up again"
+        )
+    return started
+
+
+def cmd_sql(s: stack.Settings, file: str | None, statement: str | None, database: str) -> int:
+    if stack.live_record(s, COMPONENT) is None:
+        raise stack.StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
+    if statement is not None:
+        sql = statement
+    elif file == "-":
+        sql = sys.stdin.read()
+    else:
+        try:
+            sql = Path(file or "").read_text()
+        except OSError as exc:
+            raise stack.StackError(f"cannot read {file}: {exc.strerror}") from None
+    # Output goes straight to the terminal; like the mariadb client, tab-separated with a header line
+    # when it is not a terminal. An error stops the run.
+    fmt = [] if sys.stdout.isatty() else ["-A", "-F", "\t", "-P", "footer=off"]
+    res = subprocess.run(psql_cmd(s, database, *fmt, "-v", "ON_ERROR_STOP=1", "-f", "-"), input=sql, text=True)
+    if res.returncode == 0:
+        warn_about_tables(s)
+    return res.returncode

@@ -4,6 +4,7 @@
     scripts/local-job stop                        SIGTERM: finish the current batch, then exit
     scripts/local-job kill                        SIGKILL, as a crash would (for recovery drills)
     scripts/local-job status | logs [-n N] [-f] | command
+    (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics)
 
 It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, with `--kafka_reader client`
 (Spark's Kafka source is not installable offline). State lives next to the stack's:
@@ -40,6 +41,16 @@ class LakePaths:
         return cls(root / "warehouse", root / "checkpoints" / "cdc-job", root / "dead-letters")
 
 
+def topic_pattern(s: stack.Settings) -> str:
+    """The stack source's change topics: <prefix>.<database>.<table> for MySQL, and
+    <prefix>.<schema>.<table> for PostgreSQL (whose heartbeat topic stays outside)."""
+    if s.source == "postgres":
+        import local_stack_pg
+
+        return rf"{stack.TOPIC_PREFIX}\.{local_stack_pg.SCHEMA}\..*"
+    return rf"{stack.TOPIC_PREFIX}\.{stack.DATABASE}\..*"
+
+
 def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
     p = LakePaths.of(s)
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
@@ -50,7 +61,7 @@ def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
         "--kafka_reader", "client",
         "--kafka_auth", "none",
         "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
-        "--kafka_topic_pattern", rf"{stack.TOPIC_PREFIX}\.{stack.DATABASE}\..*",
+        "--kafka_topic_pattern", topic_pattern(s),
         "--catalog_type", "hadoop",
         "--warehouse", str(p.warehouse),
         "--namespace", NAMESPACE,
@@ -130,18 +141,24 @@ def status(s: stack.Settings) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/local-job", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    st = sub.add_parser("start", help="start the job in the background")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--source",
+        choices=sorted(stack.SOURCES),
+        help="whose topics the job reads: mysql (default) or postgres; default $CDC_STACK_SOURCE",
+    )
+    st = sub.add_parser("start", parents=[common], help="start the job in the background")
     st.add_argument("extra", nargs=argparse.REMAINDER, help="more job arguments, after --")
-    sub.add_parser("stop", help="SIGTERM; the job finishes its current batch")
-    sub.add_parser("kill", help="SIGKILL, like a crash")
-    sub.add_parser("status")
-    sub.add_parser("command", help="print the job's command line")
-    logs = sub.add_parser("logs")
+    sub.add_parser("stop", parents=[common], help="SIGTERM; the job finishes its current batch")
+    sub.add_parser("kill", parents=[common], help="SIGKILL, like a crash")
+    sub.add_parser("status", parents=[common])
+    sub.add_parser("command", parents=[common], help="print the job's command line")
+    logs = sub.add_parser("logs", parents=[common])
     logs.add_argument("-n", "--lines", type=int, default=40)
     logs.add_argument("-f", "--follow", action="store_true")
     args = parser.parse_args(argv)
     try:
-        s = stack.Settings.from_env()
+        s = stack.Settings.from_env(args.source)
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
             return start(s, extra)

@@ -2,6 +2,7 @@
 
     scripts/reconcile [--table customer ...] [--wait SECONDS]     compare every captured table
     scripts/apply-sql FILE [--wait SECONDS]                        run SQL, wait until the lake caught up
+    (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB)
 
 Exit code 0 when every table matches, 1 on any difference (the report says which keys and
 columns differ), 2 on a usage or connection error. With --wait, comparison is repeated until the
@@ -101,6 +102,7 @@ class Source:
         if stack.live_record(s, "mariadb") is None:
             raise stack.StackError("MariaDB is not running: scripts/local-stack up")
         self.database = database
+        self.lake_prefix = database  # lake tables are <namespace>.<database>_<table>
         self.conn = pymysql.connect(
             unix_socket=str(s.socket),
             user=stack.mariadb_admin_user(),
@@ -129,8 +131,61 @@ class Source:
             return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def compare(source: Source, con: Any, paths: local_job.LakePaths, table: str, keys: list[str]) -> TableResult:
-    lake_name = f"{source.database}_{table}".lower()
+class PostgresSource:
+    """The local PostgreSQL, as the administrator over its Unix socket (UTC session), schema `public`.
+    Its lake tables are <namespace>.<schema>_<table>, as the job names PostgreSQL tables."""
+
+    def __init__(self, s: stack.Settings, database: str) -> None:
+        import local_stack_pg as pg
+        import psycopg
+
+        if stack.live_record(s, pg.COMPONENT) is None:
+            raise stack.StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
+        self.database = database
+        self.schema = pg.SCHEMA
+        self.lake_prefix = pg.SCHEMA
+        try:
+            # autocommit: every read sees the latest committed data
+            self.conn = psycopg.connect(
+                host=str(pg.pg_dir(s)),
+                port=pg.current_port(s),
+                user=pg.admin_role(),
+                dbname=database,
+                autocommit=True,
+                options="-c TimeZone=UTC",
+            )
+        except psycopg.Error as exc:
+            raise stack.StackError(f"PostgreSQL: {exc}") from None
+
+    def tables(self) -> dict[str, list[str]]:
+        """Tables with a primary key -> key columns in key order (tables without one are not captured)."""
+        rows = self.conn.execute(
+            "SELECT c.relname, a.attname FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "WHERE i.indisprimary AND n.nspname = %s ORDER BY c.relname, k.ord",
+            (self.schema,),
+        ).fetchall()
+        out: dict[str, list[str]] = {}
+        for t, c in rows:
+            out.setdefault(t, []).append(c)
+        return out
+
+    def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]]]:
+        from psycopg import sql
+
+        cur = self.conn.execute(
+            sql.SQL("SELECT * FROM {}.{}").format(sql.Identifier(self.schema), sql.Identifier(table))
+        )
+        names = [d.name for d in cur.description or []]
+        return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def compare(
+    source: Source | PostgresSource, con: Any, paths: local_job.LakePaths, table: str, keys: list[str]
+) -> TableResult:
+    lake_name = f"{source.lake_prefix}_{table}".lower()
     res = TableResult(table)
     columns, src_rows = source.rows(table)
     res.source_rows = len(src_rows)
@@ -166,7 +221,7 @@ def compare(source: Source, con: Any, paths: local_job.LakePaths, table: str, ke
 
 
 def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> list[TableResult]:
-    source = Source(s, database)
+    source = PostgresSource(s, database) if s.source == "postgres" else Source(s, database)
     try:
         keyed = source.tables()
         wanted = tables or sorted(keyed)
@@ -189,18 +244,29 @@ def reconcile_until(s: stack.Settings, tables: list[str] | None, database: str, 
         time.sleep(1.0)
 
 
+def _postgres_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:  # only the PostgreSQL source needs it
+        return ()
+    return (psycopg.Error,)
+
+
 def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/apply-sql" if apply_sql else "scripts/reconcile", description=__doc__.split("\n\n")[0]
     )
     if apply_sql:
-        parser.add_argument("file", help="SQL file to run against the local MariaDB (database salesdb)")
+        parser.add_argument("file", help="SQL file to run against the local MariaDB or PostgreSQL (database salesdb)")
     parser.add_argument("--table", action="append", help="only this source table (repeatable)")
     parser.add_argument("--database", default=stack.DATABASE)
+    parser.add_argument(
+        "--source", choices=sorted(stack.SOURCES), help="mysql (default) or postgres; default $CDC_STACK_SOURCE"
+    )
     parser.add_argument("--wait", type=float, default=120.0 if apply_sql else 0.0, help="seconds to wait for the lake")
     args = parser.parse_args(argv)
     try:
-        s = stack.Settings.from_env()
+        s = stack.Settings.from_env(args.source)
         if apply_sql:
             t0 = time.monotonic()
             stack.cmd_sql(s, args.file, None, args.database)
@@ -209,7 +275,7 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
             )
         t0 = time.monotonic()
         results = reconcile_until(s, args.table, args.database, args.wait)
-    except (stack.StackError, pymysql.MySQLError) as exc:
+    except (stack.StackError, pymysql.MySQLError, *_postgres_errors()) as exc:
         print(f"[reconcile] ERROR: {exc}", file=sys.stderr)
         return 2
     for r in results:

@@ -7,7 +7,10 @@ never touch a stack a developer runs under .local/stack. It is torn down at the 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from stack_helpers import SQL, Stack, free_port
@@ -20,6 +23,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     env = {
         **os.environ,
         "CDC_STACK_DIR": str(state),
+        "CDC_STACK_SOURCE": "mysql",  # whatever the developer's shell selects
         "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
         "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
@@ -31,3 +35,28 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield s
     finally:
         s.cli("down", check=False)
+
+
+@pytest.fixture(scope="session")
+def pg_stack() -> Iterator[Stack]:
+    """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres)."""
+    # Run as root, PostgreSQL runs as OS user postgres, which must reach its data directory; pytest's
+    # own temporary directories are private (0700), so this one is made traversable.
+    state = Path(tempfile.mkdtemp(prefix="cdc-pgstack-"))
+    state.chmod(0o755)
+    ports = {"postgres": free_port(), "kafka": free_port(), "connect": free_port()}
+    env = {
+        **os.environ,
+        "CDC_STACK_DIR": str(state),
+        "CDC_STACK_SOURCE": "postgres",
+        "CDC_STACK_POSTGRES_PORT": str(ports["postgres"]),
+        "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
+        "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
+    }
+    s = Stack(env, state, ports)
+    try:
+        s.cli("up", "--init-sql", str(SQL / "postgres" / "01_create_customer.sql"))
+        yield s
+    finally:
+        s.cli("down", check=False)
+        shutil.rmtree(state, ignore_errors=True)

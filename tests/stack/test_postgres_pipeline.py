@@ -1,0 +1,155 @@
+"""PostgreSQL as the source, for real: PostgreSQL 15 (pgoutput) -> Debezium on Kafka Connect -> tansu
+-> the Glue job script (streaming, Kafka client reader) -> Iceberg, reconciled with the source (row
+count + per-row checksum over all columns) after every step, a restart and a refused configuration."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from stack_helpers import CLI, ROOT, SQL, Stack, by_key, free_port
+
+pytestmark = pytest.mark.stack
+
+SCRIPTS = ROOT / "scripts"
+PG_SQL = SQL / "postgres"
+CUSTOMER_TOPIC = "salesdb.public.customer"
+
+
+def run(stack: Stack, *cmd: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SCRIPTS / cmd[0]), *cmd[1:]], env=stack.env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def reconciled(stack: Stack, *args: str, wait: float = 180) -> str:
+    res = run(stack, "reconcile", "--wait", str(wait), *args)
+    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
+    assert "MATCH" in res.stdout
+    return res.stdout
+
+
+def apply(stack: Stack, sql_file: Path) -> str:
+    res = run(stack, "apply-sql", str(sql_file), "--wait", "180")
+    assert res.returncode == 0, f"{sql_file.name}: lake differs from source:\n{res.stdout}\n{res.stderr}"
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def pg_job(pg_stack: Stack) -> Iterator[Stack]:
+    res = run(pg_stack, "local-job", "start", "--source", "postgres")
+    assert res.returncode == 0, res.stdout + res.stderr
+    try:
+        yield pg_stack
+    finally:
+        run(pg_stack, "local-job", "stop")
+
+
+def test_snapshot_events_carry_the_lsn_and_the_30_rows_reach_the_lake(pg_job: Stack) -> None:
+    events = pg_job.events(CUSTOMER_TOPIC, lambda ev: len({e.key["cust_id"] for e in ev if e.op == "r"}) >= 30)
+    snapshot = [e for e in events if e.op == "r"]
+    sources = [e.payload["source"] for e in snapshot]
+    assert {s["connector"] for s in sources} == {"postgresql"}
+    assert all(s["lsn"] and s["schema"] == "public" and s["db"] == "salesdb" for s in sources)
+    out = reconciled(pg_job, "--source", "postgres")
+    assert "customer" in out and "source      30  lake      30" in out
+
+
+def test_inserts_updates_deletes_reach_the_lake_with_full_before_images(pg_job: Stack) -> None:
+    apply(pg_job, PG_SQL / "02_changes.sql")
+    events = pg_job.events(CUSTOMER_TOPIC, lambda ev: any(e.op == "d" for e in by_key(ev, cust_id=32)))
+    [moved] = [e for e in by_key(events, cust_id=7) if e.op == "u"]
+    assert moved.before["city"] == "Malmö" and moved.after["city"] == "Gothenburg"  # REPLICA IDENTITY FULL
+    [twice] = [e for e in by_key(events, cust_id=10) if e.op == "u" and e.after["city"] == "Boston"]
+    assert twice.payload["source"]["lsn"] > min(e.payload["source"]["lsn"] for e in by_key(events, cust_id=10))
+
+
+def test_add_column_with_a_default_reaches_the_lake(pg_job: Stack) -> None:
+    out = apply(pg_job, PG_SQL / "03_add_status_column.sql")
+    assert "OK" in out  # the per-row checksum includes `status` ('Green' for the rows nobody touched)
+
+
+def test_a_second_table_with_a_composite_key_created_while_streaming_is_captured(pg_job: Stack) -> None:
+    out = apply(pg_job, PG_SQL / "04_second_table.sql")
+    assert "orders" in out and "source       7  lake       7  OK" in out
+
+
+def test_a_table_without_replica_identity_full_gets_a_warning_and_its_updates_and_deletes_still_apply(
+    pg_job: Stack,
+) -> None:
+    res = pg_job.cli("sql", "-e", "SET ROLE salesdb_owner; CREATE TABLE plain (id INTEGER PRIMARY KEY, note TEXT);")
+    assert "public.plain has REPLICA IDENTITY DEFAULT" in res.stderr
+    assert "ALTER TABLE public.plain REPLICA IDENTITY FULL" in res.stderr
+    assert "public.plain is not in publication dbz_publication" in res.stderr
+    res = pg_job.cli(
+        "sql",
+        "-e",
+        "SET ROLE salesdb_owner; ALTER PUBLICATION dbz_publication ADD TABLE plain;"
+        "INSERT INTO plain VALUES (1, 'one'), (2, 'two'), (3, 'three');"
+        "UPDATE plain SET note = 'one, changed' WHERE id = 1; DELETE FROM plain WHERE id = 2;",
+    )
+    assert "not in publication" not in res.stderr and "REPLICA IDENTITY DEFAULT" in res.stderr
+    events = pg_job.events("salesdb.public.plain", lambda ev: any(e.op == "d" for e in ev))
+    [update] = [e for e in events if e.op == "u"]
+    [delete] = [e for e in events if e.op == "d"]
+    assert update.before is None  # no before image without REPLICA IDENTITY FULL
+    assert delete.key == {"id": 2} and delete.before == {"id": 2, "note": None}  # only the key
+    out = reconciled(pg_job, "--table", "plain")
+    assert "source       2  lake       2  OK" in out
+
+
+def test_up_again_leaves_the_running_postgres_stack_alone(pg_stack: Stack) -> None:
+    pids = pg_stack.pids()
+    res = pg_stack.cli("up")
+    for component in ("postgres", "kafka", "connect"):
+        assert f"{component}: already running (pid {pids[component]}" in res.stdout
+    assert pg_stack.pids() == pids
+    status = pg_stack.cli("status")
+    assert "salesdb-pg-cdc: connector RUNNING, task 0 RUNNING" in status.stdout
+
+
+def test_postgres_restart_then_changes_still_reconcile(pg_job: Stack) -> None:
+    pg_job.cli("down", "postgres")
+    res = pg_job.cli("up")
+    assert "PostgreSQL was restarted, restarting the connector task" in res.stdout
+    pg_job.sql("UPDATE customer SET city = 'After PostgreSQL restart' WHERE cust_id = 4")
+    pg_job.sql("DELETE FROM customer WHERE cust_id = 5")
+    reconciled(pg_job)
+
+
+def test_wal_level_below_logical_is_refused_with_what_to_change(pg_job: Stack) -> None:
+    pg_job.sql("ALTER SYSTEM SET wal_level = replica")
+    pg_job.cli("down", "postgres")
+    res = pg_job.cli("up", check=False)
+    auto_conf = pg_job.state / "postgres" / "data" / "postgresql.auto.conf"
+    assert res.returncode == 1
+    assert "wal_level = replica" in res.stderr and "needs wal_level = logical" in res.stderr
+    assert f"delete that line from {auto_conf}" in res.stderr
+    # Do what the message says.
+    auto_conf.write_text("".join(x for x in auto_conf.read_text().splitlines(True) if not x.startswith("wal_level")))
+    pg_job.cli("up")
+    pg_job.sql("UPDATE customer SET city = 'After the wal_level fix' WHERE cust_id = 6")
+    reconciled(pg_job)
+
+
+def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(tmp_path: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        env = {
+            **os.environ,
+            "CDC_STACK_DIR": str(tmp_path / "other-stack"),
+            "CDC_STACK_POSTGRES_PORT": str(taken),
+            "CDC_STACK_KAFKA_PORT": str(free_port()),
+            "CDC_STACK_CONNECT_PORT": str(free_port()),
+        }
+        res = subprocess.run([str(CLI), "up", "--source", "postgres"], env=env, capture_output=True, text=True)
+    assert res.returncode == 1
+    assert f"port {taken} on 127.0.0.1 for postgres is already in use" in res.stderr
+    assert "CDC_STACK_POSTGRES_PORT" in res.stderr
+    assert not list((tmp_path / "other-stack" / "run").glob("*.json"))

@@ -27,8 +27,8 @@ lint-cfn: setup   ## CloudFormation: render, cfn-lint + project rules, checkov, 
 test: setup lint  ## every test
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
-demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running)
-	@scripts/demo $(if $(KEEP),--keep,)
+demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres)
+	@scripts/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),)
 
 clean:            ## remove local state (keeps the venv and jars)
 	rm -rf .local/warehouse .local/tmp

@@ -5,7 +5,8 @@ locally) -> Iceberg tables, read back through DuckDB in Athena's role, then reco
 source row by row. Exits non-zero if the lake differs from the source.
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
-at the end unless --keep is given.
+at the end unless --keep is given. With --source postgres the source is PostgreSQL 15 (logical
+decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/.
 """
 
 from __future__ import annotations
@@ -103,45 +104,49 @@ def percentile(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-def run(keep: bool) -> int:
-    s = stack.Settings.from_env()
+def run(keep: bool, source: str | None = None) -> int:
+    s = stack.Settings.from_env(source)
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
+    # PostgreSQL: its own scenario files, and lake tables named by schema (public_customer).
+    pg = s.source == "postgres"
+    sql_dir, prefix = (SQL / "postgres", "public") if pg else (SQL, stack.DATABASE)
+    source_text = "PostgreSQL 15 (wal_level=logical, pgoutput)" if pg else "MariaDB (binlog ROW)"
 
     try:
-        step(1, f"fresh local stack in {s.state}: MariaDB (binlog ROW) -> Kafka Connect + Debezium -> tansu")
+        step(1, f"fresh local stack in {s.state}: {source_text} -> Kafka Connect + Debezium -> tansu")
         with stack.state_lock(s):
             stack.cmd_down(s, [])
         shutil.rmtree(s.state, ignore_errors=True)
         with stack.state_lock(s):
-            stack.cmd_up(s, [SQL / "01_create_customer.sql"])
+            stack.cmd_up(s, [sql_dir / "01_create_customer.sql"])
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
         print("  " + " ".join(local_job.job_command(s, [])), flush=True)
         local_job.start(s, [])
 
-        step(3, "snapshot: salesdb.customer's 30 rows reach the Iceberg table")
+        step(3, f"snapshot: salesdb.{'public.' if pg else ''}customer's 30 rows reach the Iceberg table")
         ok &= check(reconcile.reconcile_until(s, None, stack.DATABASE, 120))
 
         step(4, "inserts, updates (one row twice in a transaction) and deletes: sql/02_changes.sql")
-        ok &= apply(s, SQL / "02_changes.sql")
+        ok &= apply(s, sql_dir / "02_changes.sql")
 
         step(5, "ALTER TABLE customer ADD COLUMN status ... DEFAULT 'Green', then more changes: sql/03")
-        ok &= apply(s, SQL / "03_add_status_column.sql")
+        ok &= apply(s, sql_dir / "03_add_status_column.sql")
         con = lake.connect()
-        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, "salesdb_customer")
+        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_customer")
         show_table(con, customer, "cust_id, name, acct_balance, updated_at, status", "cust_id")
 
         step(6, "a second table with a composite key, created while the pipeline runs: sql/04")
-        ok &= apply(s, SQL / "04_second_table.sql")
-        orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, "salesdb_orders")
+        ok &= apply(s, sql_dir / "04_second_table.sql")
+        orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_orders")
         show_table(
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"
         )
 
         step(7, "the lake through a second SQL engine (DuckDB plays Athena): history, schema, latency, verdict")
-        print("  snapshots of cdc.salesdb_customer:")
+        print(f"  snapshots of cdc.{prefix}_customer:")
         for snap in lake.snapshots(customer):
             when = datetime.fromtimestamp(snap["timestamp_ms"] / 1000, UTC).strftime("%H:%M:%S")
             print(
@@ -184,9 +189,14 @@ def run(keep: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="leave the stack and the job running")
+    parser.add_argument(
+        "--source",
+        choices=sorted(stack.SOURCES),
+        help="mysql (MariaDB, default) or postgres; default $CDC_STACK_SOURCE",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(args.keep)
+        return run(args.keep, args.source)
     except stack.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1

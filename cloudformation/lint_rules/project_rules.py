@@ -6,6 +6,7 @@ the range cfn-lint leaves to custom rules.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from cfnlint.rules import CloudFormationLintRule, RuleMatch
@@ -18,11 +19,50 @@ GLUE_VERSION = "5.0"  # Spark 3.5.4, Python 3.11: what the job and its tests tar
 SEVEN_DAYS_MINUTES = 7 * 24 * 60
 
 
+def _default(cfn: Template, name: str) -> Any:
+    param = cfn.template.get("Parameters", {}).get(name)
+    return None if param is None else param.get("Default")
+
+
+def _condition(cfn: Template, cond: Any) -> bool | None:
+    """A condition evaluated with the parameters' defaults (Equals, Not, And, Or, Condition)."""
+    if isinstance(cond, str):
+        cond = cfn.template.get("Conditions", {}).get(cond)
+    if not isinstance(cond, dict) or len(cond) != 1:
+        return None
+    ((fn, args),) = cond.items()
+    if fn == "Condition":
+        return _condition(cfn, args)
+    if fn == "Fn::Equals" and isinstance(args, list) and len(args) == 2:
+        a, b = (_resolve(cfn, x) for x in args)
+        return None if a is None or b is None else str(a) == str(b)
+    parts = [_condition(cfn, x) for x in args] if isinstance(args, list) else []
+    if None in parts or not parts:
+        return None
+    if fn == "Fn::Not":
+        return not parts[0]
+    if fn == "Fn::And":
+        return all(parts)
+    if fn == "Fn::Or":
+        return any(parts)
+    return None
+
+
 def _resolve(cfn: Template, value: Any) -> Any:
-    """A literal, or the Default of a referenced parameter; None when it cannot be known statically."""
+    """A literal, a parameter's Default (Ref, or ${Name} in a Sub string), or the branch of an If
+    chosen by the defaults: the template as deployed without overrides. None when not knowable."""
     if isinstance(value, dict) and set(value) == {"Ref"}:
-        param = cfn.template.get("Parameters", {}).get(value["Ref"])
-        return None if param is None else param.get("Default")
+        return _default(cfn, value["Ref"])
+    if isinstance(value, dict) and set(value) == {"Fn::If"} and len(value["Fn::If"]) == 3:
+        name, when_true, when_false = value["Fn::If"]
+        chosen = _condition(cfn, name)
+        return None if chosen is None else _resolve(cfn, when_true if chosen else when_false)
+    if isinstance(value, dict) and set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
+        names = re.findall(r"\$\{([^}!]+)\}", value["Fn::Sub"])
+        defaults = {n: _default(cfn, n) for n in names}
+        if any(v is None for v in defaults.values()):
+            return None
+        return re.sub(r"\$\{([^}!]+)\}", lambda m: str(defaults[m.group(1)]), value["Fn::Sub"])
     return None if isinstance(value, dict | list) else value
 
 
@@ -146,6 +186,9 @@ class DbParameterGroupFamily(CloudFormationLintRule):
         for name, res in cfn.get_resources(["AWS::RDS::DBInstance"]).items():
             props = res.get("Properties") or {}
             ref = props.get("DBParameterGroupName")
+            if isinstance(ref, dict) and "Fn::If" in ref:  # the group of the engine the defaults select
+                chosen = _condition(cfn, ref["Fn::If"][0])
+                ref = None if chosen is None else ref["Fn::If"][1 if chosen else 2]
             if not (isinstance(ref, dict) and ref.get("Ref") in groups):
                 continue
             group_name = ref["Ref"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,3 +20,58 @@ def walk(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from walk(v, (*path, i))
+
+
+_NO_VALUE = object()
+
+
+def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, Any]:
+    """The template as CloudFormation deploys it with these parameter values (defaults otherwise):
+    resources and outputs whose Condition is false dropped, every Fn::If replaced by its chosen
+    branch, AWS::NoValue removed. Lets a test look at one variant (e.g. SourceEngine=postgres)."""
+    t = copy.deepcopy(template)
+    values = {name: str(parameters.get(name, p.get("Default"))) for name, p in t.get("Parameters", {}).items()}
+    unknown = set(parameters) - set(values)
+    assert not unknown, f"not template parameters: {unknown}"
+    cache: dict[str, bool] = {}
+
+    def value(node: Any) -> str:
+        return values[node["Ref"]] if isinstance(node, dict) and "Ref" in node else str(node)
+
+    def cond(node: Any) -> bool:
+        if isinstance(node, str):
+            if node not in cache:
+                cache[node] = cond(t["Conditions"][node])
+            return cache[node]
+        ((fn, args),) = node.items()
+        if fn == "Condition":
+            return cond(args)
+        if fn == "Fn::Equals":
+            return value(args[0]) == value(args[1])
+        if fn == "Fn::Not":
+            return not cond(args[0])
+        if fn == "Fn::And":
+            return all(cond(a) for a in args)
+        if fn == "Fn::Or":
+            return any(cond(a) for a in args)
+        raise AssertionError(f"condition function {fn} not supported")
+
+    def choose(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Fn::If"}:
+                name, when_true, when_false = node["Fn::If"]
+                return choose(when_true if cond(name) else when_false)
+            if node == {"Ref": "AWS::NoValue"}:
+                return _NO_VALUE
+            return {k: c for k, v in node.items() if (c := choose(v)) is not _NO_VALUE}
+        if isinstance(node, list):
+            return [c for v in node if (c := choose(v)) is not _NO_VALUE]
+        return node
+
+    for section in ("Resources", "Outputs"):
+        t[section] = {
+            name: choose(body)
+            for name, body in t.get(section, {}).items()
+            if "Condition" not in body or cond(body["Condition"])
+        }
+    return t

@@ -14,6 +14,7 @@ for extra in (ROOT / "scripts", ROOT / "glue_scripts"):
         sys.path.insert(0, str(extra))
 
 from cdcdeploy import build, templates  # noqa: E402
+from cfn_helpers import resolve_variant  # noqa: E402
 
 REGION = "eu-west-1"
 
@@ -26,9 +27,21 @@ def built_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def template(built_dir: Path) -> dict[str, Any]:
-    """The rendered pipeline template (long-form intrinsics, plain YAML)."""
+def raw_template(built_dir: Path) -> dict[str, Any]:
+    """The rendered pipeline template (long-form intrinsics, plain YAML), every variant in it."""
     return templates.load_template(built_dir / "cdc-pipeline.yaml")
+
+
+@pytest.fixture(scope="session")
+def template(raw_template: dict[str, Any]) -> dict[str, Any]:
+    """The rendered pipeline template as deployed with its defaults (SourceEngine=mysql)."""
+    return resolve_variant(raw_template)
+
+
+@pytest.fixture(scope="session")
+def pg_template(raw_template: dict[str, Any]) -> dict[str, Any]:
+    """The same template deployed with SourceEngine=postgres (and its topic pattern)."""
+    return resolve_variant(raw_template, SourceEngine="postgres", KafkaTopicPattern=r"salesdb\.public\..*")
 
 
 @pytest.fixture(scope="session")

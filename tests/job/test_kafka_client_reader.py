@@ -187,3 +187,43 @@ def _already_in_topic(bootstrap: str) -> list[dict]:
         out.append({"key": m.key().decode(), "value": m.value().decode()})
     c.close()
     return out
+
+
+def test_crash_after_the_iceberg_commit_before_the_offset_commit_reruns_the_batch_harmlessly(
+    spark, warehouse, tmp_path, broker
+):
+    """The other side of a crash: the MERGE committed, the job died before recording it."""
+    from cdclake.batch import BatchProcessor
+    from cdclake.kafka_client import ClientCheckpoint, ClientKafkaReader, _ranges, run_client_stream
+    from cdclake.settings import build_settings, parse_argv
+
+    topic = "mdb.inventory.crash_after"
+    records = changes(Events(topic=topic, table="crash_after", next_pos=50_000_000), 600, 50)
+    produce(broker, topic, records)
+    argv = job_args(tmp_path, warehouse, broker, "kc3", "--max_offsets_per_trigger", "250", "--run_once", "true")[2:]
+    argv[argv.index("--kafka_topic_pattern") + 1] = r"mdb\.inventory\.crash_after"
+    settings = build_settings(parse_argv(argv))
+    processor = BatchProcessor(spark, settings)
+    table = "glue_catalog.kc3.inventory_crash_after"
+
+    # Batch 0 is planned and applied (Iceberg commit done) but never marked committed.
+    ckpt = ClientCheckpoint(settings.checkpoint_location)
+    reader = ClientKafkaReader(settings, str(tmp_path / "stage"))
+    starts = {tp: None for tp in reader.partitions()}
+    first = reader.read(starts, None, idle_s=2.0)
+    reader.close()
+    ckpt.plan(0, _ranges(first))
+    from cdclake.sources import parse_lines
+
+    staged = ClientKafkaReader(settings, str(tmp_path / "stage"))
+    path = staged.stage(0, first)
+    staged.close()
+    processor.process(parse_lines(spark.read.text(str(path))), 0)
+    applied_once = table_state(spark, table)
+    assert ckpt.pending() is not None
+
+    # The restarted job re-runs batch 0 from its planned offsets, then goes on.
+    run_client_stream(spark, settings, processor.process, lambda: False)
+    assert ckpt.pending() is None
+    assert applied_once  # batch 0 had reached the lake before the "crash"
+    assert table_state(spark, table) == model(records)

@@ -5,6 +5,7 @@ count + per-row checksum over all columns) after every step and every failure.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from stack_helpers import ROOT, SQL, Stack
+from stack_helpers import ROOT, SQL, Stack, free_port
 
 pytestmark = pytest.mark.stack
 
@@ -53,12 +54,25 @@ def batch_ids(folder: Path) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def job(stack: Stack) -> Iterator[Stack]:
-    start_job(stack)
+def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack of its own (these tests change the schema and data a lot) plus the job on it."""
+    state = tmp_path_factory.mktemp("pipeline-stack")
+    ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
+    env = {
+        **os.environ,
+        "CDC_STACK_DIR": str(state),
+        "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
+        "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
+        "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
+    }
+    stack = Stack(env, state, ports)
     try:
+        stack.cli("up", "--init-sql", str(SQL / "01_create_customer.sql"))
+        start_job(stack)
         yield stack
     finally:
         run(stack, "local-job", "stop")
+        stack.cli("down", check=False)
 
 
 def test_snapshot_reaches_the_lake_and_reconciles(job: Stack) -> None:

@@ -4,10 +4,12 @@ count + per-row checksum over all columns) after every step, a restart and a ref
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,42 @@ def test_a_table_without_replica_identity_full_gets_a_warning_and_its_updates_an
     assert delete.key == {"id": 2} and delete.before == {"id": 2, "note": None}  # only the key
     out = reconciled(pg_job, "--table", "plain")
     assert "source       2  lake       2  OK" in out
+
+
+def _process_tree(pid: int) -> set[int]:
+    out = {pid}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with suppress(OSError):
+            for child in (task / "children").read_text().split():
+                out |= _process_tree(int(child))
+    return out
+
+
+def test_the_debezium_role_is_least_privileged_and_its_password_is_nowhere_but_its_file(pg_job: Stack) -> None:
+    secret_file = pg_job.state / "secrets" / "debezium-postgres.properties"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    password = next(x.split("=", 1)[1] for x in secret_file.read_text().splitlines() if x.startswith("password="))
+    assert len(password) >= 16
+    role = pg_job.sql(
+        "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
+        "left(rolpassword, 14), (SELECT string_agg(b.rolname, ',') FROM pg_auth_members m "
+        "JOIN pg_roles b ON b.oid = m.roleid WHERE m.member = a.oid) FROM pg_authid a WHERE rolname = 'debezium'"
+    ).splitlines()[-1]
+    # Only REPLICATION and the tables' owner role; PostgreSQL holds a SCRAM verifier, not the password.
+    assert role.split("\t") == ["f", "f", "f", "t", "f", "SCRAM-SHA-256$", "salesdb_owner"]
+    for log in (pg_job.state / "logs").glob("*.log"):
+        assert password not in log.read_text(errors="replace"), f"password in {log}"
+    pids: set[int] = set()
+    for rec in (pg_job.state / "run").glob("*.json"):
+        pids |= _process_tree(json.loads(rec.read_text())["pid"])
+    for pid in pids:
+        with suppress(OSError):
+            assert password not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            assert password not in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout.splitlines()
+    ours = [line for line in listening if any(f"pid={p}," in line for p in pids)]
+    assert any(f":{pg_job.ports['postgres']} " in line for line in ours)
+    assert [x for x in ours if not x.split()[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))] == []
 
 
 def test_up_again_leaves_the_running_postgres_stack_alone(pg_stack: Stack) -> None:

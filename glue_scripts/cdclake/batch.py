@@ -84,6 +84,15 @@ class BatchReport:
         return f"{head}{' | ' + tables if tables else ''}{behind} | {self.seconds:.1f}s"
 
 
+_UNCACHED = ("key", "value", "_payload_json")
+
+
+@dataclass
+class _Batch:
+    full: DataFrame  # classified records, as computed from the raw batch
+    cached: DataFrame  # the same rows, persisted, without `_UNCACHED` columns
+
+
 @dataclass
 class _TableState:
     columns: Columns  # data columns, without _cdc_* metadata
@@ -126,22 +135,26 @@ class BatchProcessor:
     def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
         t0 = time.monotonic()
         report = BatchReport(batch_id)
-        classified = E.classify(raw).persist(StorageLevel.MEMORY_AND_DISK)
+        classified = E.classify(raw)
+        # What the batch reads more than once is cached, without the record's key and value text
+        # and the payload (most of a record's bytes): only dead letters need those, and they are
+        # recomputed from `classified` when there are any.
+        cached = classified.drop(*_UNCACHED).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            self._process(classified, batch_id, report)
+            self._process(_Batch(classified, cached), batch_id, report)
         except Exception:
             self.forget()
             raise
         finally:
-            classified.unpersist()
+            cached.unpersist()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
         return report
 
-    def _process(self, classified: DataFrame, batch_id: int, report: BatchReport) -> None:
+    def _process(self, batch: _Batch, batch_id: int, report: BatchReport) -> None:
         s = self.settings
         summary = (
-            classified.groupBy(
+            batch.cached.groupBy(
                 "_status",
                 "_reason",
                 "_src_db",
@@ -174,7 +187,7 @@ class BatchProcessor:
             # Archived before anything is applied, so the raw zone always holds what the lake has.
             newest = max((r["max_timestamp"] for r in summary if r["max_timestamp"] is not None), default=time.time())
             day = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d")
-            archive_raw(classified, s.raw_zone_path, day, batch_id, fingerprint)
+            archive_raw(batch.full, s.raw_zone_path, day, batch_id, fingerprint)
         dead: list[DataFrame] = []
         groups: dict[tuple, SchemaGroup] = {}
         truncates: dict[tuple[str, str], int] = {}
@@ -217,13 +230,13 @@ class BatchProcessor:
                 ts = r["max_source_ts"]
                 newest_source_ts = ts if newest_source_ts is None else max(newest_source_ts, ts)
         if report.dead:
-            dead.append(as_dead_letters(classified.where(F.col("_status") == E.DEAD), F.col("_reason"), batch_id))
+            dead.append(as_dead_letters(batch.full.where(F.col("_status") == E.DEAD), F.col("_reason"), batch_id))
 
         by_table: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
         for g in groups.values():
             by_table[(g.db, g.table)].append(g)
         for (db, tbl), tgroups in sorted(by_table.items()):
-            tr = self._apply_table(classified, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead)
+            tr = self._apply_table(batch, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead)
             report.tables.append(tr)
             report.dead += tr.dead
         for (db, tbl), seq in truncates.items():
@@ -249,7 +262,7 @@ class BatchProcessor:
 
     def _apply_table(
         self,
-        classified: DataFrame,
+        batch: _Batch,
         batch_id: int,
         db: str,
         tbl: str,
@@ -262,11 +275,11 @@ class BatchProcessor:
         tr = TableReport(ident, events=sum(g.events for g in groups))
         groups.sort(key=lambda g: g.max_seq)  # oldest schema first, so widening follows the source
         for g in groups:
-            g.resolve(infer=lambda grp: self._infer(classified, grp))
+            g.resolve(infer=lambda grp: self._infer(batch.cached, grp))
 
         def reject(g: SchemaGroup, reason: str) -> None:
             log.error("table %s: %d event(s) rejected to dead letters: %s", ident, g.events, reason)
-            dead.append(as_dead_letters(group_rows(classified, g), reason, batch_id))
+            dead.append(as_dead_letters(group_rows(batch.full, g), reason, batch_id))
             tr.dead += g.events
 
         state = self._table_state(ident)
@@ -316,8 +329,12 @@ class BatchProcessor:
             tr.schema = plan.describe()
             self._tables[ident] = _TableState(plan.final, keys)
 
-        decoded = reduce(DataFrame.unionByName, [conform(decode_group(classified, g), plan.final, fills) for g in good])
-        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        def decode(classified: DataFrame) -> DataFrame:
+            return reduce(
+                DataFrame.unionByName, [conform(decode_group(classified, g), plan.final, fills) for g in good]
+            )
+
+        decoded = decode(batch.cached).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts = decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op").count().collect()
             bad = sum(r["count"] for r in counts if not r["ok"])
@@ -326,7 +343,7 @@ class BatchProcessor:
                 log.error("table %s: %d event(s) could not be decoded; sent to dead letters", ident, bad)
                 dead.append(
                     as_dead_letters(
-                        decoded.where(F.col("_decode_error").isNotNull()),
+                        decode(batch.full).where(F.col("_decode_error").isNotNull()),
                         F.col("_decode_error"),
                         batch_id,
                         "_raw_",
@@ -373,9 +390,7 @@ class BatchProcessor:
 
     def _infer(self, classified: DataFrame, g: SchemaGroup) -> list[T.StructField]:
         """Schemaless fallback: infer column types from this group's row images (JSON values)."""
-        images = group_rows(classified, g).select(
-            F.coalesce(F.get_json_object("_payload_json", "$.after"), F.get_json_object("_payload_json", "$.before"))
-        )
+        images = group_rows(classified, g).select(F.coalesce("_after_json", "_before_json"))
         inferred = self.spark.read.option("primitivesAsString", "false").json(images.rdd.map(lambda r: r[0]))
         return list(inferred.schema.fields)
 

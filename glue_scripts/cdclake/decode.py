@@ -99,9 +99,10 @@ def group_rows(classified: DataFrame, group: SchemaGroup) -> DataFrame:
 
 def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     """Typed rows of one schema group: key + data columns, _cdc_* metadata, `_decode_error`,
-    and the raw record (for the dead-letter location)."""
+    and those raw record columns `classified` has, as `_raw_*` (for the dead-letter location)."""
     assert group.columns is not None and group.keys is not None
     rows = group_rows(classified, group)
+    raw_keep = [c for c in RAW_KEEP if c in rows.columns]
     image_type = T.StructType(
         [T.StructField(c.name, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
     )
@@ -109,11 +110,9 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in key_specs])
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
-    image_json = F.when(F.col("_cdc_op") == "d", F.get_json_object("_payload_json", "$.before")).otherwise(
-        F.get_json_object("_payload_json", "$.after")
-    )
+    image_json = F.when(F.col("_cdc_op") == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
     df = rows.select(
-        *RAW_KEEP,
+        *raw_keep,
         "_cdc_op",
         "_cdc_seq",
         "_cdc_source_ts",
@@ -121,7 +120,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         F.from_json("_key_json", key_type).alias("_key"),
     )
     key_lower = {k.lower() for k in group.keys}
-    carry = [*RAW_KEEP, "_cdc_op", "_cdc_seq", "_cdc_source_ts"]
+    carry = [*raw_keep, "_cdc_op", "_cdc_seq", "_cdc_source_ts"]
     # Stage 0: the parsed JSON value of every column (`__r<i>`, kept for error detection).
     raws = []
     for i, spec in enumerate(group.columns):
@@ -166,7 +165,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         F.col("offset").alias("_cdc_offset"),
         "_cdc_source_ts",
         decode_error.alias("_decode_error"),
-        *[F.col(c).alias(f"_raw_{c}") for c in RAW_KEEP],
+        *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
     )
 
 
@@ -184,5 +183,6 @@ def conform(
         src = present.get(name.lower())
         value = F.col(f"`{src}`") if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
         cols.append(value.cast(typ).alias(name))
-    keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"] + [f"_raw_{c}" for c in RAW_KEEP]
+    keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"]
+    keep += [f"_raw_{c}" for c in RAW_KEEP if f"_raw_{c}" in decoded.columns]
     return decoded.select(*cols, *keep)

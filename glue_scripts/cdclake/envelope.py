@@ -70,12 +70,18 @@ _WRAPPED = T.StructType(
 _PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
 
 
-def _unwrap(text: Column) -> tuple[Column, Column, Column]:
-    """(schema_json, payload_json, is_valid_json) of a JsonConverter message, schemas on or off."""
-    w = F.from_json(text, _WRAPPED, _PERMISSIVE)
+def _parse(text: Column) -> list[Column]:
+    """The two parses of a JsonConverter message, as columns: projected once, before `_unwrap`
+    uses them several times (inlined into conditional branches, Spark would evaluate them up to
+    three times per record)."""
+    return [F.from_json(text, _WRAPPED, _PERMISSIVE), F.json_object_keys(text)]
+
+
+def _unwrap(text: Column, w: Column, keys: Column) -> tuple[Column, Column, Column]:
+    """(schema_json, payload_json, is_valid_json) of a JsonConverter message, schemas on or off,
+    from its parses `_parse(text)`."""
     valid = text.isNotNull() & w[_CORRUPT].isNull() & F.trim(text).startswith("{")
     # Schemas on: exactly the keys `schema` and `payload`. Schemas off: the message *is* the payload.
-    keys = F.json_object_keys(text)
     wrapped = F.coalesce(
         (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload"),
         F.lit(False),
@@ -85,9 +91,14 @@ def _unwrap(text: Column) -> tuple[Column, Column, Column]:
 
 def classify(raw: DataFrame) -> DataFrame:
     """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
-    v_schema, v_payload, v_valid = _unwrap(F.col("value"))
-    k_schema, k_payload, k_valid = _unwrap(F.col("key"))
-    df = raw.select(
+    parsed = raw.select(
+        *RAW_COLUMNS,
+        *[c.alias(n) for c, n in zip(_parse(F.col("value")), ("_vw", "_vk"), strict=True)],
+        *[c.alias(n) for c, n in zip(_parse(F.col("key")), ("_kw", "_kk"), strict=True)],
+    )
+    v_schema, v_payload, v_valid = _unwrap(F.col("value"), F.col("_vw"), F.col("_vk"))
+    k_schema, k_payload, k_valid = _unwrap(F.col("key"), F.col("_kw"), F.col("_kk"))
+    df = parsed.select(
         *RAW_COLUMNS,
         v_schema.alias("_value_schema"),
         v_payload.alias("_payload_json"),
@@ -144,6 +155,9 @@ def classify(raw: DataFrame) -> DataFrame:
         "_payload_json",
         "_key_schema",
         "_key_json",
+        # The row images as text, from the one parse of the payload (decode.py parses them).
+        F.col("_p.before").alias("_before_json"),
+        F.col("_p.after").alias("_after_json"),
         status_reason["col1"].alias("_status"),
         status_reason["col2"].alias("_reason"),
         op.alias("_cdc_op"),

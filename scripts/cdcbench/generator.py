@@ -4,7 +4,7 @@ Every record is built on the real MariaDB messages in tests/fixtures/debezium/ma
 (Debezium's envelope, source block, key and value schemas as JsonConverter wrote them); only the
 row images, op, binlog position, timestamps and offsets change. The row struct is widened from
 the fixture's 6 columns to 10 with Connect field schemas of the kinds Debezium emits for MySQL
-(int32, string, Decimal bytes, ZonedTimestamp, float64, MicroTimestamp).
+(int32, int64, string, Decimal bytes, ZonedTimestamp, MicroTimestamp).
 
 The stream models a database: updates and deletes hit live rows, inserts take new keys, a
 delete is followed by its tombstone (`tombstones.on.delete=true`, as in our connector config).
@@ -62,7 +62,7 @@ def _row_fields(fixture_fields: dict[str, dict[str, Any]]) -> list[dict[str, Any
         fixture_fields["created_at"],  # ZonedTimestamp (MySQL TIMESTAMP)
         renamed("first_name", "city", optional=True),
         renamed("id", "loyalty_points"),
-        {"type": "float64", "optional": True, "field": "score"},
+        {"type": "int64", "optional": False, "field": "lifetime_orders"},  # BIGINT
         # DATETIME(6): time.precision.mode=adaptive_time_microseconds
         {
             "type": "int64",
@@ -119,7 +119,7 @@ def row_image(key: int, version: int) -> dict[str, Any]:
         "created_at": "2024-01-03T09:15:00Z",
         "city": _CITY[(key + version) % len(_CITY)],
         "loyalty_points": version,
-        "score": (key % 1000) / 7 + version,
+        "lifetime_orders": key % 1000 + version,
         "updated_at": 1_704_273_300_000_000 + version * 1_000_000 + key % 1_000_000,
     }
 

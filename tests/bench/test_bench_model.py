@@ -73,7 +73,7 @@ def test_records_are_debezium_envelopes_in_source_order_with_tombstones_after_de
         assert set(v) == {"schema", "payload"}
         row_fields = next(f for f in v["schema"]["fields"] if f["field"] == "after")["fields"]
         assert [f["field"] for f in row_fields] == [
-            "id", "first_name", "last_name", "email", "balance", "created_at", "city", "loyalty_points", "score", "updated_at",
+            "id", "first_name", "last_name", "email", "balance", "created_at", "city", "loyalty_points", "lifetime_orders", "updated_at",
         ]  # fmt: skip
         p = v["payload"]
         src = p["source"]

@@ -42,3 +42,7 @@ stack-down:       ## stop the local stack (data stays in .local/stack)
 
 stack-status:
 	@scripts/local-stack status
+
+.PHONY: bench
+bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: under 2 minutes, BENCH_ARGS=--sections a,b
+	@scripts/bench $(if $(QUICK),--quick,) $(BENCH_ARGS)

@@ -1,0 +1,219 @@
+"""a. Apply throughput: the same Debezium batches through every method, side by side.
+
+Methods, each on its own table that starts with the same rows:
+* the job's BatchProcessor, merge-on-read and copy-on-write;
+* the AWS sample's logic (baseline.py), merge-on-read;
+* the upper bounds: a plain Iceberg append of the batch's rows already decoded (the write
+  alone), and the job with its MERGE replaced by an append (decoding, ordering and all, but a
+  changelog append instead of a row-level write).
+
+Every batch is written to Parquet once and read by every method from there. Methods run in a
+rotating order per batch so that a noisy neighbour hits all of them alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import cdclake.batch
+from cdclake.batch import BatchProcessor
+from pyspark.sql import DataFrame, SparkSession
+
+from . import generator as G
+from . import tables as TB
+from .baseline import BaselineProcessor
+from .checker import Verdict, check_table
+from .config import Config
+from .measure import JobTime, RssSampler, Timed, job_log, mib, timed
+from .report import Table, rate, ratio, secs
+
+log = logging.getLogger("cdcbench")
+
+MOR, COW, BASE, APPEND, JOB_APPEND = (
+    "job, merge-on-read",
+    "job, copy-on-write",
+    "AWS sample (baseline), merge-on-read",
+    "plain append of decoded rows",
+    "job with an append instead of its MERGE",
+)
+
+
+def _append_instead(table: str, changes: DataFrame, keys: list[str], columns: list[str]) -> None:
+    changes.writeTo(table).append()
+
+
+@dataclass
+class Method:
+    name: str
+    table: str
+    run: Callable[[DataFrame, DataFrame, int], Any]  # (raw batch, pre-decoded rows, batch id)
+    checked: bool
+    times: dict[int, list[Timed]] = field(default_factory=dict)
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
+    jobs: dict[int, list[list[JobTime]]] = field(default_factory=dict)  # per measured batch
+
+
+KEYS = {"mor": MOR, "cow": COW, "baseline": BASE, "append": APPEND, "job-append": JOB_APPEND}
+
+
+def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: DataFrame) -> list[Method]:
+    w = cfg.work
+    wanted = {KEYS[k] for k in cfg.methods}
+    out: list[Method] = []
+
+    def job(namespace: str, **overrides: str) -> tuple[str, BatchProcessor]:
+        settings = TB.job_settings(
+            w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **overrides
+        )
+        return TB.create_job_table(spark, settings, cfg.table_rows, template, w), BatchProcessor(spark, settings)
+
+    if MOR in wanted:
+        table, mor = job("apply_mor", write_mode="merge-on-read")
+        out.append(Method(MOR, table, lambda raw, _d, b: mor.process(raw, b), True))
+    if COW in wanted:
+        table, cow = job("apply_cow", write_mode="copy-on-write")
+        out.append(Method(COW, table, lambda raw, _d, b: cow.process(raw, b), True))
+    if BASE in wanted:
+        base_table = "glue_catalog.apply_base.customers"
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.apply_base")
+        TB.baseline_table(spark, base_table, cfg.table_rows, sample)
+        base = BaselineProcessor(spark, base_table)
+        out.append(Method(BASE, base_table, lambda raw, _d, b: base.process(raw, b), True))
+    if wanted & {APPEND, JOB_APPEND}:
+        append_table, appending = job("apply_append")
+
+        def job_appending(raw: DataFrame, batch_id: int) -> None:
+            with mock.patch.object(cdclake.batch, "merge_changes", _append_instead):
+                appending.process(raw, batch_id)
+
+        if APPEND in wanted:
+            out.append(Method(APPEND, append_table, lambda _r, dec, _b: dec.writeTo(append_table).append(), False))
+        if JOB_APPEND in wanted:
+            out.append(Method(JOB_APPEND, append_table, lambda raw, _d, b: job_appending(raw, b), False))
+    return out
+
+
+def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
+    template = G.Template()
+    stream = G.ChangeStream(cfg.table_rows)
+    batch_dir = cfg.work / "batches"
+    batch_dir.mkdir(parents=True, exist_ok=True)
+    rss.mark()
+    warm = stream.batch(min(cfg.batch_sizes))
+    warm_raw = TB.raw_batch(spark, warm, batch_dir / "warm", template)
+    methods = _methods(spark, cfg, template, warm_raw)
+    batch_id = 1
+    plan = [(cfg.batch_sizes[0], None)] + [(n, n) for n in cfg.batch_sizes for _ in range(cfg.batches_per_size)]
+    for i, (n, measured) in enumerate(plan):
+        changes = warm if i == 0 else stream.batch(n)
+        path = batch_dir / f"b{i}"
+        raw = warm_raw if i == 0 else TB.raw_batch(spark, changes, path, template)
+        decoded = TB.write_decoded(raw, path.with_name(path.name + "-decoded"))
+        order = methods[i % len(methods) :] + methods[: i % len(methods)]
+        for m in order:
+            with job_log(spark) as jobs:
+                t = timed(spark, lambda m=m, raw=raw, decoded=decoded, b=batch_id: m.run(raw, decoded, b))
+            log.info("apply %s, %d events: %.2fs (%d Spark jobs)", m.name, n, t.seconds, t.spark_jobs)
+            if measured is not None:
+                m.times.setdefault(n, []).append(t)
+                m.jobs.setdefault(n, []).append(jobs)
+        batch_id += 1
+        TB.drop_batch(path)
+        TB.drop_batch(path.with_name(path.name + "-decoded"))
+        last_of_size = i == len(plan) - 1 or plan[i + 1][0] != n
+        if measured is not None and last_of_size:
+            for m in methods:
+                if m.checked:
+                    m.verdicts[n] = check_table(spark, m.table, stream.expected)
+    TB.drop_batch(batch_dir / "warm")
+    peak = rss.peak()
+    largest = max(cfg.batch_sizes)
+    return [_table(cfg, methods, n, peak) for n in cfg.batch_sizes] + [
+        _where(m, largest) for m in methods if m.name in (MOR, BASE)
+    ]
+
+
+def _site(name: str) -> str:
+    """`collect at /abs/path/glue_scripts/cdclake/batch.py:177` -> `collect at cdclake/batch.py:177`."""
+    head, _, where = name.partition(" at ")
+    return f"{head} at {'/'.join(where.split('/')[-2:])}" if where else name
+
+
+def _where(m: Method, n: int) -> Table:
+    """Time per Spark job call site for one method's measured batches of size n (averaged)."""
+    batches = m.jobs[n]
+    sites: dict[str, list[float]] = {}
+    for jobs in batches:
+        for j in jobs:
+            acc = sites.setdefault(_site(j.name), [0, 0.0, 0.0])
+            acc[0] += 1
+            acc[1] += j.seconds
+            acc[2] += j.task_cpu_seconds
+    k = len(batches)
+    wall = statistics.mean(t.seconds for t in m.times[n])
+    in_jobs = sum(v[1] for v in sites.values()) / k
+    t = Table(
+        f"a. Where the time goes: {m.name}, batches of {n:,} events (mean per batch)",
+        ["Spark job call site", "jobs", "wall s", "task CPU s"],
+    )
+    for site, (count, secs_, cpu) in sites.items():
+        t.add(site, f"{count / k:.0f}", secs(secs_ / k), secs(cpu / k))
+    t.add("driver only: planning, Iceberg commits, catalog, Py4J", "-", secs(max(0.0, wall - in_jobs)), "-")
+    t.notes.append(
+        "Call sites are the Python lines that started the jobs (`sql at NativeMethodAccessorImpl` = a MERGE or "
+        "CREATE/ALTER issued with spark.sql); several jobs per site are the stages adaptive execution runs as jobs."
+    )
+    return t
+
+
+def _median(ts: list[Timed], attr: str) -> float:
+    return statistics.median(getattr(t, attr) for t in ts)
+
+
+def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
+    by = {m.name: m for m in methods}
+    med = {m.name: _median(m.times[n], "seconds") for m in methods}
+    t = Table(
+        f"a. Apply throughput, batches of {n:,} change events ({n // 10:,} tombstones more), "
+        f"table of {cfg.table_rows:,} rows, 10 columns",
+        [
+            "method",
+            "s/batch (median)",
+            "min-max s",
+            "events/s",
+            "CPU s/batch",
+            "Spark jobs",
+            "vs append",
+            "vs job-with-append",
+            "vs baseline",
+            "correct",
+        ],
+    )
+    for m in methods:
+        ts = m.times[n]
+        v = m.verdicts.get(n)
+        t.add(
+            m.name,
+            secs(med[m.name]),
+            f"{min(x.seconds for x in ts):.2f}-{max(x.seconds for x in ts):.2f}",
+            rate(n, med[m.name]),
+            secs(_median(ts, "cpu_seconds")),
+            f"{statistics.median(x.spark_jobs for x in ts):.0f}",
+            ratio(med[APPEND], med[m.name]) if APPEND in med else "-",
+            ratio(med[JOB_APPEND], med[m.name]) if JOB_APPEND in med else "-",
+            ratio(med[BASE], med[m.name]) if BASE in med else "-",
+            v.summary() if v else "n/a (appends changes)",
+        )
+    runs = len(by[MOR].times[n])
+    t.notes.append(
+        f"{runs} measured batch(es) per method after one warm-up batch; ratios are throughput relative to the "
+        f"column's method (>1 = faster). CPU s = user+system time of the driver process tree (Python + JVM). "
+        f"Correctness is checked against the expected table state after the last batch of this size. "
+        f"Peak RSS of the process tree during section a: {mib(peak)}."
+    )
+    return t

@@ -1,0 +1,71 @@
+"""Benchmark sizes: full mode (documented in docs/BENCHMARKS.md) and --quick."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    quick: bool
+    work: Path
+    # a. apply throughput
+    table_rows: int
+    batch_sizes: tuple[int, ...]
+    batches_per_size: int  # measured batches per size and method (after one warm-up batch)
+    # b. growth and maintenance
+    growth_sizes: tuple[int, ...]
+    growth_batch: int
+    growth_batches_per_size: int
+    maintenance_rows: int
+    maintenance_batches: int
+    maintenance_batch: int
+    # c. end to end on the local stack
+    e2e: bool
+    e2e_rates: tuple[int, ...]
+    e2e_seconds: int
+    e2e_burst: int
+    e2e_rows: int
+    shuffle_partitions: int = 8
+    methods: tuple[str, ...] = ("mor", "cow", "baseline", "append", "job-append")
+
+
+def make_config(quick: bool, work: Path, e2e: bool) -> Config:
+    if quick:
+        return Config(
+            quick=True,
+            work=work,
+            table_rows=100_000,
+            batch_sizes=(5_000, 20_000),
+            batches_per_size=1,
+            growth_sizes=(100_000, 200_000),
+            growth_batch=2_000,
+            growth_batches_per_size=1,
+            maintenance_rows=100_000,
+            maintenance_batches=10,
+            maintenance_batch=1_000,
+            e2e=e2e,
+            e2e_rates=(200,),
+            e2e_seconds=20,
+            e2e_burst=20_000,
+            e2e_rows=10_000,
+        )
+    return Config(
+        quick=False,
+        work=work,
+        table_rows=1_000_000,
+        batch_sizes=(10_000, 100_000),
+        batches_per_size=3,
+        growth_sizes=(1_000_000, 2_000_000, 5_000_000, 10_000_000),
+        growth_batch=10_000,
+        growth_batches_per_size=3,
+        maintenance_rows=1_000_000,
+        maintenance_batches=50,
+        maintenance_batch=10_000,
+        e2e=e2e,
+        e2e_rates=(200, 1_000),
+        e2e_seconds=60,
+        e2e_burst=200_000,
+        e2e_rows=100_000,
+    )

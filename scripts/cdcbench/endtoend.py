@@ -1,0 +1,390 @@
+"""c. End to end on the local stack: MariaDB -> Debezium (Kafka Connect) -> tansu -> the job
+(`--kafka_reader client`, trigger 1 s) -> Iceberg.
+
+A private stack (temporary state directory, free ports) and a private job run, so nothing a
+developer or another test runs is touched. Changes are written to `salesdb.bench_orders` with
+PyMySQL over MariaDB's socket:
+
+* latency: at a fixed rate, one transaction every 20 ms (70% updates, 20% inserts, 10% deletes of
+  rows that existed before). Every inserted row is a probe: its source commit is the wall time
+  after COMMIT returned; it became visible in the lake when the Iceberg snapshot that added its
+  data file was committed (`entries.snapshot_id` -> `snapshots.committed_at`, millisecond
+  precision; a reader loading the table after that instant sees the row). Probes are never
+  updated later, so the file a probe is found in is the one that first held it. This is more
+  precise than the table's own `_cdc_source_ts` (the binlog timestamp, 1 s resolution on MySQL)
+  and `_cdc_ingested_at` (when the MERGE started, not when it committed).
+* sustained throughput: a burst of inserts as fast as MariaDB takes them; events/s from the
+  first source commit until the snapshot holding the last row was committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from .config import Config
+from .measure import RssSampler, mib, process_tree
+from .report import Table
+
+log = logging.getLogger("cdcbench")
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "e2e"
+TABLE = f"glue_catalog.{NAMESPACE}.salesdb_bench_orders"
+DDL = """CREATE DATABASE IF NOT EXISTS salesdb;
+CREATE TABLE IF NOT EXISTS salesdb.bench_orders (
+  id          INT            NOT NULL,
+  customer_id INT            NOT NULL,
+  status      VARCHAR(16)    NOT NULL,
+  amount      DECIMAL(12, 2) NOT NULL,
+  qty         INT            NOT NULL,
+  weight_g    BIGINT         NULL,
+  note        VARCHAR(64)    NULL,
+  version     INT            NOT NULL,
+  created_at  DATETIME(6)    NOT NULL,
+  updated_at  DATETIME(6)    NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE = InnoDB;
+"""
+INSERT = (
+    "INSERT INTO bench_orders (id, customer_id, status, amount, qty, weight_g, note, version, created_at, updated_at) "
+    "VALUES (%s, %s, 'NEW', %s, %s, %s, %s, 0, NOW(6), NOW(6))"
+)
+UPDATE = "UPDATE bench_orders SET status = 'PAID', version = version + 1, note = %s, updated_at = NOW(6) WHERE id = %s"
+DELETE = "DELETE FROM bench_orders WHERE id = %s"
+TICK = 0.02  # one source transaction every 20 ms
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _row(i: int) -> tuple:
+    return (i, i % 9973, (i * 37 % 1_000_000) / 100, i % 7 + 1, i % 1000 * 13, f"order {i}")
+
+
+@dataclass
+class RateResult:
+    target: int
+    achieved: float
+    probes: int
+    latencies: list[float]  # seconds, one per probe
+    missing: int
+
+
+class Stack:
+    def __init__(self, work: Path) -> None:
+        # Unix socket paths are limited to 107 bytes: a short directory under /tmp.
+        self.state = Path(tempfile.mkdtemp(prefix="cdcb-"))
+        self.ports = {"mariadb": _free_port(), "kafka": _free_port(), "connect": _free_port()}
+        self.env = {
+            **os.environ,
+            "CDC_STACK_DIR": str(self.state),
+            "CDC_STACK_SOURCE": "mysql",
+            "CDC_STACK_MARIADB_PORT": str(self.ports["mariadb"]),
+            "CDC_STACK_KAFKA_PORT": str(self.ports["kafka"]),
+            "CDC_STACK_CONNECT_PORT": str(self.ports["connect"]),
+        }
+        self.init_sql = work / "e2e-init.sql"
+        self.init_sql.write_text(DDL)
+
+    def cli(self, *args: str) -> None:
+        res = subprocess.run(
+            [str(ROOT / "scripts" / "local-stack"), *args], env=self.env, capture_output=True, text=True, timeout=600
+        )
+        if res.returncode != 0:
+            raise RuntimeError(f"local-stack {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+
+    def up(self) -> None:
+        self.cli("up", "--init-sql", str(self.init_sql))
+
+    def down(self) -> None:
+        with suppress(Exception):
+            self.cli("down")
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def connect(self):  # -> pymysql.Connection
+        import pymysql
+
+        sys_user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+        return pymysql.connect(
+            unix_socket=str(self.state / "mariadb" / "mariadb.sock"),
+            user=sys_user,
+            database="salesdb",
+            autocommit=False,
+        )
+
+    def component_rss(self) -> dict[str, int]:
+        out = {}
+        for f in (self.state / "run").glob("*.json"):
+            pid = json.loads(f.read_text())["pid"]
+            with suppress(OSError, IndexError, ValueError):
+                out[f.stem] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return out
+
+
+class Job:
+    """The Glue job script run locally against the stack, exactly as docs/LOCAL_STACK.md shows."""
+
+    def __init__(self, stack: Stack, work: Path) -> None:
+        self.dir = work / "e2e-job"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.warehouse = work / "warehouse"
+        self.args = [
+            str(ROOT / ".local" / "venv" / "bin" / "python"),
+            str(ROOT / "glue_scripts" / "cdc_iceberg_job.py"),
+            "--source", "kafka", "--kafka_reader", "client", "--kafka_auth", "none",
+            "--kafka_bootstrap_servers", f"127.0.0.1:{stack.ports['kafka']}",
+            "--kafka_topic_pattern", r"salesdb\.salesdb\..*",
+            "--catalog_type", "hadoop", "--warehouse", str(self.warehouse), "--namespace", NAMESPACE,
+            "--checkpoint_location", str(self.dir / "checkpoint"), "--dead_letter_path", str(self.dir / "dead"),
+            "--trigger_interval_seconds", "1",
+        ]  # fmt: skip
+        self.log_path = self.dir / "job.log"
+        self.proc: subprocess.Popen | None = None
+        self.rss: RssSampler | None = None
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_SUBMIT_ARGS", "CDC_SPARK_DRIVER_MEMORY")}
+        self.proc = subprocess.Popen(self.args, stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)  # noqa: SIM115
+        self.rss = RssSampler(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        tree = process_tree(self.proc.pid)
+        self.proc.send_signal(signal.SIGTERM)  # finishes the current batch, then exits
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in tree[1:]:  # its JVM, should it outlive the Python driver
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.rss:
+            self.rss.stop()
+
+    def check(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"the job exited with {self.proc.returncode}: {self.log_path}")
+        dead = [line for f in (self.dir / "dead").glob("*/*.json") for line in f.read_text().splitlines()]
+        if dead:
+            raise RuntimeError(f"the job dead-lettered {len(dead)} record(s), e.g. {json.loads(dead[0])['reason']}")
+
+    def display(self) -> str:
+        """The command line with paths and the port as placeholders."""
+        out = []
+        for a in self.args[1:]:
+            a = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", a)
+            out.append(
+                f"<{Path(a).name}>" if a.startswith("/") and not a.endswith(".py") else a.replace(str(ROOT) + "/", "")
+            )
+        return " ".join(out)
+
+    def batches(self) -> list[tuple[int, float]]:
+        """(records, seconds) of every batch the job logged."""
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            m = re.search(r"batch \d+: (\d+) records .*\| ([\d.]+)s$", line)
+            if m:
+                out.append((int(m.group(1)), float(m.group(2))))
+        return out
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float, job: Job) -> None:
+    """Poll `check` (the lake table may not exist yet); fail early when the job died or
+    dead-lettered records, which would otherwise look like a slow pipeline."""
+    from pyspark.errors import AnalysisException
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with suppress(AnalysisException):
+            if check():
+                return
+        job.check()
+        time.sleep(1)
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _visible_at(spark: SparkSession, ids: list[int]) -> dict[int, float]:
+    """id -> epoch seconds at which the snapshot that added the row's data file was committed."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    wanted = spark.createDataFrame([(i,) for i in ids], T.StructType([T.StructField("pid", T.IntegerType())]))
+    rows = (
+        spark.table(TABLE)
+        .select("id", F.col("_file").alias("file"))
+        .join(wanted.hint("broadcast"), F.col("id") == F.col("pid"))
+    )
+    entries = spark.sql(
+        f"SELECT data_file.file_path AS file, snapshot_id FROM {TABLE}.entries WHERE data_file.content = 0"
+    )
+    snaps = spark.sql(f"SELECT snapshot_id, CAST(committed_at AS DOUBLE) AS at FROM {TABLE}.snapshots")
+    joined = rows.join(entries, "file").join(snaps, "snapshot_id").select("id", "at").collect()
+    return {r["id"]: r["at"] for r in joined}
+
+
+def _drive(stack: Stack, rate: int, seconds: int, next_id: int, live: list[int]) -> tuple[dict[int, float], float, int]:
+    """Changes at `rate` per second for `seconds`; returns probe commit times, achieved rate, next id."""
+    rng = random.Random(rate)
+    conn = stack.connect()
+    probes: dict[int, float] = {}
+    per_tick = rate * TICK
+    done = 0.0
+    changes = 0
+    start = time.monotonic()
+    tick = 0
+    try:
+        with conn.cursor() as cur:
+            while time.monotonic() - start < seconds:
+                due = start + tick * TICK
+                if (delay := due - time.monotonic()) > 0:
+                    time.sleep(delay)
+                tick += 1
+                done += per_tick
+                n = int(done) - changes
+                inserted = []
+                for _ in range(n):
+                    r = rng.random()
+                    if r < 0.7:
+                        cur.execute(UPDATE, (f"tick {tick}", live[rng.randrange(len(live))]))
+                    elif r < 0.9:
+                        cur.execute(INSERT, _row(next_id))
+                        inserted.append(next_id)
+                        next_id += 1
+                    else:
+                        i = rng.randrange(len(live))
+                        live[i], live[-1] = live[-1], live[i]
+                        cur.execute(DELETE, (live.pop(),))
+                conn.commit()
+                committed = time.time()
+                for i in inserted:
+                    probes[i] = committed
+                changes += n
+    finally:
+        conn.close()
+    return probes, changes / (time.monotonic() - start), next_id
+
+
+def run(spark: SparkSession, cfg: Config) -> list[Table]:
+    stack = Stack(cfg.work)
+    job = Job(stack, cfg.work)
+    results: list[RateResult] = []
+    try:
+        t0 = time.monotonic()
+        stack.up()
+        log.info("e2e: stack up in %.0fs", time.monotonic() - t0)
+        conn = stack.connect()
+        with conn.cursor() as cur:
+            for start in range(1, cfg.e2e_rows + 1, 5000):
+                cur.executemany(INSERT, [_row(i) for i in range(start, min(start + 5000, cfg.e2e_rows + 1))])
+                conn.commit()
+        conn.close()
+        job.start()
+        _wait(
+            "the initial rows in the lake",
+            lambda: spark.table(TABLE).count() == cfg.e2e_rows,
+            timeout=600,
+            job=job,
+        )
+        log.info("e2e: job caught up with %d initial rows", cfg.e2e_rows)
+        live = list(range(1, cfg.e2e_rows + 1))
+        next_id = 10_000_000
+        for rate in cfg.e2e_rates:
+            probes, achieved, next_id = _drive(stack, rate, cfg.e2e_seconds, next_id, live)
+            last = max(probes)
+            with suppress(TimeoutError):
+                _wait(
+                    f"the probes at {rate}/s",
+                    lambda last=last: spark.table(TABLE).where(f"id = {last}").count() == 1,
+                    180,
+                    job,
+                )
+            seen = _visible_at(spark, list(probes))
+            lat = sorted(seen[i] - probes[i] for i in probes if i in seen)
+            results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen)))
+            log.info("e2e: %d/s: p50 %.2fs", rate, statistics.median(lat) if lat else -1)
+        # sustained: a burst of inserts, as fast as MariaDB takes them
+        batches_before = len(job.batches())
+        conn = stack.connect()
+        burst_ids = list(range(next_id, next_id + cfg.e2e_burst))
+        first_commit = time.time()
+        with conn.cursor() as cur:
+            for k in range(0, len(burst_ids), 2000):
+                cur.executemany(INSERT, [_row(i) for i in burst_ids[k : k + 2000]])
+                conn.commit()
+        source_done = time.time()
+        conn.close()
+        _wait("the burst in the lake", lambda: spark.table(TABLE).where(f"id = {burst_ids[-1]}").count() == 1, 900, job)
+        visible = _visible_at(spark, [burst_ids[-1]])[burst_ids[-1]]
+        batches = job.batches()[batches_before:]
+        component = stack.component_rss()
+    finally:
+        job.stop()
+        stack.down()
+
+    lat_t = Table(
+        "c. End to end on the local stack: source commit -> visible in the lake (trigger interval 1 s)",
+        ["target changes/s", "achieved changes/s", "probes", "p50 s", "p95 s", "max s", "not seen"],
+    )
+    for r in results:
+        q = statistics.quantiles(r.latencies, n=100) if len(r.latencies) > 1 else [float("nan")] * 99
+        lat_t.add(
+            r.target,
+            f"{r.achieved:,.0f}",
+            r.probes,
+            f"{q[49]:.2f}",
+            f"{q[94]:.2f}",
+            f"{max(r.latencies, default=float('nan')):.2f}",
+            r.missing,
+        )
+    lat_t.notes.append(
+        f"{cfg.e2e_seconds} s per rate on a table of {cfg.e2e_rows:,} rows; 70% updates, 20% inserts (the probes), 10% deletes, "
+        f"one transaction per {TICK * 1000:.0f} ms. Job: {job.display()}."
+    )
+    span = visible - first_commit
+    thr = Table(
+        "c. Sustained end-to-end throughput (burst of inserts)",
+        [
+            "rows",
+            "source insert s",
+            "first commit -> last visible s",
+            "events/s end to end",
+            "job batches",
+            "mean batch s",
+            "job peak RSS",
+        ],
+    )
+    thr.add(
+        f"{cfg.e2e_burst:,}",
+        f"{source_done - first_commit:.1f}",
+        f"{span:.1f}",
+        f"{cfg.e2e_burst / span:,.0f}",
+        len(batches),
+        f"{statistics.mean(s for _, s in batches):.2f}" if batches else "-",
+        mib(job.rss.peak() if job.rss else 0),
+    )
+    thr.notes.append(
+        "Peak RSS is the job's driver process tree (Python + JVM, default 2 GB heap) over the whole end-to-end run; "
+        "stack components at the end: " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(component.items())) + "."
+    )
+    return [lat_t, thr]

@@ -1,0 +1,151 @@
+"""`scripts/bench [--quick] [--sections a,b,c] [--markdown FILE]`: run the benchmarks, print the
+tables and write them as Markdown (see docs/BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .config import Config, make_config
+from .measure import RssSampler, mib
+from .report import Table
+
+ROOT = Path(__file__).resolve().parents[2]
+log = logging.getLogger("cdcbench")
+
+
+def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    jars = sorted(p.name for p in (ROOT / ".local" / "jars").glob("iceberg-spark-runtime*.jar"))
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
+    mem = int(Path("/proc/meminfo").read_text().split()[1]) // (1 << 20)
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        rev = "?"
+    t = Table("Environment", ["what", "value"])
+    t.add("date (UTC)", datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
+    t.add("mode", "quick" if cfg.quick else "full")
+    t.add("machine", f"{os.cpu_count()} cores ({cpu}), {mem} GiB RAM, {platform.platform()}")
+    t.add("load average at start", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    t.add(
+        "versions",
+        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, {java[0] if java else 'java ?'}, {', '.join(jars)}",
+    )
+    t.add("Spark", ", ".join(f"{k}={v}" for k, v in spark_conf.items()))
+    t.add("git commit", rev)
+    t.add("cdclake measured", str(Path(sys.modules["cdclake"].__file__).parent))
+    return t
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    ap.add_argument(
+        "--quick", action="store_true", help="small sizes, the whole run under 2 minutes (end to end only if asked)"
+    )
+    ap.add_argument(
+        "--sections",
+        help="comma-separated subset of a (apply), b (growth), c (end to end); default a,b,c, with --quick a,b",
+    )
+    ap.add_argument(
+        "--markdown", type=Path, help="where to write the Markdown copy (default: .local/bench/results-<mode>.md)"
+    )
+    ap.add_argument(
+        "--work", type=Path, default=ROOT / ".local" / "bench" / "work", help="scratch folder (emptied first)"
+    )
+    ap.add_argument(
+        "--glue-scripts",
+        type=Path,
+        default=ROOT / "glue_scripts",
+        help="the cdclake package to measure (before/after: `git archive REV glue_scripts | tar -x -C DIR`, then DIR/glue_scripts)",
+    )
+    ap.add_argument(
+        "--methods",
+        default="mor,cow,baseline,append,job-append",
+        help="section a's methods (e.g. `mor` alone for a before/after comparison of the job)",
+    )
+    args = ap.parse_args(argv)
+    known = ("mor", "cow", "baseline", "append", "job-append")
+    if unknown := set(args.methods.split(",")) - set(known):
+        ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
+    sys.path.insert(0, str(args.glue_scripts.resolve()))
+    os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
+    chosen = args.sections or ("a,b" if args.quick else "a,b,c")
+    sections = {s.strip() for s in chosen.split(",") if s.strip()}
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("cdclake").setLevel(logging.WARNING)  # one line per batch is too much here
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    cfg = replace(make_config(args.quick, args.work, e2e="c" in sections), methods=tuple(args.methods.split(",")))
+    started = time.monotonic()
+
+    os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
+    from cdclake.session import local_session
+
+    from . import tables as TB
+
+    rss = RssSampler()
+    settings = TB.job_settings(
+        cfg.work / "warehouse", "bench", cfg.work, shuffle_partitions=str(cfg.shuffle_partitions)
+    )
+    spark = local_session(settings, app_name="cdc-bench")
+    spark_conf = {
+        "master": spark.sparkContext.master,
+        "driver memory": os.environ["CDC_SPARK_DRIVER_MEMORY"],
+        "shuffle partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "UI": spark.conf.get("spark.ui.enabled", "false"),
+    }
+    tables: list[Table] = [_environment(cfg, spark_conf)]
+
+    def emit(new: list[Table]) -> None:
+        for t in new:
+            print("\n" + t.text(), flush=True)
+        tables.extend(new)
+
+    print("\n" + tables[0].text(), flush=True)
+    if "a" in sections:
+        from . import apply
+
+        emit(apply.run(spark, cfg, rss))
+    if "b" in sections:
+        from . import growth
+
+        emit(growth.run(spark, cfg, rss))
+    if cfg.e2e:
+        from . import endtoend
+
+        emit(endtoend.run(spark, cfg))
+    spark.stop()
+    rss.stop()
+    elapsed = time.monotonic() - started
+    footer = f"Whole run: {elapsed / 60:.1f} min, peak RSS of the benchmark's process tree {mib(rss.peak())}."
+    print("\n" + footer)
+    out = args.markdown or ROOT / ".local" / "bench" / f"results-{'quick' if cfg.quick else 'full'}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = "scripts/bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    out.write_text(f"### `{command.strip()}`\n\n" + "\n".join(t.markdown() for t in tables) + f"\n{footer}\n")
+    print(f"Markdown copy: {out}")
+    return 0

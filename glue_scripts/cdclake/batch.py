@@ -31,6 +31,7 @@ from .evolution import BACKFILL_PREFIX, Columns, SchemaPlan, apply_plan, backfil
 from .merge import create_table, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
+from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
 
@@ -336,7 +337,15 @@ class BatchProcessor:
 
         decoded = decode(batch.cached).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            counts = decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op").count().collect()
+            unavailable = placeholder_columns(plan.final, self.settings.unavailable_value_placeholder)
+            counts = (
+                decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op")
+                .agg(
+                    F.count(F.lit(1)).alias("count"),
+                    F.max(has_placeholder(unavailable, self.settings.unavailable_value_placeholder)).alias("_unavail"),
+                )
+                .collect()
+            )
             bad = sum(r["count"] for r in counts if not r["ok"])
             if bad:
                 tr.dead += bad
@@ -358,7 +367,13 @@ class BatchProcessor:
                 tr.truncated = True
             changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
             newest = latest_per_key(changes, keys)
-            merge_changes(ident, newest, keys, [n for n, _ in plan.final])
+            keep = None
+            if any(r["ok"] and r["_unavail"] for r in counts):
+                # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
+                placeholder = self.settings.unavailable_value_placeholder
+                newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
+                keep = keep_existing(unavailable, placeholder)
+            merge_changes(ident, newest, keys, [n for n, _ in plan.final], keep)
             ops = defaultdict(int)
             for r in counts:
                 if r["ok"]:

@@ -5,25 +5,32 @@ derive a `ColumnSpec`: how to parse the JSON value (`parse_type`), the type stor
 (`spark_type`) and a Spark expression that converts one into the other. Everything runs as Spark
 SQL expressions in the JVM: no Python UDF on the hot path.
 
-Mapping (time.precision.mode=adaptive_time_microseconds or connect; decimal.handling.mode any):
+Mapping (time.precision.mode=adaptive_time_microseconds or connect; decimal.handling.mode any).
+JsonConverter names the schema types int8/16/32/64, float (32-bit), double, boolean, string,
+bytes, array, map and struct; `float32`/`float64` (the Connect Java enum names) are accepted too.
+Every row marked "captured" is checked against a real Debezium message from MariaDB or
+PostgreSQL (tests/fixtures/debezium/*/all_types_*.json, tests/type_matrix.py).
 
 | Connect type / logical name                    | lake type       | note                            |
 |------------------------------------------------|-----------------|---------------------------------|
-| int8, int16, int32, io.debezium.time.Year      | int             | Iceberg has no tinyint/smallint |
-| int64                                          | bigint          |                                 |
-| float32 / float64                              | float / double  | also decimal.handling.mode=double |
-| boolean (BIT(1), BOOLEAN)                      | boolean         |                                 |
-| string, Enum, EnumSet, Json, Uuid, Xml         | string          | EnumSet: comma-separated        |
-| connect Decimal (bytes, base64 + scale)        | decimal(p, s)   | p from connect.decimal.precision, else 38 |
+| int8, int16, int32, io.debezium.time.Year      | int             | Iceberg has no tinyint/smallint; MySQL TINYINT..MEDIUMINT, INT, YEAR; PG smallint, integer (captured) |
+| int64                                          | bigint          | MySQL BIGINT, INT UNSIGNED; PG bigint (captured) |
+| float / double (also float32 / float64)        | float / double  | MySQL FLOAT, DOUBLE; PG real, double precision; NaN and +-Infinity arrive as strings and are kept (captured); also decimal.handling.mode=double |
+| boolean (BIT(1), BOOLEAN)                      | boolean         | (captured)                      |
+| string, Enum, EnumSet, Json, Uuid, Xml, ZonedTime, Interval | string | EnumSet: comma-separated; Json: the source's text; PG interval: ISO 8601 text (interval.handling.mode=string) (captured) |
+| connect Decimal (bytes, base64 + scale), precision <= 38 | decimal(p, s) | p from connect.decimal.precision, else 38; MySQL DECIMAL, BIGINT UNSIGNED; PG numeric(p, s) (captured) |
+| connect Decimal, precision > 38 (MySQL DECIMAL(65, s), PG numeric(60, s)) | string | exact decimal text with s fraction digits: no lake decimal holds 39+ digits (captured) |
+| io.debezium.data.VariableScaleDecimal (PG numeric without precision) | string | exact decimal text; PG's numeric NaN arrives as null from the connector (captured) |
 | string with __debezium.source.column.type=DECIMAL/NUMERIC | decimal(len, scale) | column.propagate.source.type |
 | string (decimal.handling.mode=string otherwise) | string         | the schema carries no precision |
-| io.debezium.time.Date, connect Date (days)     | date            |                                 |
-| io.debezium.time.Timestamp (ms), MicroTimestamp (us), NanoTimestamp (ns), connect Timestamp | timestamp_ntz | MySQL DATETIME has no zone; ns truncated to us |
-| io.debezium.time.ZonedTimestamp (ISO string)   | timestamp       | with zone (MySQL TIMESTAMP)      |
-| io.debezium.time.Time (ms), MicroTime (us), NanoTime (ns), connect Time | string `[-]HH:MM:SS.ffffff` | Spark has no TIME type; MySQL TIME may exceed 24h or be negative |
-| io.debezium.time.ZonedTime                     | string          |                                 |
-| bytes, io.debezium.data.Bits                   | binary          |                                 |
-| struct, array, map (e.g. geometry)             | string (JSON)   |                                 |
+| io.debezium.time.Date, connect Date (days)     | date            | (captured)                      |
+| io.debezium.time.Timestamp (ms), MicroTimestamp (us), NanoTimestamp (ns), connect Timestamp | timestamp_ntz | MySQL DATETIME, PG timestamp have no zone; ns truncated to us (captured). PG +-infinity and values beyond year 294247 do not fit: dead letter naming the column |
+| io.debezium.time.ZonedTimestamp (ISO string)   | timestamp       | with zone (MySQL TIMESTAMP, PG timestamptz) (captured); PG +-infinity: dead letter |
+| io.debezium.time.Time (ms), MicroTime (us), NanoTime (ns), connect Time | string `[-]HH:MM:SS.ffffff` | Spark has no TIME type; MySQL TIME may exceed 24h or be negative (captured) |
+| bytes                                          | binary          | MySQL BINARY/VARBINARY/BLOB, PG bytea (captured) |
+| io.debezium.data.Bits (BIT(n), n > 1)          | binary          | big-endian, as the database shows it; the connector sends the bytes little-endian (captured) |
+| array (PG arrays), map                         | string (JSON)   | e.g. `[1,null,-3]`; the connector sends multi-dimensional PG arrays as nulls (captured) |
+| struct (e.g. io.debezium.data.geometry.Geometry/Point) | string (JSON) | `{"wkb": base64, "srid": n}` (Point adds x, y) (captured) |
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ Converter = Callable[[Column], Column]
 Stages = tuple[Converter, ...]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+BITS = "io.debezium.data.Bits"
+MAX_DECIMAL_PRECISION = 38  # Spark's and Iceberg's limit
 _DATE_NAMES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 # logical name -> factor to microseconds
 _TIMESTAMP_NTZ = {
@@ -59,6 +69,10 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "int16": T.IntegerType(),
     "int32": T.IntegerType(),
     "int64": T.LongType(),
+    # JsonConverter writes "float"/"double" (its JSON schema names); "float32"/"float64" are the
+    # Connect Java names, which some hand-written or converted schemas use.
+    "float": T.FloatType(),
+    "double": T.DoubleType(),
     "float32": T.FloatType(),
     "float64": T.DoubleType(),
     "boolean": T.BooleanType(),
@@ -99,9 +113,14 @@ class ColumnSpec:
 
 def _epoch_us_to_ntz(us: Column) -> Column:
     # Arithmetic on TIMESTAMP_NTZ is independent of the session time zone, unlike a cast.
-    return F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'") + F.make_dt_interval(
-        F.lit(0), F.lit(0), F.lit(0), (us / F.lit(1_000_000)).cast(T.DecimalType(38, 6))
-    )
+    # Decimal division: a double (what `/` on integers gives) loses microseconds beyond ~2255.
+    seconds = (us.cast(T.DecimalType(20, 0)) / F.lit(1_000_000)).cast(T.DecimalType(38, 6))
+    return F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'") + F.make_dt_interval(F.lit(0), F.lit(0), F.lit(0), seconds)
+
+
+def _nanos_to_micros(ns: Column) -> Column:
+    # Exact (decimal) division: nanoseconds since 1970 exceed a double's 53-bit mantissa.
+    return F.floor(ns.cast(T.DecimalType(20, 0)) / F.lit(1000)).cast(T.LongType())
 
 
 def _micros_to_time_string(us: Column) -> Column:
@@ -160,6 +179,60 @@ def _decimal_stages(precision: int, scale: int) -> Stages:
     return (to_hex, to_unscaled, to_decimal)
 
 
+def _repeat_zero(n: Column) -> Column:
+    return F.call_function("repeat", F.lit("0"), n)  # F.repeat takes no column count in Spark 3.5
+
+
+def _increment_digits(digits: Column) -> Column:
+    """A non-negative decimal digit string plus one, as a string (arbitrary length)."""
+    nines = F.length(F.regexp_extract(digits, "(9*)$", 1))
+    n = F.length(digits)
+    head = digits.substr(F.lit(1), n - nines - 1)
+    bumped = (digits.substr(n - nines, F.lit(1)).cast("int") + 1).cast("string")
+    return F.when(nines == n, F.concat(F.lit("1"), _repeat_zero(nines))).otherwise(
+        F.concat(head, bumped, _repeat_zero(nines))
+    )
+
+
+def _place_point(negative: Column, digits: Column, scale: Column) -> Column:
+    """Sign + magnitude digits + scale -> exact decimal text, e.g. (true, "12345", 2) -> "-123.45"."""
+    padded = F.when(F.length(digits) > scale, digits).otherwise(
+        F.call_function("lpad", digits, scale + 1, F.lit("0"))  # F.lpad takes no column length
+    )
+    int_part = padded.substr(F.lit(1), F.length(padded) - scale)
+    frac = padded.substr(F.length(padded) - scale + 1, scale)
+    body = F.when(scale > 0, F.concat(int_part, F.lit("."), frac)).otherwise(padded)
+    is_zero = F.length(F.regexp_replace(digits, "0", "")) == 0
+    return F.concat(F.when(negative & ~is_zero, F.lit("-")).otherwise(F.lit("")), body)
+
+
+def wide_decimal_text(b64: Column, scale: Column) -> Column:
+    """Connect Decimal bytes of any length -> exact decimal text (for precisions Spark cannot hold).
+
+    The unscaled integer is turned into decimal digits by Scala's BigInt (a static JVM method
+    called through `reflect`, still no Python on the hot path); two's-complement negatives via
+    their bitwise NOT (|v| = NOT(v) + 1)."""
+    h = F.hex(F.unbase64(b64))
+    negative = F.substring(h, 1, 1) >= F.lit("8")
+    inverted = F.translate(h, "0123456789ABCDEF", "FEDCBA9876543210")
+    as_digits = F.when(
+        negative, _increment_digits(F.reflect(F.lit("scala.math.BigInt"), F.lit("apply"), inverted, F.lit(16)))
+    ).otherwise(F.reflect(F.lit("scala.math.BigInt"), F.lit("apply"), h, F.lit(16)))
+    return F.when(F.length(h) > 0, _place_point(negative, as_digits, scale))
+
+
+def _bits_to_big_endian(b64: Column, length: int | None) -> Column:
+    """io.debezium.data.Bits carries the bit string little-endian (java.util.BitSet order), from
+    PostgreSQL without its high zero bytes; the lake keeps the ceil(n/8) big-endian bytes a
+    MySQL or PostgreSQL client shows for BIT(n)."""
+    pairs = F.regexp_extract_all(F.hex(F.unbase64(b64)), F.lit("(..)"), 1)
+    hexed = F.array_join(F.reverse(pairs), "")
+    if length:
+        width = 2 * ((length + 7) // 8)
+        hexed = F.when(F.length(hexed) < width, F.lpad(hexed, width, "0")).otherwise(hexed)
+    return F.unhex(hexed)
+
+
 def decimal_from_base64(b64: Column, precision: int, scale: int) -> Column:
     """Single-expression form of the Connect Decimal conversion."""
     for stage in _decimal_stages(precision, scale):
@@ -187,7 +260,15 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     if logical == DECIMAL:
         scale = int(params.get("scale", "0"))
         precision = int(params.get("connect.decimal.precision", "38"))
-        precision = max(min(precision, 38), scale, 1)
+        if precision > MAX_DECIMAL_PRECISION or scale > MAX_DECIMAL_PRECISION:
+            return ColumnSpec(
+                name,
+                T.StringType(),
+                T.StringType(),
+                (lambda c, s=scale: wide_decimal_text(c, F.lit(s)),),
+                logical,
+            )
+        precision = max(precision, scale, 1)
         return ColumnSpec(
             name,
             T.StringType(),
@@ -199,7 +280,7 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
         return ColumnSpec(name, T.IntegerType(), T.DateType(), (F.date_from_unix_date,), logical)
     if logical in _TIMESTAMP_NTZ:
         factor = _TIMESTAMP_NTZ[logical]
-        to_us: Converter = (lambda c: F.floor(c / 1000)) if factor is None else (lambda c, f=factor: c * f)
+        to_us: Converter = _nanos_to_micros if factor is None else (lambda c, f=factor: c * f)
         return ColumnSpec(
             name, T.LongType(), T.TimestampNTZType(), (lambda c, g=to_us: _epoch_us_to_ntz(g(c)),), logical
         )
@@ -207,9 +288,23 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
         return ColumnSpec(name, T.StringType(), T.TimestampType(), (lambda c: c.cast(T.TimestampType()),), logical)
     if logical in _TIME:
         factor = _TIME[logical]
-        to_us = (lambda c: F.floor(c / 1000)) if factor is None else (lambda c, f=factor: c * f)
+        to_us = _nanos_to_micros if factor is None else (lambda c, f=factor: c * f)
         return ColumnSpec(
             name, T.LongType(), T.StringType(), (lambda c, g=to_us: _micros_to_time_string(g(c)),), logical
+        )
+    if logical == VARIABLE_SCALE_DECIMAL:
+        vsd = T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", T.StringType())])
+        return ColumnSpec(
+            name,
+            vsd,
+            T.StringType(),
+            (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale")),),
+            logical,
+        )
+    if logical == BITS:
+        length = int(params["length"]) if params.get("length", "").isdigit() else None
+        return ColumnSpec(
+            name, T.StringType(), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n),), logical
         )
     if ctype == "bytes":
         return ColumnSpec(name, T.StringType(), T.BinaryType(), (F.unbase64,), logical)

@@ -140,8 +140,15 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
             v = F.col(f"__v{i}")
             cols.append((spec.stages[level](v) if level < len(spec.stages) else v).alias(f"__v{i}"))
         df = df.select(*[c for c in df.columns if not c.startswith("__v")], *cols)
+    # Named with the connector's type and the lake type, e.g. PostgreSQL's 'infinity' timestamps.
     errors = [
-        F.when(F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(spec.spark_type).isNull(), F.lit(spec.name))
+        F.when(
+            F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(spec.spark_type).isNull(),
+            F.lit(
+                f"{spec.name} ({spec.connect_name or spec.parse_type.simpleString()} value does not fit "
+                f"{spec.spark_type.simpleString()})"
+            ),
+        )
         for i, spec in enumerate(group.columns)
     ]
     index = {spec.name.lower(): i for i, spec in enumerate(group.columns)}
@@ -155,7 +162,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         )
         .when(
             F.concat_ws(",", *errors) != "",
-            F.concat(F.lit("could not decode column(s): "), F.concat_ws(",", *errors)),
+            F.concat(F.lit("could not decode column(s): "), F.concat_ws(", ", *errors)),
         )
     )
     return df.select(

@@ -45,13 +45,25 @@ def create_table(
     spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
 
 
-def merge_sql(table: str, source_view: str, keys: list[str], columns: list[str]) -> str:
+def merge_sql(
+    table: str, source_view: str, keys: list[str], columns: list[str], keep: dict[str, str] | None = None
+) -> str:
     """One MERGE applying inserts, updates and deletes, guarded by the source-log position so a
-    replayed or late change never overwrites a newer row."""
+    replayed or late change never overwrites a newer row.
+
+    `keep`: column -> SQL literal; an update whose value is that literal (the connector's
+    placeholder for a value it could not send, see unavailable.py) leaves the lake value as it is."""
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
     newer = newer_than("s._cdc_seq", "s._cdc_offset", "t._cdc_seq", "t._cdc_offset")
     all_cols = columns + [n for n, _ in META_COLUMNS]
-    set_list = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in all_cols)
+    keep = keep or {}
+
+    def assign(c: str) -> str:
+        if c in keep:
+            return f"t.{quote(c)} = CASE WHEN s.{quote(c)} = {keep[c]} THEN t.{quote(c)} ELSE s.{quote(c)} END"
+        return f"t.{quote(c)} = s.{quote(c)}"
+
+    set_list = ", ".join(assign(c) for c in all_cols)
     insert_cols = ", ".join(quote(c) for c in all_cols)
     insert_vals = ", ".join(f"s.{quote(c)}" for c in all_cols)
     return (
@@ -62,7 +74,9 @@ def merge_sql(table: str, source_view: str, keys: list[str], columns: list[str])
     )
 
 
-def merge_changes(table: str, changes: DataFrame, keys: list[str], columns: list[str]) -> None:
+def merge_changes(
+    table: str, changes: DataFrame, keys: list[str], columns: list[str], keep: dict[str, str] | None = None
+) -> None:
     """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit."""
     # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
     # MERGE must use that session, not the one the job started with.
@@ -70,7 +84,7 @@ def merge_changes(table: str, changes: DataFrame, keys: list[str], columns: list
     view = "cdc_changes_" + table.replace(".", "_").replace("`", "")
     changes.createOrReplaceTempView(view)
     try:
-        session.sql(merge_sql(table, view, keys, columns))
+        session.sql(merge_sql(table, view, keys, columns, keep))
     finally:
         session.catalog.dropTempView(view)
 

@@ -48,6 +48,12 @@ ARGS: tuple[Arg, ...] = (
     Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables."),
     Arg("table_name_template", "{db}_{table}", "Target table name from the source `{db}` and `{table}`."),
     Arg("write_mode", "merge-on-read", "Row-level write mode of new tables: merge-on-read or copy-on-write."),
+    Arg(
+        "unavailable_value_placeholder",
+        "__debezium_unavailable_value",
+        "The connector's `unavailable.value.placeholder`: a text or binary column holding it (a PostgreSQL "
+        "TOASTed value an update left unchanged) keeps its lake value. Empty: off.",
+    ),
     Arg("checkpoint_location", "", "Durable streaming checkpoint (S3 on Glue). Required."),
     Arg("dead_letter_path", "", "Where rejected records go as JSON lines with a reason. Required."),
     Arg(
@@ -82,6 +88,7 @@ class Settings:
     namespace: str = "cdc"
     table_name_template: str = "{db}_{table}"
     write_mode: str = "merge-on-read"
+    unavailable_value_placeholder: str = "__debezium_unavailable_value"
     checkpoint_location: str = ""
     dead_letter_path: str = ""
     raw_zone_path: str = ""
@@ -192,6 +199,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
         namespace=v["namespace"],
         table_name_template=v["table_name_template"],
         write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
+        unavailable_value_placeholder=v["unavailable_value_placeholder"],
         checkpoint_location=v["checkpoint_location"],
         dead_letter_path=v["dead_letter_path"],
         raw_zone_path=v["raw_zone_path"],

@@ -33,7 +33,9 @@ def test_malformed_records_go_to_dead_letters_with_reason_and_position(lake):
     assert reasons[1] == "value is not a JSON object"
     assert "no Debezium `op`" in reasons[2]
     assert "no JSON key" in reasons[3]
-    assert reasons[4] == "could not decode column(s): created_at"
+    assert reasons[4] == (
+        "could not decode column(s): created_at (io.debezium.time.ZonedTimestamp value does not fit timestamp)"
+    )
     assert "does not match its declared schema" in reasons[5] or "id" in reasons[5]
 
 

@@ -13,6 +13,8 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
+import stack_types as st
+import type_matrix as tm
 from stack_helpers import ROOT, SQL, Stack, free_port
 
 pytestmark = pytest.mark.stack
@@ -93,6 +95,21 @@ def test_add_column_reaches_the_lake_with_the_default_for_existing_rows(job: Sta
 def test_a_second_table_created_while_streaming_is_captured(job: Stack) -> None:
     out = apply(job, SQL / "04_second_table.sql")
     assert "orders" in out and "OK" in out
+
+
+def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:
+    topic = f"salesdb.salesdb.{tm.TABLE}"
+    job.sql(tm.MARIADB_SETUP)
+    try:
+        job.sql(tm.MARIADB_CHANGES)
+        diff = st.wait_until_equal(job, "mariadb", f"salesdb_{tm.TABLE}")
+        assert diff == [], "\n".join(diff)
+        assert st.dead_letters(job, topic) == []
+        messages = st.raw_messages(job, topic, lambda ms: any(m["value"] is None for m in ms))
+        st.capture("mariadb", messages, st.source_rows(job, "mariadb"))
+    finally:
+        # The module's later whole-database reconciles compare the customer tables only.
+        job.sql(f"DROP TABLE IF EXISTS {tm.TABLE}")
 
 
 def test_a_burst_of_10000_changes_is_applied_exactly(job: Stack, tmp_path: Path) -> None:

@@ -1,0 +1,96 @@
+"""The all-types check on a running stack + job (tests/type_matrix.py has the tables and the
+comparison): create the table in the real database, change it, wait until the lake holds exactly
+what the database holds, value by value, and (CDC_CAPTURE_FIXTURES=1) keep the connector's
+messages as test fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from typing import Any
+
+import type_matrix as tm
+from stack_helpers import ROOT, Stack
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def lake_rows(stack: Stack, lake_table: str) -> dict[int, dict[str, Any]] | None:
+    """The lake table read by DuckDB (Athena's role), by id; None while it does not exist."""
+    import lake
+
+    location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", lake_table)
+    if lake.current_metadata(location) is None:
+        return None
+    con = lake.connect()
+    try:
+        return {r["id"]: r for r in lake.rows(con, location)}
+    finally:
+        con.close()
+
+
+def source_rows(stack: Stack, dialect: str) -> dict[int, dict[str, str | None]]:
+    return tm.parse_source_output(dialect, stack.sql(tm.source_query(dialect)))
+
+
+def wait_until_equal(stack: Stack, dialect: str, lake_table: str, timeout: float = 180) -> list[str]:
+    """Compare until the lake equals the source (the job applies asynchronously); the last
+    differences when time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = lake_rows(stack, lake_table)
+        diff = ["no lake table yet"] if rows is None else tm.differences(dialect, rows, source_rows(stack, dialect))
+        if not diff or time.monotonic() >= deadline:
+            return diff
+        time.sleep(1.0)
+
+
+def raw_messages(stack: Stack, topic: str, until: Any, timeout: float = 60) -> list[dict[str, Any]]:
+    """The topic's records as fixtures store them: {partition, offset, key, value} (parsed JSON)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": stack.bootstrap,
+            "group.id": f"types-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+        }
+    )
+    out: list[dict[str, Any]] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                out.append(
+                    {
+                        "partition": msg.partition(),
+                        "offset": msg.offset(),
+                        "key": json.loads(msg.key()) if msg.key() else None,
+                        "value": json.loads(msg.value()) if msg.value() is not None else None,
+                    }
+                )
+                if until(out):
+                    return out
+    finally:
+        consumer.close()
+    raise AssertionError(f"{topic}: condition not met within {timeout:.0f}s ({len(out)} records)")
+
+
+def dead_letters(stack: Stack, topic: str) -> list[dict[str, Any]]:
+    folder = stack.state / "lake" / "dead-letters"
+    out = []
+    for f in sorted(folder.glob("batch=*/*.json")):
+        out += [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+    return [d for d in out if d.get("topic") == topic]
+
+
+def capture(dialect: str, messages: list[dict[str, Any]], source: dict[int, dict[str, str | None]]) -> None:
+    if os.environ.get("CDC_CAPTURE_FIXTURES") == "1":
+        tm.save_fixtures(dialect, messages, source)

@@ -32,17 +32,21 @@ def lake_rows(stack: Stack, lake_table: str) -> dict[int, dict[str, Any]] | None
         con.close()
 
 
-def source_rows(stack: Stack, dialect: str) -> dict[int, dict[str, str | None]]:
-    return tm.parse_source_output(dialect, stack.sql(tm.source_query(dialect)))
+def source_rows(stack: Stack, dialect: str, skip: tuple[int, ...] = ()) -> dict[int, dict[str, str | None]]:
+    rows = tm.parse_source_output(dialect, stack.sql(tm.source_query(dialect)))
+    return {k: v for k, v in rows.items() if k not in skip}
 
 
-def wait_until_equal(stack: Stack, dialect: str, lake_table: str, timeout: float = 180) -> list[str]:
-    """Compare until the lake equals the source (the job applies asynchronously); the last
-    differences when time is up."""
+def wait_until_equal(
+    stack: Stack, dialect: str, lake_table: str, skip: tuple[int, ...] = (), timeout: float = 180
+) -> list[str]:
+    """Compare until the lake equals the source (the job applies asynchronously), leaving out the
+    source rows `skip`; the last differences when time is up."""
     deadline = time.monotonic() + timeout
     while True:
         rows = lake_rows(stack, lake_table)
-        diff = ["no lake table yet"] if rows is None else tm.differences(dialect, rows, source_rows(stack, dialect))
+        source = source_rows(stack, dialect, skip)
+        diff = ["no lake table yet"] if rows is None else tm.differences(dialect, rows, source)
         if not diff or time.monotonic() >= deadline:
             return diff
         time.sleep(1.0)

@@ -99,9 +99,8 @@ def test_a_second_table_created_while_streaming_is_captured(job: Stack) -> None:
 
 def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:
     topic = f"salesdb.salesdb.{tm.TABLE}"
-    job.sql(tm.MARIADB_SETUP)
     try:
-        job.sql(tm.MARIADB_CHANGES)
+        job.sql(tm.MARIADB_SETUP + tm.MARIADB_CHANGES)
         diff = st.wait_until_equal(job, "mariadb", f"salesdb_{tm.TABLE}")
         assert diff == [], "\n".join(diff)
         assert st.dead_letters(job, topic) == []

@@ -112,27 +112,23 @@ def test_a_table_without_replica_identity_full_gets_a_warning_and_its_updates_an
 
 def test_every_postgres_column_type_reaches_the_lake_with_the_exact_value(pg_job: Stack) -> None:
     topic = f"salesdb.public.{tm.TABLE}"
-    pg_job.sql(tm.PG_SETUP)
+    infinite = tuple(tm.PG_INFINITE_IDS)
     try:
-        pg_job.sql(tm.PG_CHANGES)
-        diff = st.wait_until_equal(pg_job, "postgres", f"public_{tm.TABLE}")
-        assert diff == [], "\n".join(diff)
-        assert st.dead_letters(pg_job, topic) == []
-        source = st.source_rows(pg_job, "postgres")
         # Infinite timestamps fit no lake type: those changes are dead-lettered, naming the columns.
-        pg_job.sql(tm.PG_INFINITE)
-        deadline = time.monotonic() + 120
+        pg_job.sql(tm.PG_SETUP + tm.PG_CHANGES + tm.PG_INFINITE)
+        diff = st.wait_until_equal(pg_job, "postgres", f"public_{tm.TABLE}", skip=infinite)
+        assert diff == [], "\n".join(diff)
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not st.dead_letters(pg_job, topic):
-            time.sleep(1)
+            time.sleep(0.5)
         [letter] = st.dead_letters(pg_job, topic)
         assert letter["reason"] == (
             "could not decode column(s): c_timestamp (io.debezium.time.MicroTimestamp value does not fit "
             "timestamp_ntz), c_timestamptz (io.debezium.time.ZonedTimestamp value does not fit timestamp)"
         )
-        assert json.loads(letter["value"])["payload"]["after"]["id"] in tm.PG_INFINITE_IDS
-        assert set(st.lake_rows(pg_job, f"public_{tm.TABLE}") or {}) == set(source)
+        assert json.loads(letter["value"])["payload"]["after"]["id"] in infinite
         messages = st.raw_messages(pg_job, topic, lambda ms: any(tm.is_infinite_row(m) for m in ms))
-        st.capture("postgres", messages, source)
+        st.capture("postgres", messages, st.source_rows(pg_job, "postgres", infinite))
     finally:
         # Later whole-database reconciles compare the scenario's tables only.
         pg_job.sql("SET ROLE salesdb_owner; DROP TABLE IF EXISTS all_types; DROP TYPE IF EXISTS mood;")

@@ -10,5 +10,7 @@ Modules, in the order a micro-batch flows through them:
   merge         table creation and the single guarded MERGE per table
   deadletter    rejected records with their reason
   batch         the micro-batch function tying these together
+  maintenance   table health, the maintenance decision, Iceberg's compaction/expiry procedures
+  conflicts     re-running a MERGE or procedure that lost a commit race to a concurrent writer
   job, session, settings   life cycle, Spark/catalog config, job arguments
 """

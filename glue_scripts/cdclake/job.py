@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from .batch import BatchProcessor
+from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
 from .settings import ArgumentError, Settings, build_settings, parse_argv
 from .sources import open_stream
@@ -30,9 +31,15 @@ def configure_logging() -> None:
 def run_stream(spark: SparkSession, settings: Settings) -> None:
     """Start the streaming query and block until it ends (run_once: when caught up)."""
     processor = BatchProcessor(spark, settings)
+    maintainer = StreamMaintainer(
+        settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
+    )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
-        processor.process(df, batch_id)
+        report = processor.process(df, batch_id)
+        # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
+        written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
+        maintainer.after_batch(df.sparkSession, written)
 
     if settings.source == "kafka" and settings.kafka_reader == "client":
         from .kafka_client import run_client_stream, stop_flag

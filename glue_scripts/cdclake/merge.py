@@ -5,9 +5,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import META_COLUMNS
 from .evolution import quote
 from .ordering import newer_than
+
+# A MERGE that loses to a concurrent compaction ("missing data files") is planned again from the new
+# snapshot; patiently, because giving up fails the batch and with it the streaming job.
+MERGE_RETRY = RetryPolicy(attempts=8, base_delay_s=1.0, max_delay_s=30.0)
 
 _MODES = {
     "merge-on-read": "merge-on-read",
@@ -84,7 +89,10 @@ def merge_changes(
     view = "cdc_changes_" + table.replace(".", "_").replace("`", "")
     changes.createOrReplaceTempView(view)
     try:
-        session.sql(merge_sql(table, view, keys, columns, keep))
+        # Safe to run again: the position guard makes a re-applied change a no-op.
+        retry_on_conflict(
+            lambda: session.sql(merge_sql(table, view, keys, columns, keep)), f"MERGE into {table}", MERGE_RETRY
+        )
     finally:
         session.catalog.dropTempView(view)
 

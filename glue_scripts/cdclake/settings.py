@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
+from .maintenance import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
+
 SOURCES = ("kafka", "files")
 WRITE_MODES = ("merge-on-read", "copy-on-write")
 CATALOG_TYPES = ("glue", "hadoop")
@@ -65,6 +67,79 @@ ARGS: tuple[Arg, ...] = (
     Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds."),
     Arg("run_once", "false", "`true`: process what is available now, commit, exit 0."),
     Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work."),
+    Arg(
+        "maintenance_every_batches",
+        "0",
+        "Table maintenance (README: Maintenance) after every N micro-batches, between batches; `0`: not by count.",
+    ),
+    Arg(
+        "maintenance_interval_minutes",
+        "60",
+        "Table maintenance at most every N minutes, between batches; `0`: not by time (both `0`: never in the job).",
+    ),
+)
+
+# Limits and settings of table maintenance: the streaming job's and the maintenance job's (same
+# names and defaults in both, except `maintenance_remove_orphans`, see maintenance_job.py).
+POLICY_ARGS: tuple[Arg, ...] = (
+    Arg("maintenance_target_file_size_mb", "128", "Target size of compacted data files (`rewrite_data_files`)."),
+    Arg("maintenance_min_input_files", "5", "A file group is rewritten only if it has at least this many files."),
+    Arg(
+        "maintenance_max_small_files",
+        "50",
+        "Compaction is due when a table has more data files smaller than 75% of the target size.",
+    ),
+    Arg(
+        "maintenance_max_delete_files",
+        "20",
+        "Compaction and a delete-file rewrite are due when a table has more live delete files than this.",
+    ),
+    Arg(
+        "maintenance_delete_file_threshold",
+        "5",
+        "Compaction also rewrites any data file with at least this many delete files (applying them).",
+    ),
+    Arg("maintenance_max_snapshots", "200", "Snapshot expiry is due when a table has more snapshots than this."),
+    Arg(
+        "maintenance_snapshot_retention_minutes",
+        "120",
+        "Expiry keeps snapshots younger than this (time travel, queries in flight); also due when the oldest "
+        "snapshot is twice as old.",
+    ),
+    Arg("maintenance_retain_last_snapshots", "10", "Expiry always keeps at least this many newest snapshots."),
+    Arg(
+        "maintenance_max_manifests",
+        "100",
+        "A manifest rewrite is due when the current snapshot has more manifests than this.",
+    ),
+    Arg(
+        "maintenance_remove_orphans",
+        "false",
+        "`true`: also delete files that no snapshot references (lists the table's whole location).",
+    ),
+    Arg(
+        "maintenance_orphan_min_age_hours",
+        "72",
+        "Only orphan files older than this are deleted; at least 24 (a younger file may be part of a commit in flight).",
+    ),
+    Arg(
+        "maintenance_conflict_retries",
+        "5",
+        "Re-runs, with exponential backoff, of a maintenance procedure that lost a commit race to a concurrent writer.",
+    ),
+)
+ARGS = ARGS + POLICY_ARGS
+
+# The scheduled maintenance job's arguments (glue_scripts/cdc_maintenance_job.py, README:
+# Maintenance): the streaming job's catalog arguments, its own two, and the shared limits.
+MAINTENANCE_CATALOG_ARGS = ("catalog_name", "catalog_type", "warehouse", "namespace")
+MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
+    *(a for a in ARGS if a.name in MAINTENANCE_CATALOG_ARGS),
+    Arg("tables", "", "Comma-separated table names in the namespace to maintain; empty: every table in it."),
+    Arg("force", "false", "`true`: run every action whatever the table's health (a run by hand)."),
+    # Orphan files are what a scheduled job is for: listing a table's whole location is too slow
+    # to do between micro-batches, so there it is on by default.
+    *(Arg(a.name, "true", a.help) if a.name == "maintenance_remove_orphans" else a for a in POLICY_ARGS),
 )
 
 _BOOL = {"true": True, "false": False}
@@ -95,6 +170,9 @@ class Settings:
     trigger_interval_seconds: int = 10
     run_once: bool = False
     shuffle_partitions: int = 8
+    maintenance_every_batches: int = 0
+    maintenance_interval_minutes: int = 60
+    maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     extra: dict[str, str] = field(default_factory=dict)
 
     def table_identifier(self, db: str, table: str) -> str:
@@ -206,8 +284,44 @@ def build_settings(raw: dict[str, str]) -> Settings:
         trigger_interval_seconds=_int("trigger_interval_seconds", v["trigger_interval_seconds"], 0),
         run_once=run_once,
         shuffle_partitions=_int("shuffle_partitions", v["shuffle_partitions"], 1),
+        maintenance_every_batches=_int("maintenance_every_batches", v["maintenance_every_batches"], 0),
+        maintenance_interval_minutes=_int("maintenance_interval_minutes", v["maintenance_interval_minutes"], 0),
+        maintenance=build_policy(v),
         extra=extra,
     )
+
+
+def build_policy(v: dict[str, str]) -> MaintenancePolicy:
+    """Validate the `maintenance_*` limits (raw values, defaults filled in) into a policy."""
+
+    def n(name: str, minimum: int) -> int:
+        return _int(f"maintenance_{name}", v[f"maintenance_{name}"], minimum)
+
+    remove_orphans = _BOOL.get(v["maintenance_remove_orphans"].lower())
+    if remove_orphans is None:
+        raise ArgumentError(
+            f"--maintenance_remove_orphans must be true or false, got {v['maintenance_remove_orphans']!r}"
+        )
+    policy = MaintenancePolicy(
+        target_file_size_mb=n("target_file_size_mb", 1),
+        min_input_files=n("min_input_files", 2),
+        max_small_files=n("max_small_files", 1),
+        max_delete_files=n("max_delete_files", 1),
+        delete_file_threshold=n("delete_file_threshold", 1),
+        max_snapshots=n("max_snapshots", 2),
+        snapshot_retention_minutes=n("snapshot_retention_minutes", 0),
+        retain_last_snapshots=n("retain_last_snapshots", 1),
+        max_manifests=n("max_manifests", 2),
+        remove_orphans=remove_orphans,
+        orphan_min_age_hours=n("orphan_min_age_hours", MIN_ORPHAN_AGE_HOURS),
+        conflict_retries=n("conflict_retries", 0),
+    )
+    if policy.retain_last_snapshots >= policy.max_snapshots:
+        raise ArgumentError(
+            "--maintenance_retain_last_snapshots must be below --maintenance_max_snapshots "
+            f"({policy.retain_last_snapshots} >= {policy.max_snapshots}): expiry could never get under the limit"
+        )
+    return policy
 
 
 def settings_field_names() -> list[str]:

@@ -3,7 +3,7 @@
   build/cloudformation/cdc-pipeline.yaml   rendered template (connector config, worker config, queries)
   build/cloudformation/bootstrap.yaml      artifacts-bucket stack
   build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`)
-  build/artifacts/*                        plugin zip, cdclake.zip, job script, seed SQL
+  build/artifacts/*                        plugin zip, cdclake.zip, job scripts, seed SQL
   build/artifacts.json                     manifest: local path, content-hash S3 key, sha256, parameters
 
 S3 keys carry the content hash, so an unchanged artifact keeps its key and a redeploy changes nothing.
@@ -24,6 +24,7 @@ from cdcdeploy import artifacts, templates
 ROOT = templates.ROOT
 BUILD_DIR = ROOT / "build"
 JOB_SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+MAINTENANCE_SCRIPT = ROOT / "glue_scripts" / "cdc_maintenance_job.py"
 CDCLAKE_DIR = ROOT / "glue_scripts" / "cdclake"
 SEED_SQL_DIR = ROOT / "sql"
 LAMBDA_SRC = templates.CFN_DIR / "lambda" / "bootstrap_brokers"
@@ -58,6 +59,7 @@ def build_artifacts(
     sql_dir: Path = SEED_SQL_DIR,
     plugin_zip: Path | None = None,
     source_engine: str = "mysql",
+    maintenance_script: Path = MAINTENANCE_SCRIPT,
 ) -> dict[str, object]:
     """Build every uploadable artifact into out_dir/artifacts and return the manifest.
 
@@ -66,8 +68,9 @@ def build_artifacts(
     if art_dir.exists():
         shutil.rmtree(art_dir)
     art_dir.mkdir(parents=True)
-    if not job_script.is_file():
-        raise FileNotFoundError(f"Glue job script {job_script} not found")
+    for script_path in (job_script, maintenance_script):
+        if not script_path.is_file():
+            raise FileNotFoundError(f"Glue job script {script_path} not found")
 
     plugin = (
         artifacts.Built(plugin_zip, artifacts.sha256_file(plugin_zip))
@@ -78,8 +81,11 @@ def build_artifacts(
     script = art_dir / job_script.name
     shutil.copyfile(job_script, script)
     script_sha = artifacts.sha256_file(script)
-    # The script and its package travel together: one hash over both names one version of the job.
-    job_hash = hashlib.sha256((script_sha + cdclake.sha256).encode()).hexdigest()[:12]
+    maintenance = art_dir / maintenance_script.name
+    shutil.copyfile(maintenance_script, maintenance)
+    maintenance_sha = artifacts.sha256_file(maintenance)
+    # The scripts and their package travel together: one hash over all names one version of the jobs.
+    job_hash = hashlib.sha256((script_sha + cdclake.sha256 + maintenance_sha).encode()).hexdigest()[:12]
 
     sql_files = seed_sql_files(sql_dir)
     sql_hash = hashlib.sha256()
@@ -94,6 +100,7 @@ def build_artifacts(
         Artifact(str(plugin.path), f"plugins/debezium-{source_engine}-{plugin.short_hash}.zip", plugin.sha256),
         Artifact(str(script), f"glue/{job_hash}/{job_script.name}", script_sha),
         Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
+        Artifact(str(maintenance), f"glue/{job_hash}/{maintenance_script.name}", maintenance_sha),
     ]
     for f in sql_files:
         dst = sql_dst / names[f]
@@ -108,6 +115,7 @@ def build_artifacts(
             "DebeziumPluginHash": plugin.short_hash,
             "GlueScriptKey": items[1].key,
             "CdclakeZipKey": items[2].key,
+            "MaintenanceScriptKey": items[3].key,
             "SeedSqlPrefix": sql_prefix,
         },
         "seed_sql_files": [names[f] for f in sql_files],

@@ -86,6 +86,8 @@ def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.
     assert params["DebeziumPluginKey"] == f"plugins/debezium-mysql-{plugin_zip.short_hash}.zip"
     assert params["GlueScriptKey"].endswith("/cdc_iceberg_job.py")
     assert params["CdclakeZipKey"].rsplit("/", 1)[0] == params["GlueScriptKey"].rsplit("/", 1)[0]
+    # The maintenance job runs the same cdclake version as the streaming job: same prefix.
+    assert params["MaintenanceScriptKey"] == params["GlueScriptKey"].rsplit("/", 1)[0] + "/cdc_maintenance_job.py"
     assert first["seed_sql_files"] == ["01_create_customer.sql"]  # sql/athena/ is not seed data
     # A changed seed file is a new prefix, so the instance never reads a half-updated set.
     (src["sql_dir"] / "01_create_customer.sql").write_text("-- changed\n", encoding="utf-8")

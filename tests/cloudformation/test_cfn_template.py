@@ -45,8 +45,9 @@ def user_data(template: dict[str, Any]) -> str:
 
 
 def job(template: dict[str, Any]) -> dict[str, Any]:
-    (props,) = [r["Properties"] for r in resources_of(template, "AWS::Glue::Job").values()]
-    return props
+    """The streaming job (the maintenance job has its own tests: test_cfn_maintenance.py)."""
+    assert set(resources_of(template, "AWS::Glue::Job")) == {"CdcJob", "MaintenanceJob"}
+    return template["Resources"]["CdcJob"]["Properties"]
 
 
 # ---------------------------------------------------------------- Kafka
@@ -223,6 +224,7 @@ def test_roles_are_assumed_only_by_their_service(template: dict[str, Any]) -> No
         "GlueJobRole": "glue.amazonaws.com",
         "ClientRole": "ec2.amazonaws.com",
         "BootstrapBrokersRole": "lambda.amazonaws.com",
+        "MaintenanceJobRole": "glue.amazonaws.com",
     }
     for role, service in expected.items():
         (stmt,) = template["Resources"][role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]

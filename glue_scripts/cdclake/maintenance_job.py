@@ -1,0 +1,128 @@
+"""The scheduled maintenance job (glue_scripts/cdc_maintenance_job.py), free of `awsglue`.
+
+It runs beside the streaming job, on the same tables: every commit it makes may race a streaming
+MERGE. Both sides cope: each maintenance procedure is re-run on a commit conflict (with backoff), the
+MERGE likewise (merge.py), rewrites commit file group by file group, and the tables get more
+patient `commit.retry.*` properties. Snapshots younger than a micro-batch are never expired here,
+since an in-flight MERGE may still be reading their files.
+
+Exit code: 0 when every due action ran, or only lost to concurrent commits (the next run retries);
+1 when an action failed for another reason; 2 for invalid arguments.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from .job import configure_logging
+from .maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
+from .session import local_session
+from .settings import (
+    _BOOL,
+    CATALOG_TYPES,
+    MAINTENANCE_JOB_ARGS,
+    ArgumentError,
+    Settings,
+    build_policy,
+    parse_argv,
+)
+
+log = logging.getLogger("cdclake")
+
+# An in-flight MERGE reads the files of the snapshot it started from; expiring that snapshot could
+# delete them under it. No micro-batch should take this long.
+MIN_CONCURRENT_RETENTION_MINUTES = 10
+
+# Defined in settings.py with every other job argument (single source of the README table).
+JOB_ARGS = MAINTENANCE_JOB_ARGS
+
+
+@dataclass(frozen=True)
+class MaintenanceJobSettings:
+    catalog: Settings  # catalog_name, catalog_type, warehouse, namespace (session and table names)
+    tables: tuple[str, ...] = ()
+    force: bool = False
+    policy: MaintenancePolicy = field(default_factory=MaintenancePolicy)
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def build_job_settings(raw: dict[str, str]) -> MaintenanceJobSettings:
+    known = {a.name for a in JOB_ARGS}
+    v = {a.name: raw.get(a.name, a.default or "") for a in JOB_ARGS}
+    if not v["warehouse"]:
+        raise ArgumentError("--warehouse is required")
+    if v["catalog_type"] not in CATALOG_TYPES:
+        raise ArgumentError(f"--catalog_type must be one of {', '.join(CATALOG_TYPES)}; got {v['catalog_type']!r}")
+    force = _BOOL.get(v["force"].lower())
+    if force is None:
+        raise ArgumentError(f"--force must be true or false, got {v['force']!r}")
+    tables = tuple(t.strip() for t in v["tables"].split(",") if t.strip())
+    for t in tables:
+        if not t.replace("_", "").isalnum():
+            raise ArgumentError(f"--tables takes plain table names of the namespace, got {t!r}")
+    policy = build_policy(v)
+    if policy.snapshot_retention_minutes < MIN_CONCURRENT_RETENTION_MINUTES:
+        raise ArgumentError(
+            f"--maintenance_snapshot_retention_minutes must be >= {MIN_CONCURRENT_RETENTION_MINUTES} in the "
+            "maintenance job: it runs beside the streaming job, whose MERGE may still read a younger snapshot"
+        )
+    catalog = Settings(
+        catalog_name=v["catalog_name"],
+        catalog_type=v["catalog_type"],
+        warehouse=v["warehouse"],
+        namespace=v["namespace"],
+    )
+    extra = {k: val for k, val in raw.items() if k not in known}
+    return MaintenanceJobSettings(catalog, tables, force, policy, extra)
+
+
+def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:
+    """Maintain every selected table; one line per table and one for the run. Returns the exit code."""
+    t0 = time.monotonic()
+    c = js.catalog
+    if js.tables:
+        tables = [f"{c.catalog_name}.{c.namespace}.{t}" for t in js.tables]
+    else:
+        tables = list_tables(spark, c.catalog_name, c.namespace)
+    failed = maintained = conflicts = 0
+    for table in tables:
+        try:
+            ensure_commit_retries(spark, table)
+            report = maintain_table(spark, table, js.policy, force=js.force)
+        except Exception:
+            log.exception("maintenance of %s failed", table)
+            failed += 1
+            continue
+        (log.warning if report.failed else log.info)(report.line())
+        failed += report.failed
+        maintained += report.plan.due
+        conflicts += report.conflicts
+    log.info(
+        "maintenance run: %d table(s), %d maintained, %d failed, %d commit conflict(s) retried | %.1fs",
+        len(tables),
+        maintained,
+        failed,
+        conflicts,
+        time.monotonic() - t0,
+    )
+    return 1 if failed else 0
+
+
+def main(
+    argv: list[str],
+    session_factory: Callable[[Settings], SparkSession] | None = None,
+    raw_args: dict[str, str] | None = None,
+) -> int:
+    configure_logging()
+    try:
+        js = build_job_settings(raw_args if raw_args is not None else parse_argv(argv))
+    except ArgumentError as e:
+        log.error("invalid job arguments: %s", e)
+        return 2
+    spark = session_factory(js.catalog) if session_factory else local_session(js.catalog, app_name="cdc-maintenance")
+    return run_maintenance(spark, js)

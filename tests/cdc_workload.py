@@ -1,0 +1,127 @@
+"""A long-running CDC workload for maintenance tests: random inserts, updates and deletes over a
+small key space (so every batch touches files written by earlier ones), built with `Events` from
+the real Debezium fixtures, and the state the lake table must hold afterwards."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cdc_events import Events, customer
+
+
+class Workload:
+    def __init__(self, seed: int = 7, keys: int = 60, events: Events | None = None) -> None:
+        self.rnd = random.Random(seed)
+        self.keys = keys
+        self.ev = events or Events()
+        self.expected: dict[int, str] = {}  # id -> first_name, what the lake must hold
+        self.batches = 0
+
+    def batch(self, changes: int = 4) -> list[dict[str, Any]]:
+        """One micro-batch of Kafka records; several changes may hit the same key (the newest wins)."""
+        for i in range(changes):
+            k = self.rnd.randint(1, self.keys)
+            name = f"b{self.batches}c{i}"
+            if k in self.expected and self.rnd.random() < 0.25:
+                self.ev.record("d", {"id": k}, before=customer(k, self.expected[k]))
+                self.ev.tombstone({"id": k})
+                del self.expected[k]
+            elif k in self.expected:
+                self.ev.record("u", {"id": k}, customer(k, name), customer(k, self.expected[k]))
+                self.expected[k] = name
+            else:
+                self.ev.record("c", {"id": k}, customer(k, name))
+                self.expected[k] = name
+        self.batches += 1
+        return self.ev.take()
+
+    def updates(self, changes: int = 4) -> list[dict[str, Any]]:
+        """A batch that only updates existing rows: the MERGE writes deletes against old files."""
+        for i, k in enumerate(self.rnd.sample(sorted(self.expected), min(changes, len(self.expected)))):
+            name = f"b{self.batches}u{i}"
+            self.ev.record("u", {"id": k}, customer(k, name), customer(k, self.expected[k]))
+            self.expected[k] = name
+        self.batches += 1
+        return self.ev.take()
+
+
+def lake_state(spark: Any, table: str) -> dict[int, str]:
+    return {r["id"]: r["first_name"] for r in spark.sql(f"SELECT id, first_name FROM {table}").collect()}
+
+
+class MergeBarrier:
+    """Holds one streaming MERGE after it has planned against the table's current snapshot and
+    before it commits, until another writer has committed: a commit race that happens every time,
+    not only when timing allows. The MERGE's source rows pass through a Python UDF; once armed, the
+    first row parks there (the flag files work across threads and processes)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.dir = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def hold_off(self, timeout: float = 300) -> None:
+        """Ask the other writer to stop compacting until the held MERGE, and wait until it has: the
+        files of the next batches are then still there for it to compact while the MERGE is held."""
+        (self.dir / "hold-off").touch()
+        deadline = time.monotonic() + timeout
+        while not (self.dir / "holding-off").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the other writer never held off")
+            time.sleep(0.05)
+
+    def should_hold_off(self) -> bool:
+        """For the other writer: True while it should leave the table alone (it acknowledges)."""
+        if (self.dir / "hold-off").exists() and not self.paused():
+            (self.dir / "holding-off").touch()
+            return True
+        return False
+
+    def arm(self) -> None:
+        for name in ("paused", "released"):
+            (self.dir / name).unlink(missing_ok=True)
+        (self.dir / "armed").touch()
+
+    def paused(self) -> bool:
+        return (self.dir / "paused").exists()
+
+    def wait_paused(self, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.paused():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the MERGE never reached the barrier")
+            time.sleep(0.05)
+
+    def release(self) -> None:
+        (self.dir / "released").touch()
+        for name in ("hold-off", "holding-off"):
+            (self.dir / name).unlink(missing_ok=True)
+
+    def wrap(self, merge_changes: Callable[..., Any]) -> Callable[..., Any]:
+        """merge_changes(table, changes, ...) whose source rows pass the barrier."""
+        from pyspark.sql import functions as F
+
+        folder = str(self.dir)
+
+        def park(value: Any) -> Any:  # nested: pickled by value into the Python worker
+            import os
+            import time as t
+
+            try:
+                os.rename(os.path.join(folder, "armed"), os.path.join(folder, "paused"))
+            except FileNotFoundError:
+                return value  # not armed, or another row already parked
+            deadline = t.monotonic() + 300
+            while not os.path.exists(os.path.join(folder, "released")) and t.monotonic() < deadline:
+                t.sleep(0.05)
+            return value
+
+        udf = F.udf(park, "string")
+
+        def merge_through_barrier(table: str, changes: Any, *args: Any, **kwargs: Any) -> None:
+            merge_changes(table, changes.withColumn("_cdc_op", udf(F.col("_cdc_op"))), *args, **kwargs)
+
+        return merge_through_barrier

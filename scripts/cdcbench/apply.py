@@ -43,7 +43,9 @@ MOR, COW, BASE, APPEND, JOB_APPEND = (
 )
 
 
-def _append_instead(table: str, changes: DataFrame, keys: list[str], columns: list[str]) -> None:
+def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:
+    """Stands in for cdclake.merge.merge_changes (whatever else it is passed: key and column lists,
+    TOAST placeholder handling) and appends the batch's newest changes instead."""
     changes.writeTo(table).append()
 
 

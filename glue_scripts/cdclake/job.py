@@ -4,11 +4,13 @@ SparkSession (Glue's or a local one) and this runs the stream until stopped (or 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+from . import faults
 from .batch import BatchProcessor
 from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
@@ -28,15 +30,23 @@ def configure_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def run_stream(spark: SparkSession, settings: Settings) -> None:
-    """Start the streaming query and block until it ends (run_once: when caught up)."""
+def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None = None) -> None:
+    """Start the streaming query and block until it ends (run_once: when caught up).
+
+    `crash`: tests only (faults.py). Both readers plan a batch's offsets before calling
+    `each_batch` and commit them after it returns, so these two points are the two sides of
+    the Iceberg commit for the Spark Kafka source and the client reader alike."""
     processor = BatchProcessor(spark, settings)
     maintainer = StreamMaintainer(
         settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
     )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
+        if crash:
+            crash.reached(faults.BEFORE_COMMIT, batch_id)
         report = processor.process(df, batch_id)
+        if crash:
+            crash.reached(faults.AFTER_COMMIT, batch_id)
         # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
         written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
         maintainer.after_batch(df.sparkSession, written)
@@ -79,11 +89,14 @@ def main(
     configure_logging()
     try:
         settings = build_settings(raw_args if raw_args is not None else parse_argv(argv))
-    except ArgumentError as e:
+        crash = faults.from_env(os.environ)
+    except (ArgumentError, ValueError) as e:
         log.error("invalid job arguments: %s", e)
         return 2
+    if crash:
+        log.warning("TEST fault injection armed: %s=%s (tests only; unset it to run normally)", faults.ENV, crash.point)
     spark = (session_factory or local_session)(settings)
-    run_stream(spark, settings)
+    run_stream(spark, settings, crash)
     return 0
 
 

@@ -227,3 +227,40 @@ def test_crash_after_the_iceberg_commit_before_the_offset_commit_reruns_the_batc
     assert ckpt.pending() is None
     assert applied_once  # batch 0 had reached the lake before the "crash"
     assert table_state(spark, table) == model(records)
+
+
+def test_a_recreated_topic_is_read_from_its_beginning_not_from_the_old_offsets(spark, warehouse, tmp_path, broker):
+    """What a broker that lost its topics looks like to the job: the same topic name, a new topic
+    id, far fewer records than the checkpoint's offsets (the connector's re-snapshot)."""
+    from cdclake.batch import BatchProcessor
+    from cdclake.kafka_client import ClientCheckpoint, run_client_stream
+    from cdclake.settings import build_settings, parse_argv
+    from confluent_kafka.admin import AdminClient
+
+    topic = "mdb.inventory.recreated"
+    old = changes(Events(topic=topic, table="recreated", next_pos=70_000_000), 400, 40)
+    produce(broker, topic, old)
+    argv = job_args(tmp_path, warehouse, broker, "kc4", "--run_once", "true")[2:]
+    argv[argv.index("--kafka_topic_pattern") + 1] = r"mdb\.inventory\.recreated"
+    settings = build_settings(parse_argv(argv))
+    processor = BatchProcessor(spark, settings)
+    table = "glue_catalog.kc4.inventory_recreated"
+    run_client_stream(spark, settings, processor.process, lambda: False)
+    assert table_state(spark, table) == model(old)
+    positions, ids = ClientCheckpoint(settings.checkpoint_location).positions()
+    assert sum(positions.values()) == len(old) and topic in ids
+
+    admin = AdminClient({"bootstrap.servers": broker})
+    admin.delete_topics([topic])[topic].result(10)
+    # The "re-snapshot": 30 rows at newer source positions, offsets 0-29 of the new topic.
+    ev = Events(topic=topic, table="recreated", next_pos=80_000_000)
+    for k in range(30):
+        ev.record("r", {"id": k}, customer(k, f"snap{k}"))
+    snapshot = ev.take()
+    produce(broker, topic, snapshot)
+
+    run_client_stream(spark, settings, processor.process, lambda: False)
+    expected = model(old) | {k: f"snap{k}" for k in range(30)}
+    assert table_state(spark, table) == expected
+    _positions, new_ids = ClientCheckpoint(settings.checkpoint_location).positions()
+    assert new_ids[topic] != ids[topic]

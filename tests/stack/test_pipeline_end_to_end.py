@@ -20,11 +20,18 @@ from stack_helpers import ROOT, SQL, Stack, free_port
 pytestmark = pytest.mark.stack
 
 SCRIPTS = ROOT / "scripts"
+BATCH_CAP = 20_000  # --max_offsets_per_trigger of the job under test
 
 
-def run(stack: Stack, *cmd: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def run(
+    stack: Stack, *cmd: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(SCRIPTS / cmd[0]), *cmd[1:]], env=stack.env, capture_output=True, text=True, timeout=timeout
+        [str(SCRIPTS / cmd[0]), *cmd[1:]],
+        env={**stack.env, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -41,14 +48,45 @@ def apply(stack: Stack, sql_file: Path) -> str:
     return res.stdout
 
 
-def start_job(stack: Stack) -> None:
-    # Small batches so that a burst spans many of them (and a kill lands mid-stream).
-    res = run(stack, "local-job", "start", "--", "--max_offsets_per_trigger", "2000")
+def start_job(stack: Stack, env: dict[str, str] | None = None) -> None:
+    # Batches well below the burst's size, so that it spans several of them.
+    res = run(stack, "local-job", "start", "--", "--max_offsets_per_trigger", str(BATCH_CAP), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def job_log_since_start(stack: Stack) -> str:
+    return (
+        (stack.state / "logs" / "job.log").read_text(errors="replace").rsplit("scripts/local-stack starts job", 1)[-1]
+    )
+
+
+def job_running(stack: Stack) -> bool:
+    return run(stack, "local-job", "status").returncode == 0
+
+
+def wait_committed(stack: Stack, batch: int, timeout: float = 300) -> None:
+    commits = checkpoint(stack) / "commits"
+    deadline = time.monotonic() + timeout
+    while batch not in batch_ids(commits):
+        assert time.monotonic() < deadline, f"batch {batch} was not committed within {timeout:.0f}s"
+        assert job_running(stack), job_log_since_start(stack)[-3000:]
+        time.sleep(0.5)
+
+
+def table_version(stack: Stack, table: str) -> int:
+    """The Iceberg table's current metadata version (hadoop catalog): it moves on every commit."""
+    hint = stack.state / "lake" / "warehouse" / "cdc" / table / "metadata" / "version-hint.text"
+    return int(hint.read_text().strip())
 
 
 def checkpoint(stack: Stack) -> Path:
     return stack.state / "lake" / "checkpoints" / "cdc-job" / "client"
+
+
+def batch_size(planned: Path) -> int:
+    """Records in a planned batch of the client reader's checkpoint (offset ranges are inclusive)."""
+    ranges = json.loads(planned.read_text())["ranges"]
+    return sum(last - first + 1 for parts in ranges.values() for first, last in parts.values())
 
 
 def batch_ids(folder: Path) -> set[int]:
@@ -111,46 +149,121 @@ def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: St
         job.sql(f"DROP TABLE IF EXISTS {tm.TABLE}")
 
 
-def test_a_burst_of_10000_changes_is_applied_exactly(job: Stack, tmp_path: Path) -> None:
+def test_broker_restart_while_the_job_runs_rereads_the_recreated_topics_and_reconciles(job: Stack) -> None:
+    # tansu keeps topics in memory: the restarted broker has none, Connect re-snapshots into new
+    # topics. The running job must notice (topic ids changed), not read the new topics from its
+    # old offsets (which would skip their first records), and not die while the broker is away.
+    job.sql("UPDATE customer SET city = 'Before the broker restart' WHERE cust_id = 7")
+    reconciled(job)
+    job.cli("down", "kafka")
+    job.sql("UPDATE customer SET city = 'While the broker was down' WHERE cust_id = 8")
+    job.insert_customer(400001)
+    time.sleep(3)  # the job's reader meets the outage
+    assert job_running(job)
+    job.cli("up")
+    job.sql("UPDATE customer SET city = 'After the broker restart' WHERE cust_id = 9")
+    job.insert_customer(400002)
+    reconciled(job, wait=300)
+    assert job_running(job)
+    log = job_log_since_start(job)
+    assert "topic salesdb.salesdb.customer was recreated" in log
+    assert "reading the new one from its beginning" in log
+
+
+def test_a_burst_of_100000_changes_is_caught_up_and_applied_exactly(
+    job: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reconciled(job)
+    commits_before = batch_ids(checkpoint(job) / "commits")
     burst = tmp_path / "burst.sql"
     burst.write_text(
-        # MariaDB's sequence engine makes the rows: 5,000 inserts, 4,000 updates, 1,000 deletes.
+        # As fast as MariaDB makes them (its sequence engine): 50,000 inserts, 40,000 updates and
+        # 10,000 deletes in three statements, i.e. three transactions of 10,000-50,000 row events.
         "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, acct_balance, created_at, updated_at)\n"
         "  SELECT 100000 + seq, CONCAT('Burst ', seq), CONCAT('b', seq, '@example.com'), 'BUILDING', 'GB',\n"
-        "         seq / 100, NOW(), NOW(6) FROM seq_1_to_5000;\n"
+        "         seq / 100, NOW(), NOW(6) FROM seq_1_to_50000;\n"
         "UPDATE customer SET loyalty_points = loyalty_points + 1, acct_balance = acct_balance + 0.01\n"
-        "  WHERE cust_id BETWEEN 100001 AND 104000;\n"
-        "DELETE FROM customer WHERE cust_id BETWEEN 104001 AND 105000;\n"
+        "  WHERE cust_id BETWEEN 100001 AND 140000;\n"
+        "DELETE FROM customer WHERE cust_id BETWEEN 140001 AND 150000;\n"
     )
-    apply(job, burst)
-
-
-def test_kill_9_of_the_job_mid_stream_then_restart_loses_and_duplicates_nothing(job: Stack, tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    job.cli("sql", str(burst))
+    produced = time.monotonic() - t0
+    reconciled(job, wait=900)
+    caught_up = time.monotonic() - t0
     ckpt = checkpoint(job)
-    committed_before = batch_ids(ckpt / "commits")
+    deadline = time.monotonic() + 60  # the lake can match a moment before the offsets are committed
+    while batch_ids(ckpt / "offsets") - batch_ids(ckpt / "commits") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    batches = batch_ids(ckpt / "commits") - commits_before
+    # Memory stays bounded because no batch holds more than --max_offsets_per_trigger records.
+    sizes = [batch_size(ckpt / "offsets" / str(b)) for b in sorted(batches)]
+    assert sum(sizes) >= 100_000 and max(sizes) <= BATCH_CAP, sizes
+    with capsys.disabled():
+        print(
+            f"\n[burst] 100,000 changes: source wrote them in {produced:.1f}s; lake reconciled "
+            f"{caught_up:.1f}s after the burst began ({100_000 / caught_up:,.0f} changes/s end to end, "
+            f"{len(batches)} batches of {min(sizes):,}-{max(sizes):,} records, cap {BATCH_CAP:,})"
+        )
+
+
+def crash_the_job_at(job: Stack, point: str, load: Path) -> int:
+    """Restart the job with the test-only fault hook armed (glue_scripts/cdclake/faults.py), run
+    `load` at the source, wait for the job to SIGKILL itself at `point` of the load's first batch;
+    returns that batch's id."""
+    run(job, "local-job", "stop")
+    start_job(job, env={"CDC_TEST_CRASH_AT": point})
+    job.cli("sql", str(load))
+    deadline = time.monotonic() + 300
+    while job_running(job):
+        assert time.monotonic() < deadline, "the job never reached " + point
+        time.sleep(0.2)
+    killed = [line for line in job_log_since_start(job).splitlines() if f"SIGKILL at {point} of batch" in line]
+    assert killed, job_log_since_start(job)[-3000:]
+    return int(killed[-1].rsplit(" ", 1)[-1])
+
+
+def test_kill_9_before_the_iceberg_commit_then_restart_loses_and_duplicates_nothing(job: Stack, tmp_path: Path) -> None:
+    reconciled(job)
+    version = table_version(job, "salesdb_customer")
     load = tmp_path / "load.sql"
     load.write_text(
-        "UPDATE customer SET loyalty_points = loyalty_points + 10 WHERE cust_id BETWEEN 100001 AND 104000;\n"
         "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at)\n"
-        "  SELECT 200000 + seq, 'Late', 'late@example.com', 'HOUSEHOLD', 'FR', NOW(), NOW(6) FROM seq_1_to_4000;\n"
+        "  SELECT 300000 + seq, 'Crash', 'c@example.com', 'HOUSEHOLD', 'FR', NOW(), NOW(6) FROM seq_1_to_1000;\n"
+        "UPDATE customer SET loyalty_points = loyalty_points + 10 WHERE cust_id BETWEEN 300001 AND 300500;\n"
     )
-    job.cli("sql", str(load))
-    # Kill while a batch is planned but not committed, after at least one batch of this load.
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        planned, committed = batch_ids(ckpt / "offsets"), batch_ids(ckpt / "commits")
-        if len(committed - committed_before) >= 1 and planned - committed:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the job never had a batch in flight after committing one of this load")
-    res = run(job, "local-job", "kill")
-    assert res.returncode == 0
-    assert batch_ids(ckpt / "offsets") - batch_ids(ckpt / "commits"), "killed with a batch in flight"
+    batch = crash_the_job_at(job, "before-iceberg-commit", load)
+
+    ckpt = checkpoint(job)
+    assert batch in batch_ids(ckpt / "offsets") and batch not in batch_ids(ckpt / "commits")
+    assert table_version(job, "salesdb_customer") == version, "nothing of the batch may be in the lake yet"
     start_job(job)
+    wait_committed(job, batch)
+    assert f"re-running batch {batch} from its planned offsets" in job_log_since_start(job)
     reconciled(job)
-    log = (job.state / "logs" / "job.log").read_text()
-    assert "re-running batch" in log.rsplit("scripts/local-stack starts job", 1)[-1]
+
+
+def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_applies_it_once(
+    job: Stack, tmp_path: Path
+) -> None:
+    reconciled(job)
+    version = table_version(job, "salesdb_customer")
+    load = tmp_path / "load.sql"
+    load.write_text(
+        "UPDATE customer SET loyalty_points = loyalty_points + 5, city = 'Re-run' WHERE cust_id BETWEEN 300001 AND 300600;\n"
+        "DELETE FROM customer WHERE cust_id BETWEEN 300601 AND 300800;\n"
+        "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at)\n"
+        "  SELECT 303000 + seq, 'After', 'a@example.com', 'MACHINERY', 'DE', NOW(), NOW(6) FROM seq_1_to_200;\n"
+    )
+    batch = crash_the_job_at(job, "after-iceberg-commit", load)
+
+    ckpt = checkpoint(job)
+    assert batch in batch_ids(ckpt / "offsets") and batch not in batch_ids(ckpt / "commits")
+    assert table_version(job, "salesdb_customer") > version, "the batch's MERGE had committed before the kill"
+    start_job(job)
+    wait_committed(job, batch)
+    assert f"re-running batch {batch} from its planned offsets" in job_log_since_start(job)
+    reconciled(job)  # the re-run MERGE is guarded by source position: no row is applied twice
 
 
 def test_kafka_connect_restart_then_changes_still_reconcile(job: Stack) -> None:

@@ -1,0 +1,53 @@
+"""TEST-ONLY fault injection: the job kills itself with SIGKILL at a named point of a batch.
+
+Recovery has to be proven at the two moments a crash can separate, not found by timing luck:
+
+    before-iceberg-commit   the batch's offsets are planned (client reader: <checkpoint>/client/
+                            offsets/<id>; Spark: the offset log), no table of the batch is committed
+    after-iceberg-commit    every table's MERGE of the batch is committed, the offsets are not
+                            (client reader: no commits/<id>; Spark: no commit log entry)
+
+It is switched on only by the environment variable CDC_TEST_CRASH_AT=<point>, read once where
+the process starts (`job.main`), never by a job argument: nothing a deployment configures can
+reach it. The kill is a real `kill -9` of the job's own process: no `finally`, no flush, no
+shutdown hook runs, exactly like a lost container or an OOM kill.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+log = logging.getLogger("cdclake")
+
+ENV = "CDC_TEST_CRASH_AT"
+BEFORE_COMMIT = "before-iceberg-commit"
+AFTER_COMMIT = "after-iceberg-commit"
+POINTS = (BEFORE_COMMIT, AFTER_COMMIT)
+
+
+@dataclass(frozen=True)
+class CrashPoint:
+    point: str
+
+    def reached(self, point: str, batch_id: int) -> None:
+        """SIGKILL this process if `point` is the configured one (the first batch reaching it)."""
+        if point != self.point:
+            return
+        log.critical("TEST fault injection (%s=%s): SIGKILL at %s of batch %s", ENV, self.point, point, batch_id)
+        for handler in logging.getLogger().handlers:
+            handler.flush()  # the line above is what the test looks for in the log
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def from_env(environ: Mapping[str, str]) -> CrashPoint | None:
+    """The crash point the environment asks for, if any; an unknown name is an error, not ignored."""
+    value = environ.get(ENV, "").strip()
+    if not value:
+        return None
+    if value not in POINTS:
+        raise ValueError(f"{ENV}={value!r} is not a crash point; use one of {', '.join(POINTS)} (tests only)")
+    return CrashPoint(value)

@@ -74,3 +74,10 @@ def make_lake(spark, warehouse, tmp_path_factory) -> Callable[..., Lake]:
         return Lake(spark, warehouse, tmp_path_factory.mktemp("lake"), **overrides)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def lake_class() -> type[Lake]:
+    """For module-scoped fixtures. Test modules must not `from conftest import ...`: with several
+    conftest.py files in the suite that name resolves to whichever was imported first."""
+    return Lake

@@ -61,11 +61,9 @@ def duckdb_rows(lake, table: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def real_lake(spark, warehouse, tmp_path_factory):
+def real_lake(spark, warehouse, tmp_path_factory, lake_class):
     """Both sources' captured all-types messages applied in one batch each."""
-    from conftest import Lake
-
-    lake = Lake(spark, warehouse, tmp_path_factory.mktemp("types"))
+    lake = lake_class(spark, warehouse, tmp_path_factory.mktemp("types"))
     reports = {}
     for dialect in ("mariadb", "postgres"):
         messages, _ = tm.load_fixtures(dialect)

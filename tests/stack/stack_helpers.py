@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "scripts" / "local-stack"
@@ -104,8 +106,16 @@ class Stack:
     def pids(self) -> dict[str, int]:
         return {p.stem: json.loads(p.read_text())["pid"] for p in (self.state / "run").glob("*.json")}
 
-    def events(self, topic: str, until: Callable[[list[Event]], bool], timeout: float = 60) -> list[Event]:
-        """Reads the topic from the beginning (a new consumer group) until `until(events)` holds."""
+    def consume(
+        self,
+        topic: str,
+        convert: Callable[[Any], T],
+        until: Callable[[list[T]], bool],
+        timeout: float = 60,
+        summary: Callable[[list[T]], str] = lambda items: f"{len(items)} records",
+    ) -> list[T]:
+        """Reads the topic from the beginning (a new consumer group), each record through
+        `convert`, until `until(items)` holds."""
         from confluent_kafka import Consumer, KafkaError
 
         consumer = Consumer(
@@ -119,28 +129,37 @@ class Stack:
                 "topic.metadata.refresh.interval.ms": 1000,
             }
         )
-        events: list[Event] = []
+        items: list[T] = []
         try:
             consumer.subscribe([topic])
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is not None and msg.error() is None:
-                    key = json.loads(msg.key()) if msg.key() else {}
-                    value = json.loads(msg.value()) if msg.value() is not None else None
-                    fields = tuple(f["field"] for f in (key.get("schema") or {}).get("fields", []))
-                    events.append(Event(msg.topic(), msg.partition(), msg.offset(), key.get("payload"), fields, value))
+                    items.append(convert(msg))
                 elif msg is not None and msg.error().code() not in (
                     KafkaError._PARTITION_EOF,
                     KafkaError.UNKNOWN_TOPIC_OR_PART,
                 ):
                     raise AssertionError(f"consumer error: {msg.error()}")
-                if events and until(events):
-                    return events
+                if items and until(items):
+                    return items
         finally:
             consumer.close()
-        summary = [(e.key, e.op) for e in events][-20:]
-        raise AssertionError(f"condition not met on {topic} within {timeout:.0f}s; last events: {summary}")
+        raise AssertionError(f"condition not met on {topic} within {timeout:.0f}s; {summary(items)}")
+
+    def events(self, topic: str, until: Callable[[list[Event]], bool], timeout: float = 60) -> list[Event]:
+        """The topic's records as Debezium events, from the beginning, until `until(events)` holds."""
+
+        def event(msg: Any) -> Event:
+            key = json.loads(msg.key()) if msg.key() else {}
+            value = json.loads(msg.value()) if msg.value() is not None else None
+            fields = tuple(f["field"] for f in (key.get("schema") or {}).get("fields", []))
+            return Event(msg.topic(), msg.partition(), msg.offset(), key.get("payload"), fields, value)
+
+        return self.consume(
+            topic, event, until, timeout, summary=lambda ev: f"last events: {[(e.key, e.op) for e in ev][-20:]}"
+        )
 
 
 def count(events: list[Event], op: str | None, **key: Any) -> int:

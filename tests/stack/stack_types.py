@@ -9,7 +9,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
 
 import type_matrix as tm
@@ -54,37 +53,16 @@ def wait_until_equal(
 
 def raw_messages(stack: Stack, topic: str, until: Any, timeout: float = 60) -> list[dict[str, Any]]:
     """The topic's records as fixtures store them: {partition, offset, key, value} (parsed JSON)."""
-    from confluent_kafka import Consumer
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": stack.bootstrap,
-            "group.id": f"types-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
+    def raw(msg: Any) -> dict[str, Any]:
+        return {
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "key": json.loads(msg.key()) if msg.key() else None,
+            "value": json.loads(msg.value()) if msg.value() is not None else None,
         }
-    )
-    out: list[dict[str, Any]] = []
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                out.append(
-                    {
-                        "partition": msg.partition(),
-                        "offset": msg.offset(),
-                        "key": json.loads(msg.key()) if msg.key() else None,
-                        "value": json.loads(msg.value()) if msg.value() is not None else None,
-                    }
-                )
-                if until(out):
-                    return out
-    finally:
-        consumer.close()
-    raise AssertionError(f"{topic}: condition not met within {timeout:.0f}s ({len(out)} records)")
+
+    return stack.consume(topic, raw, until, timeout)
 
 
 def dead_letters(stack: Stack, topic: str) -> list[dict[str, Any]]:

@@ -25,6 +25,11 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name).read_text())
 
 
+def connect_json(obj: Any) -> str:
+    """JSON text as Kafka Connect's JsonConverter writes it: compact, UTF-8, keys in order."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
 def decimal_b64(value: Decimal | str, scale: int) -> str:
     """Connect Decimal encoding: base64 of the two's-complement big-endian unscaled integer."""
     with decimal.localcontext() as ctx:
@@ -106,8 +111,8 @@ class Events:
             "partition": self.partition,
             "offset": off,
             "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": json.dumps(msg["key"]),
-            "value": json.dumps(value),
+            "key": connect_json(msg["key"]),
+            "value": connect_json(value),
         }
         self.rows.append(rec)
         return rec
@@ -120,7 +125,7 @@ class Events:
             "partition": self.partition,
             "offset": self.next_offset,
             "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": json.dumps(msg["key"]),
+            "key": connect_json(msg["key"]),
             "value": None,
         }
         self.next_offset += 1

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import reduce
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -99,6 +99,18 @@ class _TableState:
     columns: Columns  # data columns, without _cdc_* metadata
     keys: list[str]
     pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
+
+
+def batch_timestamp(anchor: Column) -> Column:
+    """Now, as the same timestamp on every row of the batch, without a new compile per batch.
+
+    `current_timestamp()` becomes a timestamp literal, which Spark writes into its generated
+    code: every batch then compiles (and the JVM JIT-compiles again) its own copy of the
+    decode-and-merge classes. A string literal is passed to generated code by reference, and
+    tying it to a never-null column (`anchor`) keeps the optimizer from folding the cast back
+    into a literal. The cast costs microseconds per row."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%fZ")  # explicit zone: any session time zone
+    return F.when(anchor.isNotNull(), F.lit(now)).cast("timestamp")
 
 
 class BatchProcessor:
@@ -365,7 +377,7 @@ class BatchProcessor:
                 truncate_before(self.spark, ident, truncate_seq)
                 changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
                 tr.truncated = True
-            changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
+            changes = changes.withColumn("_cdc_ingested_at", batch_timestamp(F.col("_cdc_op")))
             newest = latest_per_key(changes, keys)
             keep = None
             if any(r["ok"] and r["_unavail"] for r in counts):

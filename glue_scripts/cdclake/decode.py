@@ -18,6 +18,7 @@ from .connect_types import (
     ColumnSpec,
     UnsupportedSchema,
     column_spec,
+    ddl,
     inferred_column_spec,
     key_columns,
     row_columns,
@@ -143,7 +144,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     # Named with the connector's type and the lake type, e.g. PostgreSQL's 'infinity' timestamps.
     errors = [
         F.when(
-            F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(spec.spark_type).isNull(),
+            F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(ddl(spec.spark_type)).isNull(),
             F.lit(
                 f"{spec.name} ({spec.connect_name or spec.parse_type.simpleString()} value does not fit "
                 f"{spec.spark_type.simpleString()})"
@@ -166,7 +167,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         )
     )
     return df.select(
-        *[F.col(f"__v{i}").cast(spec.spark_type).alias(spec.name) for i, spec in enumerate(group.columns)],
+        *[F.col(f"__v{i}").cast(ddl(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
         "_cdc_op",
         "_cdc_seq",
         F.col("offset").alias("_cdc_offset"),
@@ -189,7 +190,7 @@ def conform(
     for name, typ in table_columns:
         src = present.get(name.lower())
         value = F.col(f"`{src}`") if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
-        cols.append(value.cast(typ).alias(name))
+        cols.append(value.cast(ddl(typ)).alias(name))
     keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"]
     keep += [f"_raw_{c}" for c in RAW_KEEP if f"_raw_{c}" in decoded.columns]
     return decoded.select(*cols, *keep)

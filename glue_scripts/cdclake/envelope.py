@@ -89,26 +89,58 @@ def _unwrap(text: Column, w: Column, keys: Column) -> tuple[Column, Column, Colu
     return F.when(wrapped, w["schema"]), F.when(wrapped, w["payload"]).otherwise(text), valid
 
 
+# Kafka Connect's JsonConverter writes its envelope compactly, `schema` first:
+#     {"schema":<schema>,"payload":<payload>}
+# Inside JSON text a `"` outside a string only delimits keys and string values, so the first
+# `,"payload":` after the prefix is the envelope's own key unless the schema has an object key
+# named `payload` (Connect schemas have none). Cutting the text there costs a byte scan, where a
+# JSON parse of the wrapper copies the whole schema (most of a record's bytes) out as text.
+_COMPACT_PREFIX = '{"schema":'
+_COMPACT_SEP = ',"payload":'
+
+
+def _split_compact(text: Column) -> tuple[Column, Column, Column]:
+    """(is_compact, schema_json, payload_json) of a compact JsonConverter message, by position.
+    A cut that is not really the envelope's shows up as a payload that does not parse; the
+    caller then falls back to the full parse (`_parse`/`_unwrap`)."""
+    sep = F.instr(text, _COMPACT_SEP)
+    compact = F.coalesce(text.startswith(_COMPACT_PREFIX) & (sep > 0) & text.endswith("}"), F.lit(False))
+    start = len(_COMPACT_PREFIX) + 1  # substr positions are 1-based
+    schema = text.substr(F.lit(start), sep - start)
+    payload = text.substr(sep + len(_COMPACT_SEP), F.length(text) - sep - len(_COMPACT_SEP))
+    return compact, F.when(schema != "null", schema), payload
+
+
 def classify(raw: DataFrame) -> DataFrame:
     """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
-    parsed = raw.select(
-        *RAW_COLUMNS,
-        *[c.alias(n) for c, n in zip(_parse(F.col("value")), ("_vw", "_vk"), strict=True)],
+    # Values: the cut of a compact envelope and one parse of its payload; only records that are
+    # not compact JsonConverter output (or whose cut payload does not parse) take the full parse.
+    compact, c_schema, c_payload = _split_compact(F.col("value"))
+    df = raw.select(*RAW_COLUMNS, compact.alias("_vc"), c_schema.alias("_vcs"), c_payload.alias("_vcp"))
+    df = df.withColumn("_vcp_p", F.when(F.col("_vc"), F.from_json(F.col("_vcp"), _PAYLOAD, _PERMISSIVE)))
+    fast = F.col("_vc") & F.col("_vcp_p").isNotNull() & F.col("_vcp_p")[_CORRUPT].isNull()
+    slow = [F.when(~F.col("_fast"), c) for c in _parse(F.col("value"))]
+    df = df.withColumn("_fast", fast).select(
+        "*",
+        *[c.alias(n) for c, n in zip(slow, ("_vw", "_vk"), strict=True)],
         *[c.alias(n) for c, n in zip(_parse(F.col("key")), ("_kw", "_kk"), strict=True)],
     )
     v_schema, v_payload, v_valid = _unwrap(F.col("value"), F.col("_vw"), F.col("_vk"))
     k_schema, k_payload, k_valid = _unwrap(F.col("key"), F.col("_kw"), F.col("_kk"))
-    df = parsed.select(
+    fast = F.col("_fast")
+    df = df.select(
         *RAW_COLUMNS,
-        v_schema.alias("_value_schema"),
-        v_payload.alias("_payload_json"),
-        v_valid.alias("_value_valid"),
+        "_fast",
+        "_vcp_p",
+        F.when(fast, F.col("_vcs")).otherwise(v_schema).alias("_value_schema"),
+        F.when(fast, F.col("_vcp")).otherwise(v_payload).alias("_payload_json"),
+        (fast | v_valid).alias("_value_valid"),
         k_schema.alias("_key_schema"),
         k_payload.alias("_key_json"),
         k_valid.alias("_key_valid"),
     )
-    p = F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE)
-    df = df.withColumn("_p", p)
+    slow_p = F.when(~fast, F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE))
+    df = df.withColumn("_p", F.when(fast, F.col("_vcp_p")).otherwise(slow_p))
     op = F.col("_p.op")
     src = F.col("_p.source")
     payload_null = F.col("_payload_json").isNull() | (F.trim(F.col("_payload_json")) == "null")

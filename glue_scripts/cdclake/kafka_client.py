@@ -50,6 +50,7 @@ log = logging.getLogger("cdclake")
 Ranges = dict[str, dict[str, list[int]]]  # topic -> partition -> [first, last] (inclusive)
 TopicIds = dict[str, str]  # topic -> the broker's topic id when the batch was planned
 
+READ_MIN_S = 0.5  # the shortest read of a new batch (see run_client_stream)
 BEGINNING = -2  # librdkafka's OFFSET_BEGINNING: the first offset the partition still holds
 _PARTITION_EOF = -191
 # Errors of a broker that is away or a topic being recreated: wait, do not end the job.
@@ -222,18 +223,28 @@ class ClientKafkaReader:
         self.consumer.assign([TopicPartition(t, p, default if o is None else o) for (t, p), o in starts.items()])
 
     def read(
-        self, starts: dict[tuple[str, int], int | None], ends: dict[tuple[str, int], int] | None, idle_s: float
+        self,
+        starts: dict[tuple[str, int], int | None],
+        ends: dict[tuple[str, int], int] | None,
+        idle_s: float,
+        max_s: float | None = None,
     ) -> list[Any]:
         """Messages from `starts` until every partition hits EOF / its end offset, the batch is
-        full, or nothing arrives for `idle_s`."""
+        full, nothing arrives for `idle_s`, or (a new batch) it has read for `max_s`.
+
+        `max_s` is the trigger's cut: while the source keeps changing, a partition may not reach
+        EOF between two records, and without a cut the whole backlog would land in one late batch.
+        (Spark's Kafka source cuts at the latest offsets; tansu under-reports those, so this reader
+        cuts by time.)"""
         if not starts:
             return []
         self._assign(starts)
         done: set[tuple[str, int]] = set()
         out: list[Any] = []
         limit = self.s.max_offsets_per_trigger if ends is None else None
-        last = time.monotonic()
-        while len(done) < len(starts) and (limit is None or len(out) < limit):
+        last = began = time.monotonic()
+        cut = float("inf") if ends is not None or max_s is None else began + max_s
+        while len(done) < len(starts) and (limit is None or len(out) < limit) and time.monotonic() < cut:
             msg = self.consumer.poll(0.2)
             if msg is None:
                 if time.monotonic() - last > idle_s:
@@ -371,15 +382,23 @@ def run_client_stream(
                 apply(batch_id, messages)
             else:
                 ckpt.commit(batch_id, {"skipped": "its records were on topics that were recreated: " + ", ".join(gone)})
+        busy = 0.0  # how long the previous batch took to apply
         while not should_stop():
             t0 = time.monotonic()
             starts, topic_ids = next_starts()
-            messages = reader.read(starts, None, idle_s=1.0)
+            # A batch every trigger interval, as Spark's processingTime trigger: what arrives while
+            # the previous batch was applied is already waiting, so read only for what is left of
+            # the interval (at least READ_MIN_S, to take in what the broker holds).
+            budget = max(READ_MIN_S, s.trigger_interval_seconds - busy)
+            messages = reader.read(starts, None, idle_s=1.0, max_s=budget)
+            busy = 0.0
             if messages:
                 batch_id = ckpt.next_batch_id()
                 ranges = _ranges(messages)
                 ckpt.plan(batch_id, ranges, {t: topic_ids[t] for t in ranges if t in topic_ids})
+                t1 = time.monotonic()
                 apply(batch_id, messages)
+                busy = time.monotonic() - t1
             elif s.run_once:
                 return
             if s.run_once:

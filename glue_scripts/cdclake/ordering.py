@@ -23,11 +23,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .connect_types import ddl
+
 SEQ_TYPE = T.DecimalType(38, 0)
 
 
 def _dec(c: Column) -> Column:
-    return c.cast(SEQ_TYPE)
+    return c.cast(ddl(SEQ_TYPE))
 
 
 def sequence_expr(source: Column, partition: Column, offset: Column) -> Column:

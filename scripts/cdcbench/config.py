@@ -33,20 +33,21 @@ class Config:
 
 def make_config(quick: bool, work: Path, e2e: bool) -> Config:
     if quick:
+        # Sized for about 2 minutes on an idle 2-core machine (sections a and b); c adds ~2.5.
         return Config(
             quick=True,
             work=work,
-            table_rows=100_000,
-            batch_sizes=(5_000, 20_000),
+            table_rows=50_000,
+            batch_sizes=(10_000,),
             batches_per_size=1,
-            growth_sizes=(100_000, 200_000),
+            growth_sizes=(50_000, 100_000),
             growth_batch=2_000,
             growth_batches_per_size=1,
-            maintenance_rows=100_000,
-            maintenance_batches=10,
+            maintenance_rows=50_000,
+            maintenance_batches=6,
             maintenance_batch=1_000,
             e2e=e2e,
-            e2e_rates=(200,),
+            e2e_rates=(200, 1_000),
             e2e_seconds=20,
             e2e_burst=20_000,
             e2e_rows=10_000,

@@ -136,12 +136,13 @@ def _maintenance(spark: SparkSession, cfg: Config) -> Table:
     )
     for label, (files, count_s, lookup_s) in (("before maintenance", before), ("after maintenance", after)):
         t.add(label, files["data_files"], files["delete_files"], files["snapshots"], secs(count_s), secs(lookup_s))
-    first = statistics.mean(x.seconds for x in per_batch[:5])
-    last = statistics.mean(x.seconds for x in per_batch[-5:])
+    half = max(1, min(5, n // 2))
+    first = statistics.mean(x.seconds for x in per_batch[:half])
+    last = statistics.mean(x.seconds for x in per_batch[-half:])
     t.notes.append(
         f"Maintenance: rewrite_data_files {maint_times[0]:.1f} s, rewrite_position_delete_files {maint_times[1]:.1f} s, "
         f"expire_snapshots {maint_times[2]:.1f} s. Table after maintenance: {verdict.summary()}. "
-        f"Time per batch: first 5 batches {first:.2f} s, last 5 {last:.2f} s, the batch after maintenance "
+        f"Time per batch: first {half} batches {first:.2f} s, last {half} {last:.2f} s, the batch after maintenance "
         f"{after_batch.seconds:.2f} s. Reads are medians of 3 runs."
     )
     spark.sql(f"DROP TABLE {table} PURGE")

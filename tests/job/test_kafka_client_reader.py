@@ -264,3 +264,53 @@ def test_a_recreated_topic_is_read_from_its_beginning_not_from_the_old_offsets(s
     assert table_state(spark, table) == expected
     _positions, new_ids = ClientCheckpoint(settings.checkpoint_location).positions()
     assert new_ids[topic] != ids[topic]
+
+
+def test_a_source_that_keeps_changing_is_applied_batch_by_batch_while_it_changes(spark, warehouse, tmp_path, broker):
+    """A batch is cut at the trigger interval. Reading "until nothing new arrives" never ends
+    while the source changes every few milliseconds (tansu reports no partition end between
+    records), and the whole stream would land in one late batch."""
+    import threading
+
+    from cdclake.batch import BatchProcessor
+    from cdclake.kafka_client import run_client_stream
+    from cdclake.settings import build_settings, parse_argv
+    from confluent_kafka import Producer
+
+    topic = "mdb.inventory.steady"
+    records = changes(Events(topic=topic, table="steady", next_pos=90_000_000), 2000, 150)
+    produce(broker, topic, records[:1])  # creates the topic
+    argv = job_args(tmp_path, warehouse, broker, "kc5", "--trigger_interval_seconds", "1")[2:]
+    argv[argv.index("--kafka_topic_pattern") + 1] = r"mdb\.inventory\.steady"
+    settings = build_settings(parse_argv(argv))
+    processor = BatchProcessor(spark, settings)
+    producing = threading.Event()
+    producing.set()
+
+    def trickle() -> None:  # ~200 changes/s for ~10 s
+        p = Producer({"bootstrap.servers": broker, "linger.ms": 5})
+        for i in range(1, len(records), 20):
+            for r in records[i : i + 20]:
+                key = json.loads(r["key"])["payload"]["id"]
+                p.produce(topic, key=r["key"], value=r["value"], partition=key % 2)
+            p.flush(10)
+            time.sleep(0.1)
+        producing.clear()
+
+    applied: list[tuple[int, bool]] = []  # (records, the source was still changing when the batch began)
+
+    def process(df, batch_id: int) -> None:
+        still = producing.is_set()
+        n = df.count()
+        processor.process(df, batch_id)
+        applied.append((n, still))
+
+    threading.Thread(target=trickle, daemon=True).start()
+    deadline = time.monotonic() + 300
+    run_client_stream(
+        spark, settings, process, lambda: sum(n for n, _ in applied) >= len(records) or time.monotonic() > deadline
+    )
+
+    assert sum(n for n, _ in applied) == len(records)
+    assert len([n for n, still in applied if still]) >= 2, applied
+    assert table_state(spark, "glue_catalog.kc5.inventory_steady") == model(records)

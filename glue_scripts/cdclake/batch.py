@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import reduce
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -101,18 +101,6 @@ class _TableState:
     pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
 
 
-def batch_timestamp(anchor: Column) -> Column:
-    """Now, as the same timestamp on every row of the batch, without a new compile per batch.
-
-    `current_timestamp()` becomes a timestamp literal, which Spark writes into its generated
-    code: every batch then compiles (and the JVM JIT-compiles again) its own copy of the
-    decode-and-merge classes. A string literal is passed to generated code by reference, and
-    tying it to a never-null column (`anchor`) keeps the optimizer from folding the cast back
-    into a literal. The cast costs microseconds per row."""
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%fZ")  # explicit zone: any session time zone
-    return F.when(anchor.isNotNull(), F.lit(now)).cast("timestamp")
-
-
 class BatchProcessor:
     """Applies micro-batches to the lake. Keeps a cache of table schemas across batches, so a
     steady stream makes no catalog call except the MERGE itself."""
@@ -121,6 +109,7 @@ class BatchProcessor:
         self.spark = spark
         self.settings = settings
         self._tables: dict[str, _TableState | None] = {}
+        self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
 
     # ------------------------------------------------------------------ catalog state
@@ -137,6 +126,15 @@ class BatchProcessor:
                 self._tables[ident] = None
         return self._tables[ident]
 
+    def _known_schema(self, schema_id: int, text: str | None) -> str | None:
+        """The value schema of a group: from this batch when it is new, else from an earlier one."""
+        if text is None:
+            return self._schemas.get(schema_id)
+        if len(self._schemas) >= 256:  # schemas change rarely; a full cache is simply refilled
+            self._schemas.clear()
+        self._schemas[schema_id] = text
+        return text
+
     def forget(self, ident: str | None = None) -> None:
         """Drop cached table state (after a failure, the catalog is the truth)."""
         if ident is None:
@@ -151,8 +149,12 @@ class BatchProcessor:
         classified = E.classify(raw)
         # What the batch reads more than once is cached, without the record's key and value text
         # and the payload (most of a record's bytes): only dead letters need those, and they are
-        # recomputed from `classified` when there are any.
-        cached = classified.drop(*_UNCACHED).persist(StorageLevel.MEMORY_AND_DISK)
+        # recomputed from `classified` when there are any. The value schema (~80% of a record)
+        # is cached only for schemas not seen in an earlier batch.
+        schema = F.col("_value_schema")
+        if self._schemas:
+            schema = F.when(~F.col("_schema_id").isin(sorted(self._schemas)), schema)
+        cached = classified.withColumn("_value_schema", schema).drop(*_UNCACHED).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             self._process(_Batch(classified, cached), batch_id, report)
         except Exception:
@@ -225,12 +227,13 @@ class BatchProcessor:
                 gk = (r["_src_db"], r["_src_table"], r["_schema_id"], r["_key_schema_id"])
                 g = groups.get(gk)
                 if g is None:
+                    value_schema = self._known_schema(r["_schema_id"], r["value_schema"])
                     groups[gk] = SchemaGroup(
                         db=r["_src_db"],
                         table=r["_src_table"],
                         schema_id=r["_schema_id"],
                         key_schema_id=r["_key_schema_id"],
-                        value_schema=r["value_schema"],
+                        value_schema=value_schema,
                         key_schema=r["key_schema"],
                         sample_key=r["sample_key"],
                         events=n,
@@ -377,7 +380,7 @@ class BatchProcessor:
                 truncate_before(self.spark, ident, truncate_seq)
                 changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
                 tr.truncated = True
-            changes = changes.withColumn("_cdc_ingested_at", batch_timestamp(F.col("_cdc_op")))
+            changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
             newest = latest_per_key(changes, keys)
             keep = None
             if any(r["ok"] and r["_unavail"] for r in counts):

@@ -23,6 +23,7 @@ from .connect_types import (
     key_columns,
     row_columns,
 )
+from .envelope import schema_json
 
 META_COLUMNS: list[tuple[str, T.DataType]] = [
     ("_cdc_op", T.StringType()),
@@ -57,13 +58,13 @@ class SchemaGroup:
         """Derive column specs and key names; on failure set `error` (the group is dead-lettered)."""
         try:
             if self.value_schema is not None:
-                self.columns = row_columns(json.loads(self.value_schema))
+                self.columns = row_columns(json.loads(schema_json(self.value_schema)))
             elif infer is not None:
                 self.columns = [inferred_column_spec(f.name, f.dataType) for f in infer(self)]
             else:
                 raise UnsupportedSchema("event has no schema and schema inference is unavailable")
             if self.key_schema is not None:
-                self.keys = key_columns(json.loads(self.key_schema))
+                self.keys = key_columns(json.loads(schema_json(self.key_schema)))
             elif self.sample_key is not None:
                 sample = json.loads(self.sample_key)
                 if not isinstance(sample, dict) or not sample:
@@ -81,7 +82,7 @@ class SchemaGroup:
 
 def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
     if group.key_schema is not None:
-        fields = json.loads(group.key_schema)["fields"]
+        fields = json.loads(schema_json(group.key_schema))["fields"]
         return [column_spec(f) for f in fields]
     by_name = {c.name.lower(): c for c in group.columns or []}
     return [by_name[k.lower()] for k in group.keys or []]

@@ -44,7 +44,7 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
             growth_batch=2_000,
             growth_batches_per_size=1,
             maintenance_rows=50_000,
-            maintenance_batches=6,
+            maintenance_batches=4,
             maintenance_batch=1_000,
             e2e=e2e,
             e2e_rates=(200, 1_000),

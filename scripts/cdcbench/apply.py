@@ -13,6 +13,7 @@ rotating order per batch so that a noisy neighbour hits all of them alike.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import statistics
 from collections.abc import Callable
@@ -63,6 +64,10 @@ class Method:
 KEYS = {"mor": MOR, "cow": COW, "baseline": BASE, "append": APPEND, "job-append": JOB_APPEND}
 
 
+def compare_name(rev: str) -> str:
+    return f"job at {rev} (--compare), merge-on-read"
+
+
 def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: DataFrame) -> list[Method]:
     w = cfg.work
     wanted = {KEYS[k] for k in cfg.methods}
@@ -80,6 +85,20 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
     if COW in wanted:
         table, cow = job("apply_cow", write_mode="copy-on-write")
         out.append(Method(COW, table, lambda raw, _d, b: cow.process(raw, b), True))
+    if cfg.compare_package and cfg.compare_rev:
+        # The other revision's own settings and processor, on a table created by this one.
+        other = importlib.import_module(f"{cfg.compare_package}.batch")
+        other_settings = importlib.import_module(f"{cfg.compare_package}.settings")
+        table, _ = job("apply_cmp", write_mode="merge-on-read")
+        settings = TB.job_settings(
+            w / "warehouse",
+            "apply_cmp",
+            w,
+            build=other_settings.build_settings,
+            shuffle_partitions=str(cfg.shuffle_partitions),
+        )
+        cmp = other.BatchProcessor(spark, settings)
+        out.append(Method(compare_name(cfg.compare_rev), table, lambda raw, _d, b: cmp.process(raw, b), True))
     if BASE in wanted:
         base_table = "glue_catalog.apply_base.customers"
         spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.apply_base")
@@ -135,8 +154,9 @@ def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
     TB.drop_batch(batch_dir / "warm")
     peak = rss.peak()
     largest = max(cfg.batch_sizes)
+    profiled = (MOR, BASE, compare_name(cfg.compare_rev or ""))
     return [_table(cfg, methods, n, peak) for n in cfg.batch_sizes] + [
-        _where(m, largest) for m in methods if m.name in (MOR, BASE)
+        _where(m, largest) for m in methods if m.name in profiled
     ]
 
 
@@ -194,8 +214,10 @@ def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
             "vs job-with-append",
             "vs baseline",
             "correct",
-        ],
+        ]
+        + ([f"vs {cfg.compare_rev}"] if cfg.compare_rev else []),
     )
+    other = compare_name(cfg.compare_rev or "")
     for m in methods:
         ts = m.times[n]
         v = m.verdicts.get(n)
@@ -210,6 +232,7 @@ def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
             ratio(med[JOB_APPEND], med[m.name]) if JOB_APPEND in med else "-",
             ratio(med[BASE], med[m.name]) if BASE in med else "-",
             v.summary() if v else "n/a (appends changes)",
+            *([ratio(med[other], med[m.name]) if other in med else "-"] if cfg.compare_rev else []),
         )
     runs = len(by[MOR].times[n])
     t.notes.append(

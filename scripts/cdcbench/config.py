@@ -29,6 +29,9 @@ class Config:
     e2e_rows: int
     shuffle_partitions: int = 8
     methods: tuple[str, ...] = ("mor", "cow", "baseline", "append", "job-append")
+    # --compare REV: that revision's cdclake, importable as `compare_package`, measured in section a
+    compare_rev: str | None = None
+    compare_package: str | None = None
 
 
 def make_config(quick: bool, work: Path, e2e: bool) -> Config:

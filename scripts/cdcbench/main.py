@@ -84,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         default="mor,cow,baseline,append,job-append",
         help="section a's methods (e.g. `mor` alone for a before/after comparison of the job)",
     )
+    ap.add_argument(
+        "--compare",
+        metavar="REV",
+        help="also measure the job at git revision REV in section a, in the same process on the same batches "
+        "(before/after of an optimisation: `--quick --sections a --methods mor --compare HEAD~1`)",
+    )
     args = ap.parse_args(argv)
     known = ("mor", "cow", "baseline", "append", "job-append")
     if unknown := set(args.methods.split(",")) - set(known):
@@ -99,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     cfg = replace(make_config(args.quick, args.work, e2e="c" in sections), methods=tuple(args.methods.split(",")))
+    if args.compare:
+        from .compare import CompareError, extract
+
+        try:
+            rev, package = extract(args.compare, args.work / "compare")
+        except CompareError as e:
+            ap.error(str(e))
+        cfg = replace(cfg, compare_rev=rev, compare_package=package)
     started = time.monotonic()
 
     os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")

@@ -11,6 +11,7 @@ properties; the bulk rows are appended to it.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,13 @@ MOR = {
 }
 
 
-def job_settings(warehouse: Path, namespace: str, work: Path, **overrides: str) -> Settings:
+def job_settings(
+    warehouse: Path,
+    namespace: str,
+    work: Path,
+    build: Callable[[dict[str, str]], Any] = build_settings,
+    **overrides: str,
+) -> Settings:
     args = {
         "source": "files",
         "files_path": str(work / "unused"),
@@ -44,7 +51,7 @@ def job_settings(warehouse: Path, namespace: str, work: Path, **overrides: str) 
         "dead_letter_path": str(work / "dead" / namespace),
     }
     args.update(overrides)
-    return build_settings(args)
+    return build(args)
 
 
 def raw_batch(spark: SparkSession, changes: list[G.Change], path: Path, template: G.Template) -> DataFrame:

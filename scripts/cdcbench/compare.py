@@ -1,0 +1,48 @@
+"""`--compare REV`: another revision of the job measured in the same process as this one.
+
+Separate runs of two revisions differ by more than most optimisations change (JIT warm-up,
+page cache, whatever else the machine does); side by side on the same batches, in rotating
+order, they do not. The revision's `glue_scripts/cdclake` is extracted with `git archive` and
+imported under another package name (its modules import each other relatively)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class CompareError(RuntimeError):
+    pass
+
+
+def extract(rev: str, dest: Path, repo: Path = ROOT) -> tuple[str, str]:
+    """Extract `rev`'s cdclake package into `dest` as `cdclake_<short sha>`, put `dest` on
+    sys.path, and return (short sha, package name)."""
+    found = subprocess.run(
+        ["git", "rev-parse", "--short", f"{rev}^{{commit}}"], cwd=repo, capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        raise CompareError(f"--compare {rev}: not a revision of {repo} ({found.stderr.strip()})")
+    short = found.stdout.strip()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", short, "glue_scripts/cdclake"], cwd=repo, capture_output=True
+    )
+    if archive.returncode != 0:
+        raise CompareError(f"--compare {rev}: revision {short} has no glue_scripts/cdclake")
+    package = f"cdclake_{short}"
+    shutil.rmtree(dest / package, ignore_errors=True)
+    staging = dest / "staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(staging, filter="data")
+    (staging / "glue_scripts" / "cdclake").rename(dest / package)
+    shutil.rmtree(staging)
+    if str(dest) not in sys.path:
+        sys.path.insert(0, str(dest))
+    return short, package

@@ -70,6 +70,6 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
         e2e=e2e,
         e2e_rates=(200, 1_000),
         e2e_seconds=60,
-        e2e_burst=200_000,
+        e2e_burst=50_000,
         e2e_rows=100_000,
     )

@@ -18,6 +18,7 @@ class Config:
     growth_sizes: tuple[int, ...]
     growth_batch: int
     growth_batches_per_size: int
+    growth_warmup: bool  # one unmeasured batch per size first (its file layout is what steady state sees)
     maintenance_rows: int
     maintenance_batches: int
     maintenance_batch: int
@@ -40,14 +41,15 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
         return Config(
             quick=True,
             work=work,
-            table_rows=50_000,
+            table_rows=20_000,
             batch_sizes=(10_000,),
             batches_per_size=1,
-            growth_sizes=(50_000, 100_000),
+            growth_sizes=(20_000, 40_000),
             growth_batch=2_000,
             growth_batches_per_size=1,
-            maintenance_rows=50_000,
-            maintenance_batches=4,
+            growth_warmup=False,
+            maintenance_rows=20_000,
+            maintenance_batches=3,
             maintenance_batch=1_000,
             e2e=e2e,
             e2e_rates=(200, 1_000),
@@ -64,6 +66,7 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
         growth_sizes=(1_000_000, 2_000_000, 5_000_000, 10_000_000),
         growth_batch=10_000,
         growth_batches_per_size=3,
+        growth_warmup=True,
         maintenance_rows=1_000_000,
         maintenance_batches=50,
         maintenance_batch=10_000,

@@ -61,7 +61,9 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     ap.add_argument(
-        "--quick", action="store_true", help="small sizes, about 2 minutes for sections a and b on an idle 2-core machine (end to end only if asked)"
+        "--quick",
+        action="store_true",
+        help="small sizes, about 2 minutes for sections a and b on an idle 2-core machine (end to end only if asked)",
     )
     ap.add_argument(
         "--sections",

@@ -49,7 +49,7 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
             growth_batches_per_size=1,
             growth_warmup=False,
             maintenance_rows=20_000,
-            maintenance_batches=3,
+            maintenance_batches=2,
             maintenance_batch=1_000,
             e2e=e2e,
             e2e_rates=(200, 1_000),

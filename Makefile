@@ -44,5 +44,5 @@ stack-status:
 	@scripts/local-stack status
 
 .PHONY: bench
-bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: ~2 min, BENCH_ARGS="--sections a --compare REV"
+bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: <2 min, BENCH_ARGS="--sections a --compare REV"
 	@scripts/bench $(if $(QUICK),--quick,) $(BENCH_ARGS)

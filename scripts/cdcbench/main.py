@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="small sizes, about 2 minutes for sections a and b on an idle 2-core machine (end to end only if asked)",
+        help="small sizes, under 2 minutes for sections a and b on an idle 2-core machine (end to end only if asked)",
     )
     ap.add_argument(
         "--sections",

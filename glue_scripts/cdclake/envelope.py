@@ -112,11 +112,10 @@ def schema_json(value_schema: str | None) -> str | None:
     return value_schema[len(_COMPACT_PREFIX) :]
 
 
-def _split_compact(text: Column) -> tuple[Column, Column, Column]:
+def _split_compact(text: Column, parts: Column) -> tuple[Column, Column, Column]:
     """(is_compact, `{"schema":<schema>`, payload_json) of a compact JsonConverter message, from
-    `parts = split(text, ',"payload":', 2)` projected once. A cut that is not really the
+    `parts`, its `split(text, ',"payload":', 2)` projected once. A cut that is not really the
     envelope's shows up as a payload that does not parse; the caller then takes the full parse."""
-    parts = F.col("_vparts")
     compact = F.coalesce(
         text.startswith(_COMPACT_PREFIX) & (F.size(parts) == 2) & text.endswith("}"),
         F.lit(False),
@@ -132,7 +131,7 @@ def classify(raw: DataFrame) -> DataFrame:
     # Values: the cut of a compact envelope and one parse of its payload; only records that are
     # not compact JsonConverter output (or whose cut payload does not parse) take the full parse.
     df = raw.select(*RAW_COLUMNS, F.split(F.col("value"), _COMPACT_SEP, 2).alias("_vparts"))
-    compact, c_schema, c_payload = _split_compact(F.col("value"))
+    compact, c_schema, c_payload = _split_compact(F.col("value"), F.col("_vparts"))
     df = df.select(*RAW_COLUMNS, compact.alias("_vc"), c_schema.alias("_vcs"), c_payload.alias("_vcp"))
     df = df.withColumn("_vcp_p", F.when(F.col("_vc"), F.from_json(F.col("_vcp"), _PAYLOAD, _PERMISSIVE)))
     fast = F.col("_vc") & F.col("_vcp_p").isNotNull() & F.col("_vcp_p")[_CORRUPT].isNull()

@@ -27,7 +27,11 @@ def create_table(
     keys: list[str],
     write_mode: str,
 ) -> None:
-    """Create an Iceberg v2 table: key columns NOT NULL and declared as identifier fields."""
+    """Create an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
+
+    The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue 5.0) a
+    merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId 1 as an
+    identifier field: field does not exist"), and the MERGE names its key columns itself."""
     key_lower = {k.lower() for k in keys}
     defs = [
         f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}"
@@ -47,7 +51,6 @@ def create_table(
     }
     tblprops = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
-    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
 
 
 def merge_sql(

@@ -35,11 +35,14 @@ def catalog_conf(s: Settings) -> dict[str, str]:
 
 
 def local_jars() -> list[str]:
-    """Iceberg runtime + relocated Jackson prepared by scripts/setup-local."""
-    root = Path(os.environ.get("CDC_JARS_DIR", Path(__file__).resolve().parents[2] / ".local" / "jars"))
-    jars = sorted(glob.glob(str(root / "*.jar")))
+    """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
+    Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
+    jars (.local/jars/glue-extra: the MSK IAM client)."""
+    default = Path(__file__).resolve().parents[2] / ".local" / "jars"
+    root = Path(os.environ.get("CDC_JARS_DIR", default))
+    jars = sorted(glob.glob(str(root / "spark" / "*.jar"))) + sorted(glob.glob(str(root / "glue-extra" / "*.jar")))
     if not any("iceberg-spark-runtime" in j for j in jars):
-        raise RuntimeError(f"no iceberg-spark-runtime jar in {root}: run `make setup` (scripts/setup-local) first")
+        raise RuntimeError(f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first")
     return jars
 
 

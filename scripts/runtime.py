@@ -1,0 +1,157 @@
+"""The runtime manifest (pom.xml): its pinned versions, and its profiles resolved with Maven into .local/.
+
+    python3 scripts/runtime.py resolve [PROFILE ...]   # resolve (all profiles by default); idempotent
+    python3 scripts/runtime.py versions                # the pinned versions, as JSON
+    python3 scripts/runtime.py jars PROFILE            # the resolved jars of one profile, one per line
+
+Standard library only: scripts/setup-local runs it before the virtualenv exists.
+
+Maven runs with a strict checksum policy (-C): a jar whose SHA-1 differs from the registry's is refused.
+After a resolution the folder's SHA-256 sums are recorded with the pom's hash; a later run re-checks
+them and calls Maven again only when the pom changed or a file is missing or altered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+POM = ROOT / "pom.xml"
+_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+CENTRAL = "https://repo.maven.apache.org/maven2"
+
+
+def local_dir() -> Path:
+    return Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")).resolve()
+
+
+# profile -> folder under .local it resolves into
+PROFILE_DIRS: dict[str, str] = {
+    "spark": "jars/spark",
+    "glue-extra-jars": "jars/glue-extra",
+    "kafka": "kafka/libs",
+    "debezium-mysql": "connect/plugins/debezium-connector-mysql",
+    "debezium-postgres": "connect/plugins/debezium-connector-postgres",
+}
+
+
+def versions(pom: Path = POM) -> dict[str, str]:
+    """The <properties> of the manifest whose name ends in .version (e.g. iceberg.version -> iceberg)."""
+    props = ET.parse(pom).getroot().find("m:properties", _NS)
+    out: dict[str, str] = {}
+    for el in props if props is not None else []:
+        tag = el.tag.split("}", 1)[-1]
+        if tag.endswith(".version") and el.text:
+            out[tag.removesuffix(".version")] = el.text.strip()
+    return out
+
+
+def profiles(pom: Path = POM) -> list[str]:
+    root = ET.parse(pom).getroot()
+    return [p.findtext("m:id", namespaces=_NS) or "" for p in root.findall("m:profiles/m:profile", _NS)]
+
+
+def profile_dir(profile: str) -> Path:
+    if profile not in PROFILE_DIRS:
+        raise SystemExit(f"runtime: unknown profile {profile!r}; the manifest's profiles are {sorted(PROFILE_DIRS)}")
+    return local_dir() / PROFILE_DIRS[profile]
+
+
+def jars(profile: str) -> list[Path]:
+    return sorted(profile_dir(profile).glob("*.jar"))
+
+
+def _sums(folder: Path) -> str:
+    lines = []
+    for jar in sorted(folder.glob("*.jar")):
+        lines.append(f"{hashlib.sha256(jar.read_bytes()).hexdigest()}  {jar.name}")
+    return "\n".join(lines) + "\n"
+
+
+def _stamp(profile: str) -> str:
+    return hashlib.sha256(POM.read_bytes() + profile.encode()).hexdigest()
+
+
+def is_current(profile: str) -> bool:
+    """True when the folder holds exactly what the current pom resolved to, unaltered."""
+    folder = profile_dir(profile)
+    stamp, sums = folder / ".pom.sha256", folder / "SHA256SUMS"
+    if not (stamp.is_file() and sums.is_file()) or stamp.read_text().strip() != _stamp(profile):
+        return False
+    return sums.read_text() == _sums(folder)
+
+
+def _maven_error(out: str) -> str:
+    """One actionable line out of Maven's output."""
+    text = out.lower()
+    if any(s in text for s in ("unknownhost", "could not transfer", "connect timed out", "connection refused",
+                               "network is unreachable", "no route to host")):
+        return (f"Maven could not download from {CENTRAL} (registry unreachable?). Check the network or a proxy "
+                "(MAVEN_OPTS='-Dhttps.proxyHost=... -Dhttps.proxyPort=...'), then run `make setup` again.")
+    if "checksum" in text:
+        return "Maven refused a jar whose checksum differs from the registry's; delete .local/m2 and run `make setup` again."
+    for line in out.splitlines():
+        if "[ERROR]" in line and line.strip() != "[ERROR]":
+            return line.replace("[ERROR]", "").strip()
+    return "Maven failed (output above)"
+
+
+def resolve(profile: str, quiet: bool = False) -> Path:
+    folder = profile_dir(profile)
+    if is_current(profile):
+        return folder
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise SystemExit("runtime: `mvn` not found; scripts/setup-local installs Debian's maven package")
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    repo = local_dir() / "m2"
+    cmd = [
+        mvn, "-B", "-q", "-C", "-f", str(POM), f"-Dmaven.repo.local={repo}", "-P", profile,
+        "dependency:copy-dependencies", f"-DoutputDirectory={tmp}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    if not quiet:
+        print(f"[setup] resolving {profile} from Maven Central into {folder.relative_to(local_dir().parent)}", flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
+        raise SystemExit(f"runtime: resolving profile {profile} failed: {_maven_error(proc.stdout + proc.stderr)}")
+    if not any(tmp.glob("*.jar")):
+        raise SystemExit(f"runtime: profile {profile} resolved to no jar")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(folder)
+    (folder / "SHA256SUMS").write_text(_sums(folder))
+    (folder / ".pom.sha256").write_text(_stamp(profile) + "\n")
+    return folder
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "resolve":
+        for p in rest or profiles():
+            resolve(p)
+        return 0
+    if cmd == "versions":
+        print(json.dumps(versions(), indent=2))
+        return 0
+    if cmd == "jars" and len(rest) == 1:
+        for j in jars(rest[0]):
+            print(j)
+        return 0
+    print(f"runtime: unknown command {' '.join(argv)!r} (resolve [PROFILE...] | versions | jars PROFILE)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -4,6 +4,7 @@
     python3 scripts/runtime.py versions                # the pinned versions, as JSON
     python3 scripts/runtime.py jars PROFILE            # the resolved jars of one profile, one per line
 
+CDC_MAVEN_SETTINGS: a Maven settings.xml to use (a mirror of Maven Central, a proxy).
 Standard library only: scripts/setup-local runs it before the virtualenv exists.
 
 Maven runs with a strict checksum policy (-C): a jar whose SHA-1 differs from the registry's is refused.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +53,15 @@ def versions(pom: Path = POM) -> dict[str, str]:
         if tag.endswith(".version") and el.text:
             out[tag.removesuffix(".version")] = el.text.strip()
     return out
+
+
+def dependency_plugin(pom: Path = POM) -> str:
+    """The maven-dependency-plugin version pinned in the manifest's <build> (called by its full name so
+    that an unreachable registry shows as a download failure, not as an unknown plugin prefix)."""
+    for plugin in ET.parse(pom).getroot().findall("m:build/m:plugins/m:plugin", _NS):
+        if plugin.findtext("m:artifactId", namespaces=_NS) == "maven-dependency-plugin":
+            return plugin.findtext("m:version", namespaces=_NS) or ""
+    raise SystemExit("runtime: pom.xml pins no maven-dependency-plugin in <build>")
 
 
 def profiles(pom: Path = POM) -> list[str]:
@@ -90,11 +101,24 @@ def is_current(profile: str) -> bool:
 
 def _maven_error(out: str) -> str:
     """One actionable line out of Maven's output."""
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
     text = out.lower()
-    if any(s in text for s in ("unknownhost", "could not transfer", "connect timed out", "connection refused",
-                               "network is unreachable", "no route to host")):
-        return (f"Maven could not download from {CENTRAL} (registry unreachable?). Check the network or a proxy "
-                "(MAVEN_OPTS='-Dhttps.proxyHost=... -Dhttps.proxyPort=...'), then run `make setup` again.")
+    if any(
+        s in text
+        for s in (
+            "unknownhost",
+            "could not transfer",
+            "connect timed out",
+            "connection refused",
+            "network is unreachable",
+            "no route to host",
+            "plugin could not be resolved",
+        )
+    ):
+        return (
+            f"Maven could not download from {CENTRAL} (registry unreachable?). Check the network or a proxy "
+            "(MAVEN_OPTS='-Dhttps.proxyHost=... -Dhttps.proxyPort=...'), then run `make setup` again."
+        )
     if "checksum" in text:
         return "Maven refused a jar whose checksum differs from the registry's; delete .local/m2 and run `make setup` again."
     for line in out.splitlines():
@@ -115,10 +139,14 @@ def resolve(profile: str, quiet: bool = False) -> Path:
     repo = local_dir() / "m2"
     cmd = [
         mvn, "-B", "-q", "-C", "-f", str(POM), f"-Dmaven.repo.local={repo}", "-P", profile,
-        "dependency:copy-dependencies", f"-DoutputDirectory={tmp}", "-DincludeScope=runtime",
+        f"org.apache.maven.plugins:maven-dependency-plugin:{dependency_plugin()}:copy-dependencies", f"-DoutputDirectory={tmp}", "-DincludeScope=runtime",
     ]  # fmt: skip
+    if settings := os.environ.get("CDC_MAVEN_SETTINGS"):  # e.g. a settings.xml naming a company mirror
+        cmd[1:1] = ["-s", settings]
     if not quiet:
-        print(f"[setup] resolving {profile} from Maven Central into {folder.relative_to(local_dir().parent)}", flush=True)
+        print(
+            f"[setup] resolving {profile} from Maven Central into {folder.relative_to(local_dir().parent)}", flush=True
+        )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
@@ -149,7 +177,9 @@ def main(argv: list[str]) -> int:
         for j in jars(rest[0]):
             print(j)
         return 0
-    print(f"runtime: unknown command {' '.join(argv)!r} (resolve [PROFILE...] | versions | jars PROFILE)", file=sys.stderr)
+    print(
+        f"runtime: unknown command {' '.join(argv)!r} (resolve [PROFILE...] | versions | jars PROFILE)", file=sys.stderr
+    )
     return 2
 
 

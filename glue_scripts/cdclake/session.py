@@ -42,7 +42,9 @@ def local_jars() -> list[str]:
     root = Path(os.environ.get("CDC_JARS_DIR", default))
     jars = sorted(glob.glob(str(root / "spark" / "*.jar"))) + sorted(glob.glob(str(root / "glue-extra" / "*.jar")))
     if not any("iceberg-spark-runtime" in j for j in jars):
-        raise RuntimeError(f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first")
+        raise RuntimeError(
+            f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first"
+        )
     return jars
 
 

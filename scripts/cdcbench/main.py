@@ -27,7 +27,13 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
     import pyspark
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
-    jars = sorted(p.name for p in (ROOT / ".local" / "jars").glob("iceberg-spark-runtime*.jar"))
+    from runtime import versions  # scripts/runtime.py: the pins of pom.xml
+
+    pins = versions()
+    jvm = (
+        f"Iceberg {pins['iceberg']}, spark-sql-kafka {pins['spark-sql-kafka']}, "
+        f"Apache Kafka {pins['kafka']} (broker and Connect), Debezium {pins['debezium']} (pom.xml)"
+    )
     cpu = next(
         (
             line.split(":", 1)[1].strip()
@@ -50,7 +56,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
     t.add("load average at start", " ".join(f"{x:.1f}" for x in os.getloadavg()))
     t.add(
         "versions",
-        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, {java[0] if java else 'java ?'}, {', '.join(jars)}",
+        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, {java[0] if java else 'java ?'}, {jvm}",
     )
     t.add("Spark", ", ".join(f"{k}={v}" for k, v in spark_conf.items()))
     t.add("git commit", rev)

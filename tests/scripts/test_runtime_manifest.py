@@ -1,0 +1,102 @@
+"""The runtime manifest (pom.xml) and its resolution with Maven (scripts/runtime.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import runtime  # noqa: E402
+
+
+def test_manifest_pins_glue_5_versions_of_spark_and_iceberg() -> None:
+    pins = runtime.versions()
+    assert pins["spark"] == "3.5.4"
+    assert pins["iceberg"] == "1.7.1"
+    assert pins["spark-sql-kafka"].startswith("3.5.")
+    assert pins["kafka"].startswith("3.7.")  # the Kafka Connect line MSK Connect runs
+
+
+def test_pyspark_pin_in_requirements_matches_the_manifest() -> None:
+    req = (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert f"pyspark=={runtime.versions()['spark']}" in req
+
+
+def test_every_profile_of_the_manifest_has_a_folder_and_is_resolved_by_setup() -> None:
+    assert set(runtime.profiles()) == set(runtime.PROFILE_DIRS)
+    for profile in runtime.profiles():
+        assert runtime.is_current(profile), f"{profile}: run make setup"
+        assert runtime.jars(profile)
+
+
+def test_resolved_jars_carry_the_pinned_versions() -> None:
+    pins = runtime.versions()
+    names = {j.name for p in runtime.profiles() for j in runtime.jars(p)}
+    assert f"iceberg-spark-runtime-3.5_2.12-{pins['iceberg']}.jar" in names
+    assert f"iceberg-aws-bundle-{pins['iceberg']}.jar" in names
+    assert f"spark-sql-kafka-0-10_2.12-{pins['spark-sql-kafka']}.jar" in names
+    assert f"aws-msk-iam-auth-{pins['aws-msk-iam-auth']}-all.jar" in names
+    assert f"kafka_2.13-{pins['kafka']}.jar" in names
+    assert f"connect-runtime-{pins['kafka']}.jar" in names
+    assert f"debezium-connector-mysql-{pins['debezium']}.jar" in names
+    assert f"debezium-connector-postgres-{pins['debezium']}.jar" in names
+
+
+def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:
+    # A plugin carrying its own kafka-clients/connect-api would shadow the worker's classes.
+    for profile in ("debezium-mysql", "debezium-postgres"):
+        names = [j.name for j in runtime.jars(profile)]
+        assert not [n for n in names if n.startswith(("kafka-clients", "connect-api", "slf4j"))], names
+
+
+@pytest.fixture
+def copied_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A private .local holding a copy of the small glue-extra-jars folder as setup left it."""
+    profile = "glue-extra-jars"
+    src = runtime.profile_dir(profile)
+    monkeypatch.setenv("CDC_LOCAL_DIR", str(tmp_path / ".local"))
+    shutil.copytree(src, runtime.profile_dir(profile))
+    assert runtime.is_current(profile)
+    return profile
+
+
+def test_an_altered_jar_makes_the_resolution_stale(copied_profile: str) -> None:
+    jar = runtime.jars(copied_profile)[0]
+    jar.write_bytes(jar.read_bytes() + b"\0")
+    assert not runtime.is_current(copied_profile)
+
+
+def test_a_missing_jar_makes_the_resolution_stale(copied_profile: str) -> None:
+    runtime.jars(copied_profile)[0].unlink()
+    assert not runtime.is_current(copied_profile)
+
+
+def test_unreachable_registry_gives_one_actionable_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A mirror on a closed loopback port and an empty local repository: Maven must download and cannot.
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        "<settings><mirrors><mirror><id>closed</id><mirrorOf>*</mirrorOf>"
+        "<url>http://127.0.0.1:9/maven2</url></mirror></mirrors></settings>"
+    )
+    monkeypatch.setenv("CDC_LOCAL_DIR", str(tmp_path / ".local"))
+    monkeypatch.setenv("CDC_MAVEN_SETTINGS", str(settings))
+    with pytest.raises(SystemExit) as exc:
+        runtime.resolve("glue-extra-jars", quiet=True)
+    message = str(exc.value)
+    assert "could not download" in message and "make setup" in message, message
+    assert not runtime.profile_dir("glue-extra-jars").exists()  # nothing half-written
+
+
+def test_cli_rejects_an_unknown_command_with_exit_2() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "runtime.py"), "resolv"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "unknown command" in proc.stderr

@@ -28,7 +28,7 @@ from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
 from .evolution import BACKFILL_PREFIX, Columns, SchemaPlan, apply_plan, backfill_defaults, default_sql, plan_schema
-from .merge import create_table, merge_changes, truncate_before
+from .merge import create_table, drop_identifier_fields, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
 from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
@@ -120,6 +120,7 @@ class BatchProcessor:
                 cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
                 props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
                 keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
+                drop_identifier_fields(self.spark, ident, keys)
                 pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
                 self._tables[ident] = _TableState(cols, keys, pending)
             else:

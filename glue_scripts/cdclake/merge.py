@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -9,6 +11,8 @@ from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import META_COLUMNS
 from .evolution import quote
 from .ordering import newer_than
+
+log = logging.getLogger(__name__)
 
 # A MERGE that loses to a concurrent compaction ("missing data files") is planned again from the new
 # snapshot; patiently, because giving up fails the batch and with it the streaming job.
@@ -51,6 +55,24 @@ def create_table(
     }
     tblprops = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
+
+
+def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> bool:
+    """Remove the key's identifier-field declaration from a table that has one (tables written by
+    earlier releases): Iceberg 1.7.1's merge-on-read MERGE fails on such a table. Metadata only;
+    False when the table had none."""
+    if not keys:
+        return False
+    try:
+        spark.sql(f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
+    except Exception as e:  # noqa: BLE001 - Iceberg raises IllegalArgumentException for "not an identifier field"
+        if "identifier field" not in str(e).lower():
+            raise
+        return False
+    log.warning(
+        "table %s: dropped its identifier fields %s (Iceberg 1.7.1 cannot MERGE merge-on-read into them)", table, keys
+    )
+    return True
 
 
 def merge_sql(

@@ -289,3 +289,32 @@ def test_postgres_changes_are_ordered_by_lsn(lake):
     assert [r["first_name"] for r in rows] == ["newest"]
     # decimal.handling.mode=string in this capture: the schema has no precision, so it stays text
     assert rows[0]["balance"] == "1.00"
+
+
+def test_table_with_identifier_fields_from_an_earlier_release_takes_merges_again(lake):
+    ev = Events()
+    ev.record("r", {"id": 1}, customer(1, "Sally"))
+    ev.record("r", {"id": 2}, customer(2, "George"))
+    lake.apply(ev.take())
+    # Earlier releases declared the key as identifier fields; Iceberg 1.7.1 then fails every
+    # merge-on-read MERGE into the table ("Cannot add fieldId ... as an identifier field").
+    lake.spark.sql(f"ALTER TABLE {lake.table()} SET IDENTIFIER FIELDS id")
+    restarted = type(lake.processor)(lake.spark, lake.settings)  # a new job run loads the table afresh
+    lake.processor = restarted
+    ev.record("u", {"id": 1}, customer(1, "Sally", balance="5.00"), customer(1, "Sally"))
+    ev.record("d", {"id": 2}, before=customer(2, "George"))
+    lake.apply(ev.take())
+    assert lake.ids() == [1]
+    assert str(lake.by_id()[1]["balance"]) == "5.00"
+
+
+def test_new_tables_name_their_key_in_a_property_not_as_identifier_fields(lake):
+    ev = Events()
+    ev.record("r", {"id": 1}, customer(1, "Sally"))
+    lake.apply(ev.take())
+    props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert props["cdc.primary-key"] == "id"
+    # DROP on a table without identifier fields is refused: there are none to drop.
+    from cdclake.merge import drop_identifier_fields
+
+    assert drop_identifier_fields(lake.spark, lake.table(), ["id"]) is False

@@ -7,6 +7,8 @@ the range cfn-lint leaves to custom rules.
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any, ClassVar
 
 from cfnlint.rules import CloudFormationLintRule, RuleMatch
@@ -209,4 +211,85 @@ class DbParameterGroupFamily(CloudFormationLintRule):
         return matches
 
 
-__all__ = ["DbParameterGroupFamily", "GlueJobCommand", "GlueJobVersion", "GlueStreamingTimeout"]
+POM = Path(__file__).resolve().parents[2] / "pom.xml"
+_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+EXTRA_JARS_PROFILE = "glue-extra-jars"
+
+
+def manifest_jar_names(pom: Path = POM, profile: str = EXTRA_JARS_PROFILE) -> list[str]:
+    """File names (artifactId-version[-classifier].jar) of the direct dependencies of one pom.xml profile,
+    ${property} versions filled from <properties>."""
+    root = ET.parse(pom).getroot()
+    props = {el.tag.split("}", 1)[-1]: (el.text or "").strip() for el in root.find("m:properties", _NS) or []}
+    names = []
+    for prof in root.findall("m:profiles/m:profile", _NS):
+        if prof.findtext("m:id", namespaces=_NS) != profile:
+            continue
+        for dep in prof.findall("m:dependencies/m:dependency", _NS):
+            version = re.sub(r"\$\{([^}]+)\}", lambda m: props[m.group(1)], dep.findtext("m:version", "", _NS))
+            classifier = dep.findtext("m:classifier", "", _NS)
+            artifact = dep.findtext("m:artifactId", "", _NS)
+            names.append(f"{artifact}-{version}{'-' + classifier if classifier else ''}.jar")
+    return names
+
+
+def _uses_msk_iam(args: dict[str, Any]) -> bool:
+    """A job reading Kafka with MSK IAM: --source kafka (the default) and --kafka_auth iam (the default)."""
+    if "--kafka_bootstrap_servers" not in args:
+        return False
+    return str(args.get("--source", "kafka")) == "kafka" and str(args.get("--kafka_auth", "iam")) == "iam"
+
+
+class GlueExtraJarsMatchManifest(CloudFormationLintRule):
+    id = "E9005"
+    shortdesc = "A Glue job reading MSK with IAM ships exactly the manifest's extra jars"
+    description = (
+        "--extra-jars of a job with --kafka_auth iam must name, through parameters whose AllowedPattern "
+        "pins the file name, exactly the jars of pom.xml's glue-extra-jars profile (the MSK IAM client)"
+    )
+    source_url = "https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-glue-arguments.html"
+    tags: ClassVar[list[str]] = ["resources", "glue"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        wanted = manifest_jar_names()
+        params = cfn.template.get("Parameters", {})
+        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
+            args = (res.get("Properties") or {}).get("DefaultArguments") or {}
+            if not isinstance(args, dict) or not _uses_msk_iam(args):
+                continue
+            path = ["Resources", name, "Properties", "DefaultArguments"]
+            value = args.get("--extra-jars")
+            text = value.get("Fn::Sub") if isinstance(value, dict) else value
+            if not isinstance(text, str):
+                matches.append(
+                    RuleMatch(path, f"{name}: reads MSK with IAM but has no --extra-jars ({', '.join(wanted)})")
+                )
+                continue
+            patterns = []
+            for uri in text.split(","):
+                refs = [r for r in re.findall(r"\$\{([^}!.]+)\}", uri) if r in params]
+                pattern = params[refs[-1]].get("AllowedPattern") if refs else None
+                patterns.append(pattern)
+            shipped = [
+                next((j for j in wanted if p and re.fullmatch(p, f"glue-jars/0123456789ab/{j}")), None)
+                for p in patterns
+            ]
+            if None in shipped or sorted(shipped) != sorted(wanted):  # type: ignore[type-var]
+                matches.append(
+                    RuleMatch(
+                        [*path, "--extra-jars"],
+                        f"{name}: --extra-jars must name exactly {', '.join(wanted)} (pom.xml profile "
+                        f"{EXTRA_JARS_PROFILE}), each through a key parameter whose AllowedPattern pins that file",
+                    )
+                )
+        return matches
+
+
+__all__ = [
+    "DbParameterGroupFamily",
+    "GlueExtraJarsMatchManifest",
+    "GlueJobCommand",
+    "GlueJobVersion",
+    "GlueStreamingTimeout",
+]

@@ -10,7 +10,8 @@ from pyspark.sql import types as T
 from .envelope import RAW_COLUMNS
 from .settings import Settings
 
-# MSK IAM auth (the aws-msk-iam-auth classes ship with Glue).
+# MSK IAM auth. The classes come from aws-msk-iam-auth, which the Glue job gets with --extra-jars
+# (pom.xml profile glue-extra-jars; locally .local/jars/glue-extra, on the class path of local_session).
 MSK_IAM_OPTIONS = {
     "kafka.security.protocol": "SASL_SSL",
     "kafka.sasl.mechanism": "AWS_MSK_IAM",

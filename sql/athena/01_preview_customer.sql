@@ -1,4 +1,4 @@
 -- Preview of the customer table as the CDC job keeps it (latest state of every source row).
 SELECT *
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer"
 LIMIT 50;

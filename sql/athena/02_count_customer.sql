@@ -1,3 +1,3 @@
 -- Row count of the customer table; after the seed snapshot it matches SELECT COUNT(*) in MySQL (30).
 SELECT COUNT(*) AS customer_rows
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer";
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer";

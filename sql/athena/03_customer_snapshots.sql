@@ -6,6 +6,6 @@ SELECT committed_at,
        summary['added-records']   AS added_records,
        summary['deleted-records'] AS deleted_records,
        summary['total-records']   AS total_records
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer$snapshots"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer$snapshots"
 ORDER BY committed_at DESC
 LIMIT 100;

@@ -3,6 +3,6 @@ SELECT made_current_at,
        snapshot_id,
        parent_id,
        is_current_ancestor
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer$history"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer$history"
 ORDER BY made_current_at DESC
 LIMIT 100;

@@ -1,7 +1,7 @@
 -- Time travel: the customer table as it was 15 minutes ago next to now (row counts).
 SELECT 'now' AS as_of, COUNT(*) AS customer_rows
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer"
 UNION ALL
 SELECT '15 minutes ago', COUNT(*)
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer"
 FOR TIMESTAMP AS OF (current_timestamp - interval '15' minute);

@@ -3,6 +3,6 @@ SELECT content,
        COUNT(*)                          AS files,
        SUM(record_count)                 AS records,
        ROUND(SUM(file_size_in_bytes) / 1048576.0, 2) AS size_mib
-FROM "${GlueDatabaseName}"."${SourceDatabase}_customer$files"
+FROM "${GlueDatabaseName}"."${SourceTablePrefix}_customer$files"
 GROUP BY content
 ORDER BY content;

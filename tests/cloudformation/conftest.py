@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT / "scripts", ROOT / "glue_scripts"):
+for extra in (ROOT / "scripts", ROOT / "glue_scripts", ROOT / "cloudformation" / "lint_rules"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 

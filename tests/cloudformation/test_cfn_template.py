@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdclake.settings import ARGS
-from cfn_helpers import resources_of, walk
+from cfn_helpers import resolve_variant, resources_of, walk
 
 # Glue's own job parameters (hyphenated or Glue-reserved); everything else must be a job argument.
 GLUE_SPECIAL_ARGS = {
@@ -18,11 +18,12 @@ GLUE_SPECIAL_ARGS = {
     "--extra-py-files",
     "--datalake-formats",
     "--enable-metrics",
-    "--enable-continuous-cloudwatch-log",
-    "--continuous-log-logGroup",
-    "--enable-glue-datacatalog",
+    "--custom-logGroup-prefix",
+    "--extra-jars",
     "--TempDir",
 }
+# Glue 4.0 logging arguments that Glue 5.0 ignores, and the session-catalog flag the jobs do not need.
+NOT_FOR_GLUE_5 = {"--enable-continuous-cloudwatch-log", "--continuous-log-logGroup", "--enable-glue-datacatalog"}
 SEVEN_DAYS_MINUTES = 7 * 24 * 60
 
 
@@ -250,13 +251,79 @@ def test_job_gets_iceberg_metrics_logs_and_the_cdclake_package(template: dict[st
     args = job(template)["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     assert args["--enable-metrics"] == "true"
-    assert args["--enable-continuous-cloudwatch-log"] == "true"
     assert args["--extra-py-files"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${CdclakeZipKey}"}
     assert args["--checkpoint_location"] == {"Fn::Sub": "s3://${LakeBucket}/checkpoints/cdc-iceberg/"}
     assert args["--dead_letter_path"] == {"Fn::Sub": "s3://${LakeBucket}/dead-letters/cdc-iceberg/"}
     assert args["--warehouse"] == {"Fn::Sub": "s3://${LakeBucket}/warehouse"}
     assert (args["--source"], args["--catalog_type"], args["--catalog_name"]) == ("kafka", "glue", "glue_catalog")
     assert args["--namespace"] == {"Ref": "GlueDatabase"}
+
+
+def glue_jobs(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: r["Properties"] for name, r in resources_of(template, "AWS::Glue::Job").items()}
+
+
+def test_each_glue_job_logs_into_the_stacks_encrypted_expiring_output_and_error_groups(
+    template: dict[str, Any],
+) -> None:
+    """Glue 5.0 writes to <--custom-logGroup-prefix>/output and /error; both must be stack log groups
+    (KMS key, retention), or Glue creates them unencrypted and kept forever."""
+    groups = {
+        r["Properties"]["LogGroupName"]["Fn::Sub"]: r["Properties"]
+        for r in resources_of(template, "AWS::Logs::LogGroup").values()
+        if isinstance(r["Properties"]["LogGroupName"], dict)
+    }
+    jobs = glue_jobs(template)
+    assert set(jobs) == {"CdcJob", "MaintenanceJob"}
+    prefixes = set()
+    for name, props in jobs.items():
+        args = props["DefaultArguments"]
+        assert not NOT_FOR_GLUE_5 & set(args), name
+        prefix = args["--custom-logGroup-prefix"]["Fn::Sub"]
+        prefixes.add(prefix)
+        for suffix in ("output", "error"):
+            group = groups.get(f"{prefix}/{suffix}")
+            assert group is not None, f"{name}: no log group {prefix}/{suffix}"
+            assert group["KmsKeyId"] == {"Fn::GetAtt": ["PipelineKey", "Arn"]}
+            assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert len(prefixes) == 2  # one pair per job
+
+
+def test_streaming_job_ships_the_manifests_msk_iam_jar_with_extra_jars(template: dict[str, Any]) -> None:
+    import runtime
+
+    args = job(template)["DefaultArguments"]
+    assert args["--kafka_auth"] == "iam"
+    assert args["--extra-jars"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${GlueExtraJarKey}"}
+    (jar,) = runtime.jars("glue-extra-jars")
+    pattern = template["Parameters"]["GlueExtraJarKey"]["AllowedPattern"]
+    assert re.fullmatch(pattern, f"glue-jars/0123456789ab/{jar.name}")
+    assert not re.fullmatch(pattern, "glue-jars/0123456789ab/aws-msk-iam-auth-2.2.0-all.jar")
+    reads = next(
+        s
+        for w, s in statements(template)
+        if w.startswith("Resources.GlueJobRole") and s.get("Sid") == "ReadJobArtifacts"
+    )
+    assert {"Fn::Sub": "arn:${AWS::Partition}:s3:::${ArtifactsBucket}/${GlueExtraJarKey}"} in reads["Resource"]
+    # The maintenance job reads no Kafka: no extra jar.
+    assert "--extra-jars" not in template["Resources"]["MaintenanceJob"]["Properties"]["DefaultArguments"]
+
+
+def test_glue_roles_reach_only_the_lake_database_of_the_catalog(template: dict[str, Any]) -> None:
+    """Without --enable-glue-datacatalog no job touches database `default`, and no role is granted it."""
+    for role in ("GlueJobRole", "MaintenanceJobRole"):
+        catalog = next(
+            s for w, s in statements(template) if w.startswith(f"Resources.{role}") and s.get("Sid") == "Catalog"
+        )
+        databases = [r["Fn::Sub"] for r in catalog["Resource"] if ":database/" in r["Fn::Sub"]]
+        assert databases == ["arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:database/${GlueDatabaseName}"]
+
+
+def test_maintenance_workers_are_batch_worker_types(template: dict[str, Any]) -> None:
+    allowed = template["Parameters"]["MaintenanceWorkerType"]["AllowedValues"]
+    assert "G.025X" not in allowed  # Glue accepts G.025X for streaming jobs only
+    assert template["Parameters"]["MaintenanceWorkerType"]["Default"] in allowed
+    assert "G.025X" in template["Parameters"]["GlueWorkerType"]["AllowedValues"]  # the streaming job may
 
 
 def test_every_job_argument_exists_in_the_settings_table(template: dict[str, Any]) -> None:
@@ -289,11 +356,11 @@ def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) ->
 # ---------------------------------------------------------------- source database
 def test_binlog_is_row_based_full_image_with_backups_on(template: dict[str, Any]) -> None:
     group = template["Resources"]["DbParameterGroup"]["Properties"]
-    assert group["Family"] == "mysql8.0"
+    assert group["Family"] == {"Fn::Sub": "mysql${DbEngineVersion}"}  # mysql8.4 by default (lint rule E9004)
     assert group["Parameters"]["binlog_format"] == "ROW"
     assert group["Parameters"]["binlog_row_image"] == "FULL"
     db = template["Resources"]["Database"]["Properties"]
-    assert db["Engine"] == "mysql" and template["Parameters"]["DbEngineVersion"]["Default"].startswith("8.0")
+    assert db["Engine"] == "mysql" and template["Parameters"]["DbEngineVersion"]["Default"] == "8.4"
     assert db["BackupRetentionPeriod"] >= 1
     script = user_data(template)
     assert "mysql.rds_set_configuration('binlog retention hours', ${BinlogRetentionHours})" in script
@@ -380,15 +447,16 @@ def test_athena_named_queries_come_from_the_sql_files(template: dict[str, Any]) 
     files = sorted(ATHENA_SQL_DIR.glob("*.sql"))
     queries = resources_of(template, "AWS::Athena::NamedQuery")
     assert len(files) >= 4 and len(queries) == len(files)
-    bodies = [q["Properties"]["QueryString"]["Fn::Sub"] for q in queries.values()]
+    bodies = [q["Properties"]["QueryString"]["Fn::Sub"][0] for q in queries.values()]
     for f in files:
         assert f.read_text(encoding="utf-8").strip() + "\n" in bodies, f.name
     assert any('$snapshots"' in b for b in bodies) and any('$history"' in b for b in bodies)
     for q in queries.values():
         assert q["Properties"]["WorkGroup"] == {"Ref": "AthenaWorkGroup"}
         assert q["Properties"]["Database"] == {"Ref": "GlueDatabase"}
-        names = set(re.findall(r"\$\{([^}!]+)\}", q["Properties"]["QueryString"]["Fn::Sub"]))
-        assert names <= set(template["Parameters"]), names
+        text, variables = q["Properties"]["QueryString"]["Fn::Sub"]
+        names = set(re.findall(r"\$\{([^}!]+)\}", text))
+        assert names <= set(template["Parameters"]) | set(variables), names
 
 
 def test_outputs_name_everything_an_operator_needs(template: dict[str, Any]) -> None:
@@ -410,3 +478,78 @@ def test_every_checkov_suppression_says_why(template: dict[str, Any], bootstrap_
     for name, skip in skips:
         assert re.fullmatch(r"CKV2?_AWS_\d+", skip["id"]), name
         assert len(skip.get("comment", "")) >= 30, f"{name} {skip['id']} needs a real justification"
+
+
+# ---------------------------------------------------------------- MySQL version, saved queries per engine
+def _rule_holds(template: dict[str, Any], rule: dict[str, Any], **parameters: str) -> bool:
+    """A template Rule evaluated as CloudFormation would for these parameter values (defaults otherwise):
+    True when its condition is false or every assertion holds."""
+    values = {n: str(parameters.get(n, p.get("Default"))) for n, p in template["Parameters"].items()}
+
+    def ev(node: Any) -> Any:
+        if isinstance(node, dict) and set(node) == {"Ref"}:
+            return values[node["Ref"]]
+        if isinstance(node, dict):
+            ((fn, args),) = node.items()
+            if fn == "Fn::Equals":
+                return ev(args[0]) == ev(args[1])
+            if fn == "Fn::Not":
+                return not ev(args[0])
+            if fn == "Fn::And":
+                return all(ev(a) for a in args)
+            raise AssertionError(f"rule function {fn} not supported")
+        return str(node)
+
+    if "RuleCondition" in rule and not ev(rule["RuleCondition"]):
+        return True
+    return all(ev(a["Assert"]) for a in rule["Assertions"])
+
+
+def test_mysql_defaults_to_8_4_and_8_0_needs_an_explicit_lifecycle_choice(raw_template: dict[str, Any]) -> None:
+    rule = raw_template["Rules"]["MySql80NeedsLifecycleSupport"]
+    version = raw_template["Parameters"]["DbEngineVersion"]
+    assert version["Default"] == "8.4" and set(version["AllowedValues"]) == {"8.4", "8.0"}
+    assert _rule_holds(raw_template, rule)  # the defaults deploy
+    assert not _rule_holds(raw_template, rule, DbEngineVersion="8.0")
+    for choice in ("open-source-rds-extended-support", "open-source-rds-extended-support-disabled"):
+        assert _rule_holds(raw_template, rule, DbEngineVersion="8.0", DbEngineLifecycleSupport=choice)
+    assert _rule_holds(raw_template, rule, SourceEngine="postgres", DbEngineVersion="8.0")
+    # The choice reaches the instance, and the parameter group follows the version.
+    pinned = resolve_variant(
+        raw_template, DbEngineVersion="8.0", DbEngineLifecycleSupport="open-source-rds-extended-support"
+    )
+    db = pinned["Resources"]["Database"]["Properties"]
+    assert db["EngineLifecycleSupport"] == {"Ref": "DbEngineLifecycleSupport"}
+    assert "EngineLifecycleSupport" not in resolve_variant(raw_template)["Resources"]["Database"]["Properties"]
+    family = raw_template["Resources"]["DbParameterGroup"]["Properties"]["Family"]
+    assert family == {"Fn::Sub": "mysql${DbEngineVersion}"}
+
+
+def test_debezium_user_grants_exist_in_mysql_8_4(template: dict[str, Any]) -> None:
+    """REPLICATION SLAVE / REPLICATION CLIENT are still static privileges in 8.4 (CLIENT covers SHOW
+    BINARY LOG STATUS); the removed 8.4 statements and privileges must not appear."""
+    script = user_data(template)
+    grants = re.findall(r"^\s*GRANT (.+?) ON \*\.\* TO", script, re.M)
+    granted = {p.strip() for g in grants for p in g.split(",")}
+    assert granted == {"SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT", "LOCK TABLES"}
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    for gone in ("SHOW MASTER STATUS", "mysql_native_password", "SUPER"):
+        assert gone not in code, gone
+
+
+@pytest.mark.parametrize(("engine", "extra", "table"), [("mysql", {}, "salesdb_customer"), ("postgres", {"KafkaTopicPattern": r"salesdb\.public\..*"}, "public_customer")])  # fmt: skip
+def test_saved_queries_name_the_lake_table_the_job_writes_for_each_engine(
+    raw_template: dict[str, Any], engine: str, extra: dict[str, str], table: str
+) -> None:
+    from cdclake.settings import Settings
+
+    variant = resolve_variant(raw_template, SourceEngine=engine, **extra)
+    values = {n: str(p.get("Default")) for n, p in raw_template["Parameters"].items()} | extra
+    first = "salesdb" if engine == "mysql" else values["PgSchema"]  # Debezium's database, or the schema
+    expected = Settings(namespace=values["GlueDatabaseName"]).table_identifier(first, "customer").split(".", 1)[1]
+    assert expected == f"cdc_lake.{table}"
+    for name, q in resources_of(variant, "AWS::Athena::NamedQuery").items():
+        text, variables = q["Properties"]["QueryString"]["Fn::Sub"]
+        scope = values | {k: values[v["Ref"]] for k, v in variables.items()}
+        sql = re.sub(r"\$\{([^}!]+)\}", lambda m, scope=scope: scope[m.group(1)], text)
+        assert f'"cdc_lake"."{table}' in sql, name

@@ -65,7 +65,7 @@ def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> 
         return False
     try:
         spark.sql(f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
-    except Exception as e:  # noqa: BLE001 - Iceberg raises IllegalArgumentException for "not an identifier field"
+    except Exception as e:
         if "identifier field" not in str(e).lower():
             raise
         return False

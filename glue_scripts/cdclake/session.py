@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -34,6 +36,35 @@ def catalog_conf(s: Settings) -> dict[str, str]:
     return conf
 
 
+# Local runs only: a JSON object of Iceberg catalog properties added to the catalog, e.g. the
+# endpoints of an S3 and Glue stand-in (tests/glue_catalog/ points the Glue catalog at moto with
+# `glue.endpoint`, `s3.endpoint`, `s3.path-style-access`, `client.region`). The Glue entry scripts
+# never read it.
+CATALOG_PROPERTIES_ENV = "CDC_CATALOG_PROPERTIES"
+
+
+def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Spark settings for the extra catalog properties of `CATALOG_PROPERTIES_ENV` (none when unset).
+
+    They can only add: a property that `catalog_conf` already sets is refused, so a local run
+    keeps exactly the catalog the Glue job gets, plus where to reach it."""
+    text = env.get(CATALOG_PROPERTIES_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        props = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{CATALOG_PROPERTIES_ENV} is not a JSON object: {e}") from None
+    if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+        raise ValueError(f"{CATALOG_PROPERTIES_ENV} must be a JSON object of strings, got {text!r}")
+    prefix = f"spark.sql.catalog.{s.catalog_name}"
+    out = {f"{prefix}.{k}": v for k, v in props.items()}
+    clash = sorted(k for k in out if k in catalog_conf(s))
+    if clash:
+        raise ValueError(f"{CATALOG_PROPERTIES_ENV} may only add catalog properties; it would change {clash}")
+    return out
+
+
 def local_jars() -> list[str]:
     """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
     Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
@@ -57,7 +88,7 @@ def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str 
     # Local services listen on loopback only (by default Spark binds the host's address).
     b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
-    for k, v in catalog_conf(s).items():
+    for k, v in {**catalog_conf(s), **local_catalog_overrides(s)}.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

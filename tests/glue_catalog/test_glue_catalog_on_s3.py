@@ -1,0 +1,333 @@
+"""The Glue streaming job with the configuration the CloudFormation template gives it: Iceberg's
+GlueCatalog and S3FileIO (`--catalog_type glue`, the warehouse on the lake bucket), against moto
+standing in for the Glue Data Catalog and S3.
+
+The job runs as a process of the entry script, with the Glue job's DefaultArguments taken from the
+rendered template. What differs from a Glue run, and nothing else:
+- the moto endpoints, added as Iceberg catalog properties (conftest.moto_catalog_properties, through
+  cdclake.session's CDC_CATALOG_PROPERTIES), and fake credentials in the environment;
+- `LOCAL_ARGUMENTS` below: Debezium records come from the `files` source instead of MSK, each run
+  is run-once, and the streaming checkpoint and dead letters are on local disk (Spark writes those
+  through Hadoop's FileSystem, which has no s3:// implementation locally; Glue's EMRFS is one).
+
+A second, independent reader (pyiceberg, through the same Glue catalog in moto) then reconciles
+every table against the source state, row by row.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdc_events import Events, decimal_b64, load, value_schema_of, with_row_fields
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+
+# What Glue does with each of its own arguments the template sets, and what the local run does
+# instead. A Glue argument missing here (e.g. a `--conf`) fails the tier: the local run would no
+# longer be the configuration the job gets on Glue.
+GLUE_ARGUMENTS = {
+    "--job-language": "runs the script with Python: the local run does too",
+    "--extra-py-files": "puts cdclake.zip on sys.path: locally the entry script finds cdclake next to it",
+    "--datalake-formats": "adds Glue's Iceberg jars: locally cdclake.session.local_jars(), the same Iceberg (pom.xml)",
+    "--enable-glue-datacatalog": "makes the Glue Data Catalog Spark's Hive metastore (spark_catalog), which the "
+    "job does not use: its tables are in the Iceberg catalog that --catalog_type glue makes a GlueCatalog",
+    "--enable-metrics": "CloudWatch job metrics: none locally",
+    "--enable-continuous-cloudwatch-log": "CloudWatch logs: the process's stdout locally",
+    "--continuous-log-logGroup": "CloudWatch log group: the process's stdout locally",
+    "--TempDir": "Glue's scratch location: the job writes nothing there",
+}
+
+
+def local_arguments(work: Path) -> dict[str, str]:
+    """The job arguments this tier sets differently from the template (see the module docstring)."""
+    return {
+        "--source": "files",
+        "--files_path": str(work / "in"),
+        "--run_once": "true",
+        "--checkpoint_location": str(work / "checkpoint"),
+        "--dead_letter_path": str(work / "dead"),
+    }
+
+
+def job_argv(job, work: Path) -> list[str]:
+    """The script's argv: the template's DefaultArguments (Glue passes them all, its own included),
+    with `local_arguments` replacing theirs. Arguments known only in a deployed stack (the MSK
+    bootstrap brokers) must be Kafka ones, which the `files` source does not use."""
+    from cdclake.settings import ARGS
+
+    job_names = {f"--{a.name}" for a in ARGS}
+    unknown = sorted(set(job.arguments) - job_names - set(GLUE_ARGUMENTS))
+    assert not unknown, f"{job.logical_id} sets arguments this tier does not know how to run locally: {unknown}"
+    unresolved = sorted(n for n, v in job.arguments.items() if v is None)
+    assert all(n.startswith("--kafka_") for n in unresolved), f"unresolvable non-Kafka arguments: {unresolved}"
+    args = {n: v for n, v in job.arguments.items() if v is not None}
+    args.update(local_arguments(work))
+    return [tok for name, value in args.items() for tok in (name, value)]
+
+
+def run_job(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
+    )
+    assert run.returncode == 0, f"job failed ({run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
+    return run
+
+
+# ---------------------------------------------------------------- the source database, as a model
+@dataclass
+class SourceTable:
+    """One source table's current rows (what the database holds), and the Debezium events its
+    changes produce, built on the captured messages in tests/fixtures/debezium."""
+
+    events: Events
+    keys: tuple[str, ...]
+    encode: Any  # source row -> Debezium row image
+    value_schema: dict[str, Any] | None = None
+    key_schema: dict[str, Any] | None = None
+    rows: dict[tuple, dict[str, Any]] = field(default_factory=dict)
+
+    def _emit(self, op: str, row: dict[str, Any], before: dict[str, Any] | None = None) -> None:
+        key = {k: row[k] for k in self.keys}
+        self.events.record(
+            op,
+            key,
+            self.encode(row) if op != "d" else None,
+            before=self.encode(before) if before is not None else None,
+            value_schema=self.value_schema,
+            key_schema=self.key_schema,
+        )
+
+    def snapshot(self, row: dict[str, Any]) -> None:
+        self.rows[tuple(row[k] for k in self.keys)] = dict(row)
+        self._emit("r", row)
+
+    def insert(self, row: dict[str, Any]) -> None:
+        k = tuple(row[k] for k in self.keys)
+        assert k not in self.rows
+        self.rows[k] = dict(row)
+        self._emit("c", row)
+
+    def update(self, *key: Any, **changes: Any) -> None:
+        row = {**self.rows[key], **changes}
+        self.rows[key] = row
+        self._emit("u", row)
+
+    def delete(self, *key: Any) -> None:
+        row = self.rows.pop(key)
+        self._emit("d", row, before=row)
+        self.events.tombstone({k: row[k] for k in self.keys})
+
+    def add_column(self, name: str, default: Any, value_schema: dict[str, Any]) -> None:
+        """ALTER TABLE ... ADD COLUMN name DEFAULT default: existing rows get the default."""
+        for row in self.rows.values():
+            row[name] = default
+        self.value_schema = value_schema
+
+    def expected(self, columns: list[str]) -> Counter:
+        return Counter(tuple(row.get(c) for c in columns) for row in self.rows.values())
+
+
+def customer_image(row: dict[str, Any]) -> dict[str, Any]:
+    """inventory.customers as the MariaDB connector sends it: DECIMAL(10,2) as Connect bytes,
+    TIMESTAMP as an ISO string (io.debezium.time.ZonedTimestamp)."""
+    image = dict(row, balance=decimal_b64(row["balance"], 2))
+    image["created_at"] = row["created_at"].strftime("%Y-%m-%dT%H:%M:%SZ")
+    return image
+
+
+def customer(id_: int, first: str, balance: str, minute: int = 0) -> dict[str, Any]:
+    return {
+        "id": id_,
+        "first_name": first,
+        "last_name": "Thomas",
+        "email": f"{first.lower()}{id_}@example.com",
+        "balance": Decimal(balance),
+        "created_at": datetime(2026, 11, 21, 23, minute, 34, tzinfo=UTC),
+    }
+
+
+ORDER_KEY_SCHEMA = {
+    "type": "struct",
+    "name": "mdb.inventory.order_lines.Key",
+    "optional": False,
+    "fields": [
+        {"type": "int32", "optional": False, "field": "order_id"},
+        {"type": "int32", "optional": False, "field": "line_no"},
+    ],
+}
+ORDER_VALUE_SCHEMA = with_row_fields(
+    value_schema_of("mariadb/c_insert.json"),
+    [
+        {"type": "int32", "optional": False, "field": "order_id"},
+        {"type": "int32", "optional": False, "field": "line_no"},
+        {"type": "string", "optional": True, "field": "sku"},
+        {"type": "int32", "optional": True, "field": "qty"},
+    ],
+)
+CUSTOMER_COLUMNS = ["id", "first_name", "last_name", "email", "balance", "created_at"]
+ORDER_COLUMNS = ["order_id", "line_no", "sku", "qty"]
+
+
+def write_records(path: Path, records: list[dict[str, Any]], schema_events: int = 0) -> str:
+    """One JSON line per Kafka record, in the `files` source format (README: The `files` source).
+    Returns how the job's batch log line counts them (all are changes, tombstones or schema events)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tombstones = sum(r["value"] is None for r in records)
+    changes = len(records) - tombstones - schema_events
+    with path.open("w") as f:
+        for r in records:
+            line = {k: r[k] for k in ("topic", "partition", "offset")}
+            line["timestamp"] = int(r["timestamp"].timestamp() * 1000)
+            line["key"] = json.loads(r["key"]) if r["key"] is not None else None
+            line["value"] = json.loads(r["value"]) if r["value"] is not None else None
+            f.write(json.dumps(line) + "\n")
+    return (
+        f"{len(records)} records ({changes} changes, {tombstones} tombstones, {schema_events} schema events, "
+        "0 dead letters)"
+    )
+
+
+# ---------------------------------------------------------------- the second reader
+def pyiceberg_catalog(endpoint: str, credentials: dict[str, str]):
+    """pyiceberg's own Glue catalog client and S3 file IO (pyarrow), on the moto server."""
+    from pyiceberg.catalog import load_catalog
+
+    creds = {
+        "access-key-id": credentials["AWS_ACCESS_KEY_ID"],
+        "secret-access-key": credentials["AWS_SECRET_ACCESS_KEY"],
+        "region": credentials["AWS_REGION"],
+    }
+    props = {"type": "glue", "glue.endpoint": endpoint, "s3.endpoint": endpoint}
+    props.update({f"glue.{k}": v for k, v in creds.items()})
+    props.update({f"s3.{k}": v for k, v in creds.items()})
+    return load_catalog("moto_glue", **props)
+
+
+def lake_rows(catalog, database: str, table: str, columns: list[str]) -> Counter:
+    scan = catalog.load_table((database, table)).scan(selected_fields=tuple(columns))
+    return Counter(tuple(r[c] for c in columns) for r in scan.to_arrow().to_pylist())
+
+
+def reconcile(catalog, database: str, table: str, source: SourceTable, columns: list[str]) -> None:
+    lake = lake_rows(catalog, database, table, columns)
+    want = source.expected(columns)
+    assert sum(lake.values()) == sum(want.values()), f"{table}: {sum(lake.values())} rows, source has {len(want)}"
+    assert lake == want, f"{table}: only in the lake {lake - want}; only in the source {want - lake}"
+
+
+def glue_table(aws, database: str, table: str) -> dict[str, Any]:
+    return aws.glue.get_table(DatabaseName=database, Name=table)["Table"]
+
+
+# ---------------------------------------------------------------- the tests
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue_catalog_on_s3(
+    streaming_job, glue_stack_resources, job_env, moto_endpoint, aws_credentials, aws, work
+):
+    args = streaming_job.arguments
+    bucket, database = glue_stack_resources["bucket"], glue_stack_resources["database"]
+    # The template's catalog: Iceberg's GlueCatalog + S3FileIO, the warehouse on the lake bucket.
+    assert args["--catalog_type"] == "glue" and args["--datalake-formats"] == "iceberg"
+    assert args["--warehouse"] == f"s3://{bucket}/warehouse" and args["--namespace"] == database
+    # ... and Spark's checkpoint and dead letters on S3 too, which this tier keeps on local disk.
+    assert args["--checkpoint_location"].startswith(f"s3://{bucket}/")
+    assert args["--dead_letter_path"].startswith(f"s3://{bucket}/")
+    argv = job_argv(streaming_job, work)
+
+    customers = SourceTable(Events(), ("id",), customer_image)
+    orders = SourceTable(
+        Events(topic="mdb.inventory.order_lines", table="order_lines"),
+        ("order_id", "line_no"),
+        dict,
+        value_schema=ORDER_VALUE_SCHEMA,
+        key_schema=ORDER_KEY_SCHEMA,
+    )
+
+    # ---- first run: a snapshot, then inserts, updates and deletes, in two tables
+    for i, name in enumerate(["Sally", "George", "Edward", "Anne"], start=1):
+        customers.snapshot(customer(i, name, f"{i}0.50", minute=i))
+    customers.insert(customer(5, "Kenneth", "7.25", minute=5))
+    customers.insert(customer(6, "Zoe", "0.00", minute=6))
+    customers.update(2, email="george.new@example.com")
+    customers.update(5, balance=Decimal("1234.56"))
+    customers.delete(3)
+    customers.update(2, first_name="Georg")  # a second change of one row in the same batch
+    for order_id, line_no, sku in [(1, 1, "A-1"), (1, 2, "B-2"), (2, 1, "C-3")]:
+        orders.snapshot({"order_id": order_id, "line_no": line_no, "sku": sku, "qty": 1})
+    orders.insert({"order_id": 2, "line_no": 2, "sku": "D-4", "qty": 3})
+    orders.insert({"order_id": 3, "line_no": 1, "sku": "E-5", "qty": 1})
+    orders.update(1, 2, qty=7)
+    orders.delete(2, 1)
+    batch0 = write_records(work / "in" / "0001.json", customers.events.take() + orders.events.take())
+
+    first = run_job(argv, job_env)
+    assert f"batch 0: {batch0}" in first.stdout, first.stdout[-3000:]
+
+    glue = {t: glue_table(aws, database, t) for t in ("inventory_customers", "inventory_order_lines")}
+    for name, table in glue.items():
+        params = table["Parameters"]
+        assert params["table_type"].upper() == "ICEBERG", params
+        location = f"s3://{bucket}/warehouse/{database}.db/{name}"
+        assert table["StorageDescriptor"]["Location"] == location
+        assert params["metadata_location"].startswith(f"{location}/metadata/"), params
+        key = params["metadata_location"].removeprefix(f"s3://{bucket}/")
+        assert aws.s3.head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
+
+    catalog = pyiceberg_catalog(moto_endpoint, aws_credentials)
+    reconcile(catalog, database, "inventory_customers", customers, CUSTOMER_COLUMNS)
+    reconcile(catalog, database, "inventory_order_lines", orders, ORDER_COLUMNS)
+
+    # ---- second run, from the checkpoint: ADD COLUMN at the source, then more changes
+    schema_topic = Events(topic="mdb")
+    ddl = load("mariadb/schema_change_alter.json")  # ALTER TABLE customers ADD COLUMN loyalty_tier ... 'bronze'
+    schema_topic.raw(json.dumps(ddl["key"]), json.dumps(ddl["value"]))
+    customers.events.binlog_file = "mysql-bin.000005"  # later in the source log than the first run
+    orders.events.binlog_file = "mysql-bin.000005"
+    customers.add_column("loyalty_tier", "bronze", value_schema_of("mariadb/c_insert_after_add_column.json"))
+    customers.insert({**customer(7, "Yuki", "99.99", minute=7), "loyalty_tier": "gold"})
+    customers.update(1, loyalty_tier="silver", balance=Decimal("-5.00"))
+    customers.delete(4)
+    customers.insert({**customer(3, "Edward", "30.50", minute=3), "loyalty_tier": None})  # a deleted key again
+    orders.update(1, 1, sku="A-1b")
+    orders.delete(3, 1)
+    orders.insert({"order_id": 3, "line_no": 2, "sku": "F-6", "qty": 2})
+    orders.update(2, 2, qty=4)
+    orders.update(2, 2, qty=5)
+    batch1 = write_records(
+        work / "in" / "0002.json", schema_topic.take() + customers.events.take() + orders.events.take(), 1
+    )
+
+    second = run_job(argv, job_env)
+    assert "batch 0:" not in second.stdout, "the second run must resume from the first run's checkpoint"
+    assert f"batch 1: {batch1}" in second.stdout, second.stdout[-3000:]
+    assert "+loyalty_tier string" in second.stdout
+
+    reconcile(catalog, database, "inventory_customers", customers, [*CUSTOMER_COLUMNS, "loyalty_tier"])
+    reconcile(catalog, database, "inventory_order_lines", orders, ORDER_COLUMNS)
+    for name, before in glue.items():
+        after = glue_table(aws, database, name)
+        # Each commit moved the Glue table to a new metadata file and named the one it replaced.
+        assert after["Parameters"]["metadata_location"] != before["Parameters"]["metadata_location"]
+        assert after["Parameters"]["previous_metadata_location"].startswith(f"s3://{bucket}/warehouse/")
+        assert int(after["VersionId"]) > int(before["VersionId"])
+    # Nothing of the lake is on local disk: the tables' files are all in the moto bucket.
+    keys = [
+        o["Key"] for p in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in p.get("Contents", [])
+    ]
+    assert any(k.startswith(f"warehouse/{database}.db/inventory_customers/data/") for k in keys)
+    assert any(k.startswith(f"warehouse/{database}.db/inventory_order_lines/data/") for k in keys)
+    assert not list((work / "dead").glob("batch=*")), "no record may be dead-lettered"

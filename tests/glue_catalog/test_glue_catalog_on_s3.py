@@ -331,3 +331,45 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     assert any(k.startswith(f"warehouse/{database}.db/inventory_customers/data/") for k in keys)
     assert any(k.startswith(f"warehouse/{database}.db/inventory_order_lines/data/") for k in keys)
     assert not list((work / "dead").glob("batch=*")), "no record may be dead-lettered"
+
+
+def test_local_catalog_properties_can_only_add_to_the_glue_catalog_configuration():
+    from cdclake.session import CATALOG_PROPERTIES_ENV, catalog_conf, local_catalog_overrides
+    from cdclake.settings import build_settings
+
+    s = build_settings(
+        {"source": "files", "files_path": "/in", "warehouse": "s3://b/w", "checkpoint_location": "/c"}
+        | {"dead_letter_path": "/d"}
+    )
+    assert local_catalog_overrides(s, {}) == {}
+    added = local_catalog_overrides(s, {CATALOG_PROPERTIES_ENV: '{"s3.endpoint": "http://127.0.0.1:1"}'})
+    assert added == {"spark.sql.catalog.glue_catalog.s3.endpoint": "http://127.0.0.1:1"}
+    assert not set(added) & set(catalog_conf(s))
+    for text, message in [
+        ('{"io-impl": "org.apache.iceberg.hadoop.HadoopFileIO"}', "may only add catalog properties"),
+        ('{"warehouse": "/elsewhere"}', "may only add catalog properties"),
+        ('["s3.endpoint"]', "must be a JSON object of strings"),
+        ('{"s3.path-style-access": true}', "must be a JSON object of strings"),
+        ("s3.endpoint=http://x", "is not a JSON object"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            local_catalog_overrides(s, {CATALOG_PROPERTIES_ENV: text})
+
+
+def test_moto_glue_update_table_ignores_a_stale_version_id(aws, glue_stack_resources):
+    """Why this tier cannot check commit races. Iceberg's GlueCatalog (no lock manager configured,
+    as in the job) sends UpdateTable with the VersionId it read, and Glue answers a newer table
+    version with ConcurrentModificationException, which Iceberg turns into a retried
+    CommitFailedException. moto applies the stale update; if this starts failing, moto honours
+    VersionId and a concurrent-commit test against it becomes possible."""
+    database = glue_stack_resources["database"]
+    table_input = {"Name": "version_probe", "Parameters": {"probe": "0"}}
+    aws.glue.create_table(DatabaseName=database, TableInput=table_input)
+    read = aws.glue.get_table(DatabaseName=database, Name="version_probe")["Table"]["VersionId"]
+    for value in ("1", "2"):  # the second update carries a version that is no longer current
+        aws.glue.update_table(
+            DatabaseName=database, TableInput={**table_input, "Parameters": {"probe": value}}, VersionId=read
+        )
+    table = aws.glue.get_table(DatabaseName=database, Name="version_probe")["Table"]
+    assert table["Parameters"]["probe"] == "2" and int(table["VersionId"]) > int(read) + 1
+    aws.glue.delete_table(DatabaseName=database, Name="version_probe")

@@ -174,15 +174,14 @@ class GlueJob:
     arguments: dict[str, str | None]
 
 
-@pytest.fixture(scope="session")
-def streaming_job(stack: Stack) -> GlueJob:
-    """The streaming Glue job of the template and its DefaultArguments, resolved."""
+def glue_job(stack: Stack, command: str) -> GlueJob:
+    """The template's one Glue job of this command (gluestreaming, glueetl), its DefaultArguments resolved."""
     jobs = {
         k: r
         for k, r in stack.resources.items()
-        if r["Type"] == "AWS::Glue::Job" and r["Properties"]["Command"]["Name"] == "gluestreaming"
+        if r["Type"] == "AWS::Glue::Job" and r["Properties"]["Command"]["Name"] == command
     }
-    assert len(jobs) == 1, f"expected one streaming Glue job in the template, found {sorted(jobs)}"
+    assert len(jobs) == 1, f"expected one {command} Glue job in the template, found {sorted(jobs)}"
     ((logical_id, resource),) = jobs.items()
     arguments: dict[str, str | None] = {}
     for name, value in resource["Properties"]["DefaultArguments"].items():
@@ -191,6 +190,16 @@ def streaming_job(stack: Stack) -> GlueJob:
         except Unresolvable:
             arguments[name] = None
     return GlueJob(logical_id, resource, arguments)
+
+
+@pytest.fixture(scope="session")
+def streaming_job(stack: Stack) -> GlueJob:
+    return glue_job(stack, "gluestreaming")
+
+
+@pytest.fixture(scope="session")
+def maintenance_job(stack: Stack) -> GlueJob:
+    return glue_job(stack, "glueetl")
 
 
 @pytest.fixture(scope="session")

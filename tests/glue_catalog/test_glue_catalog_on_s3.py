@@ -59,25 +59,26 @@ def local_arguments(work: Path) -> dict[str, str]:
     }
 
 
-def job_argv(job, work: Path) -> list[str]:
+def job_argv(job, local: dict[str, str], job_args=None) -> list[str]:
     """The script's argv: the template's DefaultArguments (Glue passes them all, its own included),
-    with `local_arguments` replacing theirs. Arguments known only in a deployed stack (the MSK
-    bootstrap brokers) must be Kafka ones, which the `files` source does not use."""
+    with `local` replacing theirs. Arguments known only in a deployed stack (the MSK bootstrap
+    brokers) must be Kafka ones, which the `files` source does not use. `job_args`: the script's
+    argument table (the streaming job's by default)."""
     from cdclake.settings import ARGS
 
-    job_names = {f"--{a.name}" for a in ARGS}
+    job_names = {f"--{a.name}" for a in (job_args or ARGS)}
     unknown = sorted(set(job.arguments) - job_names - set(GLUE_ARGUMENTS))
     assert not unknown, f"{job.logical_id} sets arguments this tier does not know how to run locally: {unknown}"
     unresolved = sorted(n for n, v in job.arguments.items() if v is None)
     assert all(n.startswith("--kafka_") for n in unresolved), f"unresolvable non-Kafka arguments: {unresolved}"
     args = {n: v for n, v in job.arguments.items() if v is not None}
-    args.update(local_arguments(work))
+    args.update(local)
     return [tok for name, value in args.items() for tok in (name, value)]
 
 
-def run_job(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+def run_job(argv: list[str], env: dict[str, str], script: Path = SCRIPT) -> subprocess.CompletedProcess:
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
+        [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
     )
     assert run.returncode == 0, f"job failed ({run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     return run
@@ -230,14 +231,10 @@ def glue_table(aws, database: str, table: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the tests
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    return tmp_path
-
-
 def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue_catalog_on_s3(
-    streaming_job, glue_stack_resources, job_env, moto_endpoint, aws_credentials, aws, work
+    streaming_job, glue_stack_resources, job_env, moto_endpoint, aws_credentials, aws, tmp_path
 ):
+    work = tmp_path
     args = streaming_job.arguments
     bucket, database = glue_stack_resources["bucket"], glue_stack_resources["database"]
     # The template's catalog: Iceberg's GlueCatalog + S3FileIO, the warehouse on the lake bucket.
@@ -246,7 +243,7 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     # ... and Spark's checkpoint and dead letters on S3 too, which this tier keeps on local disk.
     assert args["--checkpoint_location"].startswith(f"s3://{bucket}/")
     assert args["--dead_letter_path"].startswith(f"s3://{bucket}/")
-    argv = job_argv(streaming_job, work)
+    argv = job_argv(streaming_job, local_arguments(work))
 
     customers = SourceTable(Events(), ("id",), customer_image)
     orders = SourceTable(
@@ -331,6 +328,50 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     assert any(k.startswith(f"warehouse/{database}.db/inventory_customers/data/") for k in keys)
     assert any(k.startswith(f"warehouse/{database}.db/inventory_order_lines/data/") for k in keys)
     assert not list((work / "dead").glob("batch=*")), "no record may be dead-lettered"
+
+
+def test_maintenance_job_with_the_templates_arguments_compacts_glue_tables_on_s3_and_keeps_every_row(
+    streaming_job, maintenance_job, glue_stack_resources, job_env, moto_endpoint, aws_credentials, aws, tmp_path
+):
+    """The scheduled maintenance job with its template arguments, run by hand with `--force true`
+    on a table the streaming job wrote in three micro-batches (one file each). Added for this run:
+    `--maintenance_min_input_files 2` (three small files are then worth a compaction) and
+    `--maintenance_remove_orphans false`: Iceberg 1.7.1's remove_orphan_files lists a table's
+    location through Hadoop's FileSystem, which has no s3:// implementation locally (on Glue,
+    EMRFS is one)."""
+    from cdclake.settings import MAINTENANCE_JOB_ARGS
+
+    database = glue_stack_resources["database"]
+    table = SourceTable(Events(topic="mdb.inventory.maintained", table="maintained"), ("id",), customer_image)
+    for batch in range(3):
+        for i in range(4):
+            table.insert(customer(batch * 10 + i, f"N{i}", f"{batch}.{i}0"))
+        table.update(batch * 10, first_name=f"Updated{batch}")
+        if batch:
+            table.delete((batch - 1) * 10 + 1)
+        write_records(tmp_path / "in" / f"{batch:04d}.json", table.events.take())
+    streamed = run_job(job_argv(streaming_job, local_arguments(tmp_path) | {"--max_files_per_trigger": "1"}), job_env)
+    assert "batch 2:" in streamed.stdout, streamed.stdout[-3000:]
+    catalog = pyiceberg_catalog(moto_endpoint, aws_credentials)
+    data_files = len(catalog.load_table((database, "inventory_maintained")).inspect.data_files())
+    assert data_files >= 3
+    before = glue_table(aws, database, "inventory_maintained")["Parameters"]["metadata_location"]
+
+    local = {
+        "--force": "true",
+        "--tables": "inventory_maintained",
+        "--maintenance_min_input_files": "2",
+        "--maintenance_remove_orphans": "false",
+    }
+    run = run_job(
+        job_argv(maintenance_job, local, MAINTENANCE_JOB_ARGS), job_env, SCRIPT.parent / "cdc_maintenance_job.py"
+    )
+    assert "maintenance run: 1 table(s), 1 maintained, 0 failed" in run.stdout, run.stdout[-3000:]
+    assert f"maintenance {database}.inventory_maintained: compact" in run.stdout, run.stdout[-3000:]
+    reconcile(catalog, database, "inventory_maintained", table, CUSTOMER_COLUMNS)
+    assert len(catalog.load_table((database, "inventory_maintained")).inspect.data_files()) < data_files
+    after = glue_table(aws, database, "inventory_maintained")["Parameters"]["metadata_location"]
+    assert after != before, "the compaction is committed through the Glue catalog"
 
 
 def test_local_catalog_properties_can_only_add_to_the_glue_catalog_configuration():

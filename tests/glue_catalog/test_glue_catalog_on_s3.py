@@ -321,6 +321,12 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
         assert after["Parameters"]["metadata_location"] != before["Parameters"]["metadata_location"]
         assert after["Parameters"]["previous_metadata_location"].startswith(f"s3://{bucket}/warehouse/")
         assert int(after["VersionId"]) > int(before["VersionId"])
+        # The Glue table's columns follow the Iceberg schema (what Glue's console and crawlers show).
+        lake_columns = [f.name for f in catalog.load_table((database, name)).schema().fields]
+        assert [c["Name"] for c in after["StorageDescriptor"]["Columns"]] == lake_columns
+    assert "loyalty_tier" in [
+        c["Name"] for c in glue_table(aws, database, "inventory_customers")["StorageDescriptor"]["Columns"]
+    ]
     # Nothing of the lake is on local disk: the tables' files are all in the moto bucket.
     keys = [
         o["Key"] for p in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in p.get("Contents", [])

@@ -38,12 +38,10 @@ SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 GLUE_ARGUMENTS = {
     "--job-language": "runs the script with Python: the local run does too",
     "--extra-py-files": "puts cdclake.zip on sys.path: locally the entry script finds cdclake next to it",
+    "--extra-jars": "adds the MSK IAM client jar (pom.xml, glue-extra-jars): locally cdclake.session.local_jars()",
     "--datalake-formats": "adds Glue's Iceberg jars: locally cdclake.session.local_jars(), the same Iceberg (pom.xml)",
-    "--enable-glue-datacatalog": "makes the Glue Data Catalog Spark's Hive metastore (spark_catalog), which the "
-    "job does not use: its tables are in the Iceberg catalog that --catalog_type glue makes a GlueCatalog",
     "--enable-metrics": "CloudWatch job metrics: none locally",
-    "--enable-continuous-cloudwatch-log": "CloudWatch logs: the process's stdout locally",
-    "--continuous-log-logGroup": "CloudWatch log group: the process's stdout locally",
+    "--custom-logGroup-prefix": "CloudWatch log groups: the process's stdout locally",
     "--TempDir": "Glue's scratch location: the job writes nothing there",
 }
 

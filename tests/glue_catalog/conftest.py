@@ -1,9 +1,9 @@
 """The Glue-catalog tier: moto as a server standing in for S3 and the Glue Data Catalog, and the
-Glue streaming job's arguments as the rendered CloudFormation template gives them.
+Glue jobs' arguments as the rendered CloudFormation template gives them.
 
 Every AWS client (the job's Iceberg GlueCatalog and S3FileIO in the JVM, boto3 and pyiceberg in the
-test) talks HTTP to one moto server on a free loopback port, with fake credentials from the
-environment, so nothing can reach a real account.
+test) talks HTTP to one moto server on a free loopback port, with fake credentials (in the job's
+environment, explicit everywhere else), so nothing can reach a real account.
 """
 
 from __future__ import annotations
@@ -43,25 +43,20 @@ DEPLOY_PARAMETERS = {
 
 # ---------------------------------------------------------------- moto, as a server
 @pytest.fixture(scope="session")
-def aws_credentials() -> Iterator[dict[str, str]]:
-    """Fake credentials and the region, in this process's environment (boto3, pyiceberg) and
-    handed to the job's process (the AWS SDK's default provider chain reads the same names)."""
-    env = {
+def aws_credentials() -> dict[str, str]:
+    """Fake credentials and the region. Handed explicitly to every client (boto3, pyiceberg) and in
+    the environment of the job's process only (the AWS SDK's default provider chain reads these
+    names), so this test process's own environment is left as it is."""
+    return {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
     }
-    with pytest.MonkeyPatch.context() as mp:
-        for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            mp.delenv(key, raising=False)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        yield env
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint(aws_credentials: dict[str, str]) -> Iterator[str]:
+def moto_endpoint() -> Iterator[str]:
     """One moto server (S3, Glue and the rest of moto's services) on a free loopback port."""
     from moto.server import ThreadedMotoServer
 
@@ -73,13 +68,19 @@ def moto_endpoint(aws_credentials: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def aws(moto_endpoint: str):
+def aws(moto_endpoint: str, aws_credentials: dict[str, str]):
     """boto3 clients of the moto server."""
     import boto3
 
+    session = boto3.session.Session(
+        aws_access_key_id=aws_credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=aws_credentials["AWS_SECRET_ACCESS_KEY"],
+        region_name=aws_credentials["AWS_REGION"],
+    )
+
     class Clients:
-        s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name=REGION)
-        glue = boto3.client("glue", endpoint_url=moto_endpoint, region_name=REGION)
+        s3 = session.client("s3", endpoint_url=moto_endpoint)
+        glue = session.client("glue", endpoint_url=moto_endpoint)
 
     return Clients
 

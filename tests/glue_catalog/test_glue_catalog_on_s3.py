@@ -5,8 +5,8 @@ standing in for the Glue Data Catalog and S3.
 The job runs as a process of the entry script, with the Glue job's DefaultArguments taken from the
 rendered template. What differs from a Glue run, and nothing else:
 - the moto endpoints, added as Iceberg catalog properties (conftest.moto_catalog_properties, through
-  cdclake.session's CDC_CATALOG_PROPERTIES), and fake credentials in the environment;
-- `LOCAL_ARGUMENTS` below: Debezium records come from the `files` source instead of MSK, each run
+  cdclake.session's CDC_CATALOG_PROPERTIES), and fake credentials in the job's environment;
+- `local_arguments()` below: Debezium records come from the `files` source instead of MSK, each run
   is run-once, and the streaming checkpoint and dead letters are on local disk (Spark writes those
   through Hadoop's FileSystem, which has no s3:// implementation locally; Glue's EMRFS is one).
 
@@ -237,6 +237,13 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     bucket, database = glue_stack_resources["bucket"], glue_stack_resources["database"]
     # The template's catalog: Iceberg's GlueCatalog + S3FileIO, the warehouse on the lake bucket.
     assert args["--catalog_type"] == "glue" and args["--datalake-formats"] == "iceberg"
+    # Glue 5.0's Iceberg (`--datalake-formats iceberg`) is the manifest's, and the local run loads it.
+    import runtime
+    from cdclake.session import local_jars
+
+    iceberg = runtime.versions()["iceberg"]
+    jars = {Path(j).name for j in local_jars()}
+    assert {f"iceberg-spark-runtime-3.5_2.12-{iceberg}.jar", f"iceberg-aws-bundle-{iceberg}.jar"} <= jars, jars
     assert args["--warehouse"] == f"s3://{bucket}/warehouse" and args["--namespace"] == database
     # ... and Spark's checkpoint and dead letters on S3 too, which this tier keeps on local disk.
     assert args["--checkpoint_location"].startswith(f"s3://{bucket}/")
@@ -325,12 +332,13 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     assert "loyalty_tier" in [
         c["Name"] for c in glue_table(aws, database, "inventory_customers")["StorageDescriptor"]["Columns"]
     ]
-    # Nothing of the lake is on local disk: the tables' files are all in the moto bucket.
+    # The tables' files are in the moto bucket, none on local disk.
     keys = [
         o["Key"] for p in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in p.get("Contents", [])
     ]
     assert any(k.startswith(f"warehouse/{database}.db/inventory_customers/data/") for k in keys)
     assert any(k.startswith(f"warehouse/{database}.db/inventory_order_lines/data/") for k in keys)
+    assert not [*work.rglob("*.parquet"), *work.rglob("*.metadata.json"), *ROOT.glob("s3*")]
     assert not list((work / "dead").glob("batch=*")), "no record may be dead-lettered"
 
 

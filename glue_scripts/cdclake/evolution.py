@@ -61,7 +61,7 @@ class SchemaPlan:
     def describe(self) -> str:
         parts = [f"+{n} {t.simpleString()}" for n, t in self.add]
         parts += [f"{n} {a.simpleString()}->{b.simpleString()}" for n, a, b in self.widen]
-        return ("created; " if self.create else "") + ", ".join(parts)
+        return "; ".join((["created"] if self.create else []) + ([", ".join(parts)] if parts else []))
 
 
 def plan_schema(existing: Columns | None, groups: list[Columns]) -> SchemaPlan:

@@ -36,3 +36,10 @@ def test_only_safe_promotions_widen():
     assert can_widen(T.DecimalType(10, 2), T.DecimalType(12, 2))
     assert not can_widen(T.DecimalType(10, 2), T.DecimalType(12, 3))
     assert not can_widen(L, INT) and not can_widen(S, INT) and not can_widen(T.DateType(), T.TimestampType())
+
+
+def test_plan_description_names_a_creation_without_a_dangling_separator() -> None:
+    created = plan_schema(None, [[("id", T.IntegerType())]])
+    assert created.describe() == "created"
+    widened = plan_schema([("id", T.IntegerType())], [[("id", T.LongType()), ("n", T.StringType())]])
+    assert widened.describe() == "+n string, id int->bigint"

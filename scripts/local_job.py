@@ -6,9 +6,10 @@
     scripts/local-job status | logs [-n N] [-f] | command
     (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics)
 
-It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, with `--kafka_reader client`
-(Spark's Kafka source is not installable offline). State lives next to the stack's:
-$CDC_STACK_DIR/lake/{warehouse,checkpoints,dead-letters}.
+It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, reading the broker through
+Spark's Kafka source as on Glue (spark-sql-kafka from .local/jars/spark), without MSK IAM
+(`--kafka_auth none`). State lives next to the stack's: $CDC_STACK_DIR/lake/{warehouse,checkpoints,
+dead-letters}; the checkpoint is Spark's (offsets/, commits/, sources/).
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
         str(s.local / "venv" / "bin" / "python"),
         str(SCRIPT),
         "--source", "kafka",
-        "--kafka_reader", "client",
         "--kafka_auth", "none",
         "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
         "--kafka_topic_pattern", topic_pattern(s),
@@ -89,7 +89,7 @@ def start(s: stack.Settings, extra: list[str]) -> int:
         raise stack.StackError(f"no virtualenv at {env_python}: run make setup")
     proc = stack.launch(s, COMPONENT, job_command(s, extra), port=0)
     t0 = time.monotonic()
-    # Healthy once the stream loop runs (Spark start-up takes 5-15 s on this kind of machine).
+    # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:
         if proc.poll() is not None:
             s.record(COMPONENT).unlink(missing_ok=True)
@@ -97,7 +97,7 @@ def start(s: stack.Settings, extra: list[str]) -> int:
                 f"the job exited with code {proc.returncode}; last lines of {s.log(COMPONENT)}:\n"
                 + stack.log_tail(s, COMPONENT)
             )
-        if "with the Kafka client reader" in _run_log(s):
+        if "streaming from kafka into" in _run_log(s):
             stack.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
             return 0
         time.sleep(0.3)

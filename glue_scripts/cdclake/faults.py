@@ -2,10 +2,10 @@
 
 Recovery has to be proven at the two moments a crash can separate, not found by timing luck:
 
-    before-iceberg-commit   the batch's offsets are planned (client reader: <checkpoint>/client/
-                            offsets/<id>; Spark: the offset log), no table of the batch is committed
-    after-iceberg-commit    every table's MERGE of the batch is committed, the offsets are not
-                            (client reader: no commits/<id>; Spark: no commit log entry)
+    before-iceberg-commit   the batch's offsets are planned (Spark's offset log, <checkpoint>/
+                            offsets/<id>), no table of the batch is committed
+    after-iceberg-commit    every table's MERGE of the batch is committed, the batch is not
+                            (no <checkpoint>/commits/<id> in Spark's commit log)
 
 It is switched on only by the environment variable CDC_TEST_CRASH_AT=<point>, read once where
 the process starts (`job.main`), never by a job argument: nothing a deployment configures can

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -33,30 +36,30 @@ def configure_logging() -> None:
 def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None = None) -> None:
     """Start the streaming query and block until it ends (run_once: when caught up).
 
-    `crash`: tests only (faults.py). Both readers plan a batch's offsets before calling
-    `each_batch` and commit them after it returns, so these two points are the two sides of
-    the Iceberg commit for the Spark Kafka source and the client reader alike."""
+    `crash`: tests only (faults.py). Spark writes a batch's offsets to the checkpoint's offset log
+    before it calls `each_batch` and the batch to its commit log after `each_batch` returns, so
+    these two points are the two sides of the Iceberg commit: a restart re-runs the batch from
+    its logged offsets either way."""
     processor = BatchProcessor(spark, settings)
     maintainer = StreamMaintainer(
         settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
     )
 
+    in_batch = threading.Event()
+
     def each_batch(df: DataFrame, batch_id: int) -> None:
-        if crash:
-            crash.reached(faults.BEFORE_COMMIT, batch_id)
-        report = processor.process(df, batch_id)
-        if crash:
-            crash.reached(faults.AFTER_COMMIT, batch_id)
-        # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
-        written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
-        maintainer.after_batch(df.sparkSession, written)
-
-    if settings.source == "kafka" and settings.kafka_reader == "client":
-        from .kafka_client import run_client_stream, stop_flag
-
-        log.info("streaming from Kafka %s with the Kafka client reader", settings.kafka_bootstrap_servers)
-        run_client_stream(spark, settings, each_batch, stop_flag())
-        return
+        in_batch.set()
+        try:
+            if crash:
+                crash.reached(faults.BEFORE_COMMIT, batch_id)
+            report = processor.process(df, batch_id)
+            if crash:
+                crash.reached(faults.AFTER_COMMIT, batch_id)
+            # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
+            written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
+            maintainer.after_batch(df.sparkSession, written)
+        finally:
+            in_batch.clear()
 
     writer = (
         open_stream(spark, settings)
@@ -77,7 +80,28 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
         settings.checkpoint_location,
         "run once" if settings.run_once else f"every {settings.trigger_interval_seconds}s",
     )
-    query.awaitTermination()
+    # Poll rather than block, so that a SIGTERM stops the query between batches: the batch under
+    # way finishes and is committed first (a stop inside one would only make the restart re-run it).
+    stop_requested = threading.Event()
+    previous = _on_sigterm(stop_requested.set)
+    try:
+        while not query.awaitTermination(1):
+            if stop_requested.is_set() and not in_batch.is_set():
+                log.info("SIGTERM: stopping the stream between batches")
+                query.stop()
+                query.awaitTermination()
+                break
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm(action: Callable[[], None]) -> Any:
+    """Runs `action` on SIGTERM; returns the handler it replaced (None: only the main thread can
+    install one, elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, lambda _sig, _frame: action())
 
 
 def main(

@@ -34,12 +34,6 @@ ARGS: tuple[Arg, ...] = (
     Arg("kafka_topics", "", "Comma-separated topics to read. Use this or `kafka_topic_pattern`."),
     Arg("kafka_topic_pattern", "", "Java regex of topics to read, e.g. `salesdb\\.salesdb\\..*`."),
     Arg("kafka_auth", "iam", "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker)."),
-    Arg(
-        "kafka_reader",
-        "spark",
-        "`spark` (Spark's Kafka source, as on Glue) or `client` (a Kafka client feeding the same batch "
-        "function, for local runs where Spark's Kafka source cannot be installed).",
-    ),
     Arg("starting_offsets", "earliest", "`earliest` or `latest`; used only when no checkpoint exists."),
     Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch."),
     Arg("files_path", "", "Directory or S3 prefix of JSON-lines files. Required for `files`."),
@@ -152,7 +146,6 @@ class Settings:
     kafka_topics: tuple[str, ...] = ()
     kafka_topic_pattern: str = ""
     kafka_auth: str = "iam"
-    kafka_reader: str = "spark"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int = 100_000
     files_path: str = ""
@@ -266,7 +259,6 @@ def build_settings(raw: dict[str, str]) -> Settings:
         kafka_topics=topics,
         kafka_topic_pattern=v["kafka_topic_pattern"],
         kafka_auth=_choice("kafka_auth", v["kafka_auth"], ("iam", "none")),
-        kafka_reader=_choice("kafka_reader", v["kafka_reader"], ("spark", "client")),
         starting_offsets=_choice("starting_offsets", v["starting_offsets"], ("earliest", "latest")),
         max_offsets_per_trigger=_int("max_offsets_per_trigger", v["max_offsets_per_trigger"], 1),
         files_path=v["files_path"],

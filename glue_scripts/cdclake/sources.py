@@ -28,6 +28,9 @@ def kafka_options(s: Settings) -> dict[str, str]:
         "maxOffsetsPerTrigger": str(s.max_offsets_per_trigger),
         # Fail loudly when retention deleted records we have not read: silently skipping is data loss.
         "failOnDataLoss": "true",
+        # How soon a topic created after the start (a new table) matches subscribePattern: the
+        # source's consumer re-reads the cluster's topic list at this age (Kafka's default: 5 min).
+        "kafka.metadata.max.age.ms": "10000",
     }
     if s.kafka_topics:
         opts["subscribe"] = ",".join(s.kafka_topics)

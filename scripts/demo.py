@@ -1,7 +1,7 @@
 """`make demo`: the seed walkthrough, automated, on the real local pipeline.
 
-MariaDB -> Debezium on Kafka Connect -> tansu (Kafka protocol) -> the Glue job script (streaming,
-locally) -> Iceberg tables, read back through DuckDB in Athena's role, then reconciled with the
+MariaDB -> Debezium on Kafka Connect -> Apache Kafka (KRaft) -> the Glue job script (streaming,
+locally, Spark's Kafka source) -> Iceberg tables, read back through DuckDB in Athena's role, then reconciled with the
 source row by row. Exits non-zero if the lake differs from the source.
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
@@ -115,7 +115,7 @@ def run(keep: bool, source: str | None = None) -> int:
     source_text = "PostgreSQL 15 (wal_level=logical, pgoutput)" if pg else "MariaDB (binlog ROW)"
 
     try:
-        step(1, f"fresh local stack in {s.state}: {source_text} -> Kafka Connect + Debezium -> tansu")
+        step(1, f"fresh local stack in {s.state}: {source_text} -> Kafka Connect + Debezium -> Apache Kafka")
         with stack.state_lock(s):
             stack.cmd_down(s, [])
         shutil.rmtree(s.state, ignore_errors=True)

@@ -425,7 +425,7 @@ def captured_table_count(s: stack.Settings) -> int:
 # ---------------------------------------------------------------------------------------- connector
 def connector_config(s: stack.Settings, pg_port: int, kafka_port: int) -> dict:
     """The template's settings with local values; Kafka Connect creates the change topics (1 partition
-    by default, as on AWS) instead of tansu auto-creating them with 4."""
+    by default, as on AWS) rather than the broker's auto-creation."""
     config = render(
         TEMPLATE,
         {

@@ -1,5 +1,5 @@
-"""c. End to end on the local stack: MariaDB -> Debezium (Kafka Connect) -> tansu -> the job
-(`--kafka_reader client`, trigger 1 s) -> Iceberg.
+"""c. End to end on the local stack: MariaDB -> Debezium (Kafka Connect) -> Apache Kafka -> the job
+(Spark's Kafka source, trigger 1 s) -> Iceberg.
 
 A private stack (temporary state directory, free ports) and a private job run, so nothing a
 developer or another test runs is touched. Changes are written to `salesdb.bench_orders` with
@@ -100,6 +100,7 @@ class Stack:
             "CDC_STACK_SOURCE": "mysql",
             "CDC_STACK_MARIADB_PORT": str(self.ports["mariadb"]),
             "CDC_STACK_KAFKA_PORT": str(self.ports["kafka"]),
+            "CDC_STACK_KAFKA_CONTROLLER_PORT": str(_free_port()),
             "CDC_STACK_CONNECT_PORT": str(self.ports["connect"]),
         }
         self.init_sql = work / "e2e-init.sql"
@@ -150,7 +151,7 @@ class Job:
         self.args = [
             str(ROOT / ".local" / "venv" / "bin" / "python"),
             str(ROOT / "glue_scripts" / "cdc_iceberg_job.py"),
-            "--source", "kafka", "--kafka_reader", "client", "--kafka_auth", "none",
+            "--source", "kafka", "--kafka_auth", "none",
             "--kafka_bootstrap_servers", f"127.0.0.1:{stack.ports['kafka']}",
             "--kafka_topic_pattern", r"salesdb\.salesdb\..*",
             "--catalog_type", "hadoop", "--warehouse", str(self.warehouse), "--namespace", NAMESPACE,

@@ -1,4 +1,4 @@
-"""Fixtures for the local pipeline stack tests: a real MariaDB, tansu broker and Kafka Connect.
+"""Fixtures for the local pipeline stack tests: a real MariaDB, Apache Kafka broker and Kafka Connect.
 
 One stack per test session, on free (non-default) ports with its own state directory, so the tests
 never touch a stack a developer runs under .local/stack. It is torn down at the end, also on failure.
@@ -26,6 +26,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "CDC_STACK_SOURCE": "mysql",  # whatever the developer's shell selects
         "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
+        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
         "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
     }
     s = Stack(env, state, ports)
@@ -51,6 +52,7 @@ def pg_stack() -> Iterator[Stack]:
         "CDC_STACK_SOURCE": "postgres",
         "CDC_STACK_POSTGRES_PORT": str(ports["postgres"]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
+        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
         "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
     }
     s = Stack(env, state, ports)

@@ -124,7 +124,6 @@ class Stack:
                 "group.id": f"stack-test-{uuid.uuid4().hex[:8]}",
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
-                # tansu answers JoinGroup after session.timeout.ms / 2: keep that short.
                 "session.timeout.ms": 6000,
                 "topic.metadata.refresh.interval.ms": 1000,
             }

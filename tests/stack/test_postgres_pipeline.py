@@ -1,5 +1,5 @@
-"""PostgreSQL as the source, for real: PostgreSQL 15 (pgoutput) -> Debezium on Kafka Connect -> tansu
--> the Glue job script (streaming, Kafka client reader) -> Iceberg, reconciled with the source (row
+"""PostgreSQL as the source, for real: PostgreSQL 15 (pgoutput) -> Debezium on Kafka Connect -> Apache
+Kafka -> the Glue job script (streaming, Spark's Kafka source) -> Iceberg, reconciled with the source (row
 count + per-row checksum over all columns) after every step, a restart and a refused configuration."""
 
 from __future__ import annotations
@@ -250,6 +250,7 @@ def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(tmp_p
             "CDC_STACK_DIR": str(tmp_path / "other-stack"),
             "CDC_STACK_POSTGRES_PORT": str(taken),
             "CDC_STACK_KAFKA_PORT": str(free_port()),
+            "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
             "CDC_STACK_CONNECT_PORT": str(free_port()),
         }
         res = subprocess.run([str(CLI), "up", "--source", "postgres"], env=env, capture_output=True, text=True)

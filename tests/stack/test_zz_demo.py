@@ -18,6 +18,7 @@ def test_demo_runs_the_walkthrough_and_reports_a_match(tmp_path) -> None:
         "CDC_STACK_DIR": str(tmp_path / "demo"),
         "CDC_STACK_MARIADB_PORT": str(free_port()),
         "CDC_STACK_KAFKA_PORT": str(free_port()),
+        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
         "CDC_STACK_CONNECT_PORT": str(free_port()),
     }
     res = subprocess.run([str(ROOT / "scripts" / "demo")], env=env, capture_output=True, text=True, timeout=900)

@@ -34,7 +34,7 @@ clean:            ## remove local state (keeps the venv and jars)
 	rm -rf .local/warehouse .local/tmp
 
 .PHONY: stack-up stack-down stack-status
-stack-up: setup   ## local MariaDB -> tansu -> Kafka Connect + Debezium (docs/LOCAL_STACK.md)
+stack-up: setup   ## local MariaDB -> Kafka Connect + Debezium -> Apache Kafka (docs/LOCAL_STACK.md)
 	@scripts/local-stack up --init-sql sql/01_create_customer.sql
 
 stack-down:       ## stop the local stack (data stays in .local/stack)

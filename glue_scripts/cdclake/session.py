@@ -28,7 +28,7 @@ def catalog_conf(s: Settings) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         # Iceberg 1.7.1's vectorized (Arrow) Parquet reader crashed the JVM (SIGSEGV at varying VM
         # sites: a corrupted heap) in the MERGE that followed a 20,000-record batch on a table with
-        # position deletes, in 3 of 3 runs of tests/stack's burst test; with row-based reads 0 of 1.
+        # position deletes, in 3 of 3 runs of tests/stack's burst test; with row-based reads in 0 of 3.
         "spark.sql.iceberg.vectorization.enabled": "false",
     }
     if s.catalog_type == "glue":

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup test test-unit lint lint-cfn format demo clean
+.PHONY: setup test test-unit test-job test-stack lint lint-cfn format demo clean
 
 setup:            ## install what is missing (venv, Java, Iceberg jars) into .local/
 	@scripts/setup-local
@@ -24,8 +24,17 @@ lint-cfn: setup   ## CloudFormation: render, cfn-lint + project rules, checkov, 
 	@$(VENV)/bin/ruff check cloudformation
 	@$(VENV)/bin/ruff format --check cloudformation scripts/cdcdeploy
 
-test: setup lint  ## every test
-	@$(PY) -m pytest $(PYTEST_ARGS)
+test: setup lint  ## every test, with the 15 slowest listed
+	@$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+
+test-unit: setup  ## pure tests, no Spark: tests/unit + tests/scripts
+	@$(PY) -m pytest tests/unit tests/scripts $(PYTEST_ARGS)
+
+test-job: setup   ## real Spark + Iceberg: tests/job
+	@$(PY) -m pytest --durations=15 tests/job $(PYTEST_ARGS)
+
+test-stack: setup ## the real local pipeline: tests/stack
+	@$(PY) -m pytest --durations=15 tests/stack $(PYTEST_ARGS)
 
 demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres)
 	@scripts/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),)

@@ -1,16 +1,21 @@
-"""Reconcile the source database with the lake: row count and a per-row checksum over all columns.
+"""Reconcile the source database with the lake, exactly: every table, as multisets of rows.
 
-    scripts/reconcile [--table customer ...] [--wait SECONDS]     compare every captured table
+    scripts/reconcile [--table customer ...] [--wait SECONDS]     compare every source table
     scripts/apply-sql FILE [--wait SECONDS]                        run SQL, wait until the lake caught up
     (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB)
 
-Exit code 0 when every table matches, 1 on any difference (the report says which keys and
-columns differ), 2 on a usage or connection error. With --wait, comparison is repeated until the
+Counts decide: a table matches only when the lake holds exactly the source's rows, each as many
+times as the source does. For a table with a primary key the report names keys missing from the
+lake, extra keys, keys stored more than once (with both counts) and keys whose row differs (with
+the columns, by a checksum over all columns). A table without a primary key is compared as a
+multiset of whole rows (the job does not apply such tables: their changes go to the dead letters,
+so one with rows is reported as different). Exit code 0 when every table matches, 1 on any
+difference, 2 on a usage or connection error. With --wait, comparison is repeated until the
 tables match or the time is up: the lake is "caught up" exactly when it equals the source.
 
 Values are compared after one normalisation per type, so that a DECIMAL, a DATETIME(6), a TIME
 or a TIMESTAMP read from MariaDB and from Iceberg (through DuckDB, Athena's role here) agree
-when they are the same value.
+when they are the same value. `compare_rows` is the whole comparison, on rows already read.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -65,34 +71,140 @@ def checksum(row: dict[str, Any]) -> str:
 
 @dataclass
 class TableResult:
+    """One table's verdict. Counts decide: the lake must hold exactly the source's rows, as a
+    multiset, so a row stored twice is a difference even when every stored value is right.
+
+    Keyed tables: `missing`/`extra` are keys on one side only (once per row), `different` keys whose
+    single row differs (with the columns), `duplicates` keys held a different number of times on
+    the two sides (a primary key stored twice in the lake). Keyless tables are compared as
+    multisets of whole rows: `missing`/`extra` are rows (one entry per missing or extra copy) and
+    `duplicates` rows the lake holds more often than the source."""
+
     table: str
     source_rows: int = 0
     lake_rows: int = 0
+    keys: list[str] = field(default_factory=list)  # empty: a keyless table, compared by whole rows
     missing: list[Any] = field(default_factory=list)  # in the source, not in the lake
     extra: list[Any] = field(default_factory=list)  # in the lake, not in the source
     different: list[tuple[Any, list[str]]] = field(default_factory=list)  # key, columns
+    duplicates: list[tuple[Any, int, int]] = field(default_factory=list)  # key or row, source count, lake count
     problem: str = ""
+    note: str = ""
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.different or self.problem)
+        return (
+            not (self.missing or self.extra or self.different or self.duplicates or self.problem)
+            and self.source_rows == self.lake_rows
+        )
 
     def report(self) -> str:
         head = f"{self.table:<28} source {self.source_rows:>7}  lake {self.lake_rows:>7}  "
         if self.problem:
             return head + f"DIFFERENT: {self.problem}"
         if self.ok:
-            return head + "OK (count and per-row checksums equal)"
+            what = "per-row checksums" if self.keys else "whole rows, no key"
+            return head + (self.note or f"OK (count and {what} equal)")
         parts = []
+        if self.duplicates:
+            what = "key(s) stored more than once" if self.keys else "row(s) stored more often than at the source"
+            examples = "; ".join(f"{_show(k)} source {s} lake {n}" for k, s, n in self.duplicates[:3])
+            parts.append(f"{len(self.duplicates)} {what}, e.g. {examples}")
         if self.missing:
-            parts.append(f"{len(self.missing)} missing in lake {self.missing[:5]}")
+            parts.append(f"{len(self.missing)} missing in lake [{', '.join(_show(k) for k in self.missing[:5])}]")
         if self.extra:
-            parts.append(f"{len(self.extra)} extra in lake {self.extra[:5]}")
+            parts.append(f"{len(self.extra)} extra in lake [{', '.join(_show(k) for k in self.extra[:5])}]")
         if self.different:
             parts.append(
-                f"{len(self.different)} rows differ, e.g. " + "; ".join(f"{k}: {c}" for k, c in self.different[:3])
+                f"{len(self.different)} rows differ, e.g. "
+                + "; ".join(f"{_show(k)}: {c}" for k, c in self.different[:3])
             )
+        if not parts:  # cannot happen with rows compared by compare_rows; counts still decide
+            parts.append("row counts differ")
         return head + "DIFFERENT: " + ", ".join(parts)
+
+
+def _show(item: Any) -> str:
+    """A key `(("id", "3"),)` as `id=3`, a keyless row as `{col=value, ...}` (first columns)."""
+    pairs = list(item)
+    text = ", ".join(f"{c}={v}" for c, v in pairs[:6]) + (", ..." if len(pairs) > 6 else "")
+    return text if len(pairs) == 1 else "{" + text + "}"
+
+
+def _order(item: tuple) -> tuple:
+    """Sort keys/rows naturally: numbers by value, None last; never compares str with None."""
+
+    def one(v: Any) -> tuple:
+        if v is None:
+            return (2, 0, "")
+        s = str(v)
+        try:
+            return (0, float(s), s)
+        except ValueError:
+            return (1, 0, s)
+
+    return tuple(one(v) for _, v in item)
+
+
+def compare_rows(
+    table: str,
+    columns: list[str],
+    keys: list[str],
+    source_rows: list[dict[str, Any]],
+    lake_rows: list[dict[str, Any]],
+) -> TableResult:
+    """Compare the rows read from the source and from the lake, exactly, as multisets.
+
+    `columns` are the source table's columns (the lake's `_cdc_*` metadata is not compared),
+    `keys` its primary key (empty: keyless, whole rows are compared). Lake column names may differ
+    in case. Values are normalised (`normalise`) before they are compared. Pure: no database."""
+    res = TableResult(table, len(source_rows), len(lake_rows), list(keys))
+    by_lower = {n.lower(): n for n in (lake_rows[0].keys() if lake_rows else [])}
+    absent = [c for c in columns if c.lower() not in by_lower]
+    if lake_rows and absent:
+        res.problem = f"column(s) {absent} not in the lake table"
+        return res
+
+    def canon(row: dict[str, Any], names: dict[str, str] | None) -> dict[str, Any]:
+        return {c: normalise(row[names[c.lower()] if names else c]) for c in columns}
+
+    def item(row: dict[str, Any], cols: list[str]) -> tuple:
+        return tuple((c, row[c]) for c in cols)
+
+    src = [canon(r, None) for r in source_rows]
+    dst = [canon(r, by_lower) for r in lake_rows]
+    if not keys:
+        s_count = Counter(item(r, columns) for r in src)
+        d_count = Counter(item(r, columns) for r in dst)
+        for row in sorted(s_count.keys() | d_count.keys(), key=_order):
+            s, d = s_count[row], d_count[row]
+            if d > s and s:
+                res.duplicates.append((row, s, d))
+            elif d > s:
+                res.extra += [row] * (d - s)
+            elif s > d:
+                res.missing += [row] * (s - d)
+        return res
+
+    s_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    d_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in src:
+        s_by[item(r, keys)].append(r)
+    for r in dst:
+        d_by[item(r, keys)].append(r)
+    for k in sorted(s_by.keys() | d_by.keys(), key=_order):
+        s, d = s_by.get(k, []), d_by.get(k, [])
+        if not d:
+            res.missing += [k] * len(s)
+        elif not s:
+            res.extra += [k] * len(d)
+            if len(d) > 1:
+                res.duplicates.append((k, 0, len(d)))
+        elif len(s) != len(d) or len(d) > 1:
+            res.duplicates.append((k, len(s), len(d)))
+        elif checksum(s[0]) != checksum(d[0]):
+            res.different.append((k, [c for c in columns if s[0][c] != d[0][c]]))
+    return res
 
 
 class Source:
@@ -111,16 +223,20 @@ class Source:
         )
 
     def tables(self) -> dict[str, list[str]]:
-        """Tables with a primary key -> key columns in key order (tables without one are not captured)."""
+        """Every base table -> its primary key columns in key order ([] for a table without one)."""
         with self.conn.cursor() as cur:
             cur.execute(
-                "SELECT table_name, column_name FROM information_schema.key_column_usage "
-                "WHERE table_schema = %s AND constraint_name = 'PRIMARY' ORDER BY table_name, ordinal_position",
+                "SELECT t.table_name, k.column_name FROM information_schema.tables t "
+                "LEFT JOIN information_schema.key_column_usage k ON k.table_schema = t.table_schema "
+                "AND k.table_name = t.table_name AND k.constraint_name = 'PRIMARY' "
+                "WHERE t.table_schema = %s AND t.table_type = 'BASE TABLE' ORDER BY t.table_name, k.ordinal_position",
                 (self.database,),
             )
             out: dict[str, list[str]] = {}
             for t, c in cur.fetchall():
-                out.setdefault(t, []).append(c)
+                out.setdefault(t, [])
+                if c is not None:
+                    out[t].append(c)
             return out
 
     def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -158,18 +274,20 @@ class PostgresSource:
             raise stack.StackError(f"PostgreSQL: {exc}") from None
 
     def tables(self) -> dict[str, list[str]]:
-        """Tables with a primary key -> key columns in key order (tables without one are not captured)."""
+        """Every table of the schema -> its primary key columns in key order ([] for a table without one)."""
         rows = self.conn.execute(
-            "SELECT c.relname, a.attname FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
-            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-            "WHERE i.indisprimary AND n.nspname = %s ORDER BY c.relname, k.ord",
+            "SELECT c.relname, a.attname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary "
+            "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.relname, k.ord",
             (self.schema,),
         ).fetchall()
         out: dict[str, list[str]] = {}
         for t, c in rows:
-            out.setdefault(t, []).append(c)
+            out.setdefault(t, [])
+            if c is not None:
+                out[t].append(c)
         return out
 
     def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -186,38 +304,16 @@ def compare(
     source: Source | PostgresSource, con: Any, paths: local_job.LakePaths, table: str, keys: list[str]
 ) -> TableResult:
     lake_name = f"{source.lake_prefix}_{table}".lower()
-    res = TableResult(table)
     columns, src_rows = source.rows(table)
-    res.source_rows = len(src_rows)
     location = lake.table_location(paths.warehouse, local_job.NAMESPACE, lake_name)
     if lake.current_metadata(location) is None:
-        res.problem = f"no lake table {local_job.NAMESPACE}.{lake_name} yet"
+        res = TableResult(table, len(src_rows), 0, list(keys))
+        if src_rows:
+            res.problem = f"no lake table {local_job.NAMESPACE}.{lake_name} yet"
+        else:
+            res.note = "OK (empty at the source, no lake table)"
         return res
-    lake_rows = lake.rows(con, location)
-    res.lake_rows = len(lake_rows)
-    by_lower = {n.lower(): n for n in (lake_rows[0].keys() if lake_rows else [])}
-    lake_cols = {c.lower() for c in by_lower} or {c.lower() for c in columns}
-    absent = [c for c in columns if c.lower() not in lake_cols]
-    if lake_rows and absent:
-        res.problem = f"column(s) {absent} not in the lake table"
-        return res
-
-    def canon(row: dict[str, Any], from_lake: bool) -> dict[str, Any]:
-        if from_lake:
-            return {c: normalise(row[by_lower[c.lower()]]) for c in columns}
-        return {c: normalise(row[c]) for c in columns}
-
-    def key_of(row: dict[str, Any]) -> tuple:
-        return tuple(row[k] for k in keys)
-
-    src = {key_of(r := canon(x, False)): r for x in src_rows}
-    dst = {key_of(r := canon(x, True)): r for x in lake_rows}
-    res.missing = sorted(set(src) - set(dst))
-    res.extra = sorted(set(dst) - set(src))
-    for k in sorted(set(src) & set(dst)):
-        if checksum(src[k]) != checksum(dst[k]):
-            res.different.append((k, [c for c in columns if src[k][c] != dst[k][c]]))
-    return res
+    return compare_rows(table, columns, keys, src_rows, lake.rows(con, location))
 
 
 def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> list[TableResult]:
@@ -227,7 +323,7 @@ def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> lis
         wanted = tables or sorted(keyed)
         unknown = [t for t in wanted if t not in keyed]
         if unknown:
-            raise stack.StackError(f"not a table with a primary key in {database}: {', '.join(unknown)}")
+            raise stack.StackError(f"no such table in {database}: {', '.join(unknown)}")
         con = lake.connect()
         paths = local_job.LakePaths.of(s)
         return [compare(source, con, paths, t, keyed[t]) for t in wanted]

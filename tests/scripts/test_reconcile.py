@@ -1,0 +1,139 @@
+"""scripts/reconcile's comparison (`compare_rows`), on rows as the source and the lake return them:
+counts decide, and each kind of difference is reported as what it is."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import reconcile  # noqa: E402
+
+COLUMNS = ["id", "name", "balance", "updated_at"]
+
+
+def src(i: int, name: str = "n", balance: str = "1.50") -> dict:
+    """A row as pymysql returns it."""
+    return {"id": i, "name": name, "balance": Decimal(balance), "updated_at": datetime(2026, 1, 2, 3, 4, 5, 6)}
+
+
+def lake(i: int, name: str = "n", balance: str = "1.50") -> dict:
+    """The same row as DuckDB reads it from Iceberg: metadata columns, other spellings and types."""
+    return {
+        "ID": i,
+        "Name": name,
+        "balance": Decimal(balance).quantize(Decimal("0.01")),
+        "updated_at": datetime(2026, 1, 2, 3, 4, 5, 6),
+        "_cdc_op": "u",
+        "_cdc_seq": Decimal(i),
+    }
+
+
+def compare(source: list[dict], lake_rows: list[dict], keys: tuple[str, ...] = ("id",)) -> reconcile.TableResult:
+    return reconcile.compare_rows("customer", COLUMNS, list(keys), source, lake_rows)
+
+
+def test_equal_tables_match():
+    r = compare([src(1), src(2)], [lake(2), lake(1)])
+    assert r.ok, r.report()
+    assert r.report().endswith("OK (count and per-row checksums equal)")
+
+
+def test_a_key_stored_twice_in_the_lake_is_a_difference_reported_as_a_duplicate():
+    # The review's case: the dict keyed by id used to swallow the second copy of key 2.
+    r = compare([src(1), src(2)], [lake(1), lake(2), lake(2)])
+    assert not r.ok
+    assert (r.source_rows, r.lake_rows) == (2, 3)
+    assert r.duplicates == [((("id", "2"),), 1, 2)]
+    assert not (r.missing or r.extra or r.different)
+    assert "DIFFERENT: 1 key(s) stored more than once, e.g. id=2 source 1 lake 2" in r.report()
+
+
+def test_a_row_missing_from_the_lake_is_reported_by_its_key():
+    r = compare([src(1), src(2), src(3)], [lake(1), lake(3)])
+    assert not r.ok
+    assert r.missing == [(("id", "2"),)] and not (r.extra or r.different or r.duplicates)
+    assert "1 missing in lake [id=2]" in r.report()
+
+
+def test_an_extra_lake_row_is_reported_by_its_key():
+    r = compare([src(1)], [lake(1), lake(9)])
+    assert not r.ok
+    assert r.extra == [(("id", "9"),)] and not (r.missing or r.different or r.duplicates)
+    assert "1 extra in lake [id=9]" in r.report()
+
+
+def test_a_changed_value_is_reported_with_its_key_and_column():
+    r = compare([src(1), src(2, balance="2.00")], [lake(1), lake(2, balance="2.01")])
+    assert not r.ok
+    assert r.different == [((("id", "2"),), ["balance"])]
+    assert "1 rows differ, e.g. id=2: ['balance']" in r.report()
+
+
+def test_values_are_compared_after_normalisation_of_each_type():
+    # DECIMAL scale, TIME as timedelta vs text, timestamp with and without a zone: the same values.
+    from datetime import UTC
+
+    cols = ["id", "amount", "t", "at"]
+    s = [{"id": 1, "amount": Decimal("1.5"), "t": timedelta(hours=1, seconds=2), "at": datetime(2026, 1, 1, 12)}]
+    d = [{"id": 1, "amount": Decimal("1.50"), "t": "01:00:02.000000", "at": datetime(2026, 1, 1, 12, tzinfo=UTC)}]
+    assert reconcile.compare_rows("t", cols, ["id"], s, d).different == [((("id", "1"),), ["amount"])]
+    d[0]["amount"] = Decimal("1.5")
+    assert reconcile.compare_rows("t", cols, ["id"], s, d).ok
+
+
+def test_a_composite_key_names_every_key_column():
+    cols = ["order_id", "line_no", "sku"]
+    s = [{"order_id": 1, "line_no": 1, "sku": "A"}, {"order_id": 1, "line_no": 2, "sku": "B"}]
+    d = [{"order_id": 1, "line_no": 1, "sku": "A"}]
+    r = reconcile.compare_rows("lines", cols, ["order_id", "line_no"], s, d)
+    assert r.missing == [(("order_id", "1"), ("line_no", "2"))]
+    assert "missing in lake [{order_id=1, line_no=2}]" in r.report()
+
+
+def test_a_keyless_table_is_compared_as_a_multiset_of_whole_rows():
+    rows = [src(1, "a"), src(1, "a"), src(2, "b")]  # no key: the same row twice at the source is legitimate
+    assert compare(rows, [lake(2, "b"), lake(1, "a"), lake(1, "a")], keys=()).ok
+    assert compare(rows, [], keys=()).report().count("missing in lake") == 1
+
+    once = compare(rows, [lake(1, "a"), lake(2, "b")], keys=())
+    assert not once.ok and len(once.missing) == 1 and dict(once.missing[0])["name"] == "a"
+
+    thrice = compare(rows, [lake(1, "a"), lake(1, "a"), lake(1, "a"), lake(2, "b")], keys=())
+    assert not thrice.ok and [(s, n) for _, s, n in thrice.duplicates] == [(2, 3)]
+    assert "row(s) stored more often than at the source" in thrice.report()
+
+    changed = compare(rows, [lake(1, "a"), lake(1, "a"), lake(2, "c")], keys=())
+    assert not changed.ok
+    assert [dict(r)["name"] for r in changed.missing] == ["b"] and [dict(r)["name"] for r in changed.extra] == ["c"]
+
+
+def test_a_lake_table_lacking_a_source_column_is_a_difference():
+    r = reconcile.compare_rows("customer", [*COLUMNS, "status"], ["id"], [{**src(1), "status": "x"}], [lake(1)])
+    assert not r.ok and r.problem == "column(s) ['status'] not in the lake table"
+
+
+def test_row_counts_decide_even_without_a_listed_difference():
+    r = reconcile.TableResult("t", source_rows=2, lake_rows=3, keys=["id"])
+    assert not r.ok and "DIFFERENT" in r.report()
+
+
+def test_exit_codes_0_when_equal_1_when_different_2_on_a_connection_error(monkeypatch, capsys):
+    equal = [compare([src(1)], [lake(1)])]
+    dup = [compare([src(1)], [lake(1), lake(1)])]
+    monkeypatch.setattr(reconcile.stack.Settings, "from_env", staticmethod(lambda source=None: object()))
+    for results, code, verdict in ((equal, 0, "MATCH"), (dup, 1, "DIFFERENCE")):
+        monkeypatch.setattr(reconcile, "reconcile_until", lambda *a, r=results: r)
+        assert reconcile.main([]) == code
+        out = capsys.readouterr().out
+        assert f"[reconcile] {verdict}: 1 table(s) compared" in out
+
+    def unreachable(*_a):
+        raise reconcile.stack.StackError("MariaDB is not running: scripts/local-stack up")
+
+    monkeypatch.setattr(reconcile, "reconcile_until", unreachable)
+    assert reconcile.main([]) == 2
+    assert "MariaDB is not running" in capsys.readouterr().err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,49 @@ class Workload:
         return self.ev.take()
 
 
-def lake_state(spark: Any, table: str) -> dict[int, str]:
-    return {r["id"]: r["first_name"] for r in spark.sql(f"SELECT id, first_name FROM {table}").collect()}
+def assert_rows(
+    spark: Any,
+    table: str,
+    expected: list[dict[str, Any]] | dict[Any, Any],
+    key: str | Sequence[str] = "id",
+    column: str = "first_name",
+) -> None:
+    """Assert the table holds exactly `expected`: `count(*) == count(distinct key) == len(expected)`
+    (a key stored twice fails here, even when every stored value is right), then the values.
+
+    `expected`: row dicts (the key columns and the columns to compare; every dict the same
+    columns), or a mapping key -> value of `column` (a single-column key, e.g. Workload.expected)."""
+    keys = [key] if isinstance(key, str) else list(key)
+    if isinstance(expected, dict):
+        assert len(keys) == 1, "a mapping of expected values needs a single-column key"
+        expected = [{keys[0]: k, column: v} for k, v in expected.items()]
+    spark.catalog.refreshTable(table)  # another process (the job as a subprocess) may have committed
+    kq = ", ".join(f"`{k}`" for k in keys)
+    c = spark.sql(f"SELECT count(*) AS n, count(DISTINCT {kq}) AS k FROM {table}").first()
+    assert (c["n"], c["k"]) == (len(expected), len(expected)), (
+        f"{table}: {c['n']} rows, {c['k']} distinct keys ({', '.join(keys)}); expected {len(expected)} rows, one per key"
+    )
+    cols = list(dict.fromkeys([*keys, *(expected[0] if expected else [])]))
+    select = ", ".join(f"`{col}`" for col in cols)
+    actual = [r.asDict() for r in spark.sql(f"SELECT {select} FROM {table} ORDER BY {kq}").collect()]
+    want = sorted(({col: e[col] for col in cols} for e in expected), key=lambda r: tuple(r[k] for k in keys))
+    assert actual == want, f"{table}: rows differ"
+
+
+WRITES = ("added-records", "deleted-records", "added-position-deletes", "added-equality-deletes")
+
+
+def commits(spark: Any, table: str) -> list[dict[str, Any]]:
+    """The table's snapshots in commit order: operation and what each wrote (WRITES, 0 if absent).
+    A MERGE whose every change is behind the stored position still commits a snapshot, an empty
+    one: a re-run is told from a second application by what its commit wrote, not by its count."""
+    spark.catalog.refreshTable(table)
+    rows = spark.sql(f"SELECT operation, summary FROM {table}.snapshots ORDER BY committed_at").collect()
+    return [{"operation": r["operation"], **{w: int(r["summary"].get(w, "0")) for w in WRITES}} for r in rows]
+
+
+def wrote_nothing(commit: dict[str, Any]) -> bool:
+    return all(commit[w] == 0 for w in WRITES)
 
 
 class MergeBarrier:

@@ -51,10 +51,34 @@ class Lake:
         return [r["id"] for r in self.rows(name)]
 
     def by_id(self, name: str = "inventory_customers") -> dict[int, dict[str, Any]]:
-        return {r["id"]: r for r in self.rows(name)}
+        """Rows by id; fails if an id is stored more than once (a dict would hide the second copy)."""
+        rows = self.rows(name)
+        ids = [r["id"] for r in rows]
+        assert len(ids) == len(set(ids)), (
+            f"{name}: ids stored more than once: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
+        return {r["id"]: r for r in rows}
+
+    def assert_rows(
+        self,
+        expected: list[dict[str, Any]] | dict[Any, Any],
+        key: str | tuple[str, ...] = "id",
+        name: str = "inventory_customers",
+        column: str = "first_name",
+    ) -> None:
+        """The table holds exactly `expected`, each key once: cdc_workload.assert_rows."""
+        from cdc_workload import assert_rows
+
+        assert_rows(self.spark, self.table(name), expected, key, column)
 
     def snapshots(self, name: str = "inventory_customers") -> int:
         return self.spark.sql(f"SELECT count(*) AS n FROM {self.table(name)}.snapshots").first()["n"]
+
+    def commits(self, name: str = "inventory_customers") -> list[dict[str, Any]]:
+        """Snapshots in commit order with what each wrote: cdc_workload.commits."""
+        from cdc_workload import commits
+
+        return commits(self.spark, self.table(name))
 
     def dead_letters(self) -> list[dict[str, Any]]:
         out = []

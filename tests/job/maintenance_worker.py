@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent)]
 
-from cdc_workload import MergeBarrier, Workload  # noqa: E402
+from cdc_workload import MergeBarrier, Workload, assert_rows  # noqa: E402
 from cdclake.session import local_jars  # noqa: E402
 
 NAMESPACE = "twoproc"
@@ -110,13 +110,21 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
     (work / "stream.done").touch()
     while not (work / "maintain.done").exists():
         time.sleep(0.5)
-    actual = {r["id"]: r["first_name"] for r in spark.sql(f"SELECT id, first_name FROM {TABLE}").collect()}
+    try:  # every key once, count(*) == count(distinct id) == expected, and the values
+        assert_rows(spark, TABLE, w.expected)
+        state_error = None
+    except AssertionError as e:
+        state_error = str(e)
+    actual = [
+        [r["id"], r["first_name"]] for r in spark.sql(f"SELECT id, first_name FROM {TABLE} ORDER BY id").collect()
+    ]
     ops = [r["operation"] for r in spark.sql(f"SELECT operation FROM {TABLE}.snapshots").collect()]
     result = {
         "batches": batches,
         "merge_conflicts": counter.count,
-        "expected": {str(k): v for k, v in w.expected.items()},
-        "actual": {str(k): v for k, v in actual.items()},
+        "expected": [[k, v] for k, v in sorted(w.expected.items())],
+        "actual": actual,  # a list, not a dict by id: a key stored twice shows
+        "state_error": state_error,
         "operations": ops,
     }
     (work / "stream.json").write_text(json.dumps(result))

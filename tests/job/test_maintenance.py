@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_workload import Workload, lake_state
+from cdc_workload import Workload, assert_rows
 from cdclake.maintenance import (
     COMMIT_RETRY_PROPERTIES,
     Action,
@@ -43,7 +43,7 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     lake = make_lake()
     w = fill(lake, 8)
     t = lake.table()
-    assert lake_state(lake.spark, t) == w.expected
+    lake.assert_rows(w.expected)
     # Health, from the metadata tables, as each of them counts it.
     h = table_health(lake.spark, t, SMALL)
 
@@ -68,7 +68,7 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     assert (report.before.data_files, after.data_files) == (8, 1)
     assert report.before.delete_files > 3 and after.delete_files == 0
     assert after.snapshots == SMALL.retain_last_snapshots
-    assert lake_state(lake.spark, t) == w.expected
+    lake.assert_rows(w.expected)
     line = report.line()
     assert line.startswith(f"maintenance {lake.namespace}.inventory_customers: compact 8->1 data files")
     assert "data files 8->1" in line and "snapshots 8->2" in line
@@ -76,7 +76,7 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     assert all(props[k] == v for k, v in COMMIT_RETRY_PROPERTIES.items())
     # The stream goes on on the compacted table, and a second run finds nothing to do.
     lake.apply(w.batch(5))
-    assert lake_state(lake.spark, t) == w.expected
+    lake.assert_rows(w.expected)
     again = maintain_table(lake.spark, t, SMALL)
     assert not again.plan.due and again.after is None
 
@@ -100,7 +100,7 @@ def test_orphan_files_past_the_minimum_age_are_deleted_and_nothing_else(make_lak
     assert [r.line() for r in report.results] == ["orphans 1 orphan files deleted"]
     assert not old_orphan.exists() and young_orphan.exists()
     assert all(f.exists() for f in referenced)
-    assert lake_state(lake.spark, t) == w.expected
+    lake.assert_rows(w.expected)
 
 
 def _script(script: str, *args: str) -> subprocess.CompletedProcess:
@@ -137,7 +137,7 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     assert lines and "compact 3->1 data files" in lines[0], lines
     assert "delete files 1->0" in lines[0], lines[0]  # the dangling deletes of compacted files are gone
     table = "glue_catalog.maint_cli.inventory_customers"
-    assert lake_state(spark, table) == w.expected
+    assert_rows(spark, table, w.expected)
 
     caplog.clear()
     maint_argv = ["--catalog_type", "hadoop", "--warehouse", str(warehouse), "--namespace", "maint_cli"]
@@ -145,7 +145,7 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("maintenance maint_cli.inventory_customers: compact") for m in messages), messages
     assert any(m.startswith("maintenance run: 1 table(s), 1 maintained, 0 failed") for m in messages), messages
-    assert lake_state(spark, table) == w.expected
+    assert_rows(spark, table, w.expected)
 
     bad = _script("cdc_maintenance_job.py", *maint_argv, "--maintenance_orphan_min_age_hours", "1")
     assert bad.returncode == 2 and "--maintenance_orphan_min_age_hours must be >= 24" in bad.stdout, bad

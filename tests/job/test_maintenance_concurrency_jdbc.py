@@ -132,5 +132,6 @@ def test_compaction_in_another_process_beside_streaming_merges_loses_nothing(pos
     )
     assert s["merge_conflicts"] >= 1  # the held MERGE lost to the other process's compaction, ran again
     assert m["compactions"] >= 2  # the one while the MERGE was held, and at least one on its own limits
+    assert s["state_error"] is None, s["state_error"]  # cdc_workload.assert_rows: counts, then values
     assert s["actual"] == s["expected"]
     assert {"overwrite", "replace"} <= set(s["operations"])

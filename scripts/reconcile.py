@@ -103,8 +103,12 @@ class TableResult:
         if self.problem:
             return head + f"DIFFERENT: {self.problem}"
         if self.ok:
-            what = "per-row checksums" if self.keys else "whole rows, no key"
-            return head + (self.note or f"OK (count and {what} equal)")
+            what = (
+                "OK (count and per-row checksums equal)"
+                if self.keys
+                else "OK (no key: count and every whole row equal)"
+            )
+            return head + (self.note or what)
         parts = []
         if self.duplicates:
             what = "key(s) stored more than once" if self.keys else "row(s) stored more often than at the source"

@@ -137,3 +137,8 @@ def test_exit_codes_0_when_equal_1_when_different_2_on_a_connection_error(monkey
     monkeypatch.setattr(reconcile, "reconcile_until", unreachable)
     assert reconcile.main([]) == 2
     assert "MariaDB is not running" in capsys.readouterr().err
+
+
+def test_a_keyless_match_says_how_it_was_compared():
+    r = compare([src(1), src(1)], [lake(1), lake(1)], keys=())
+    assert r.ok and r.report().endswith("OK (no key: count and every whole row equal)")

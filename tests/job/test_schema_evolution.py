@@ -56,7 +56,7 @@ def test_int_column_widens_to_bigint_and_keeps_old_values(lake):
     report = lake.apply(ev.take())
     assert report.dead == 0 and "visits int->bigint" in report.tables[0].schema
     assert column_types(lake)["visits"] == T.LongType()
-    assert {r["id"]: r["visits"] for r in lake.rows()} == {1: 5, 2: 2**40}
+    lake.assert_rows({1: 5, 2: 2**40}, column="visits")
 
 
 def test_float_widens_to_double_and_decimal_precision_grows(lake):
@@ -132,7 +132,7 @@ def test_added_column_without_default_leaves_existing_rows_null(lake):
     lake.apply(ev.take())
     ev.record("c", {"id": 2}, customer(2, nickname="Bo"), value_schema=_with_extra("nickname", "string"))
     lake.apply(ev.take())
-    assert {r["id"]: r["nickname"] for r in lake.rows()} == {1: None, 2: "Bo"}
+    lake.assert_rows({1: None, 2: "Bo"}, column="nickname")
 
 
 def test_backfill_left_pending_by_a_crash_is_finished_on_the_next_batch(lake):

@@ -55,7 +55,9 @@ def duckdb_rows(lake, table: str) -> dict:
     con = lakefiles.connect()
     try:
         location = lakefiles.table_location(Path(lake.settings.warehouse), lake.namespace, table)
-        return {r["id"]: r for r in lakefiles.rows(con, location)}
+        rows = lakefiles.rows(con, location)
+        assert len(rows) == len({r["id"] for r in rows}), f"{table}: an id stored more than once"
+        return {r["id"]: r for r in rows}
     finally:
         con.close()
 
@@ -123,7 +125,7 @@ def _toast_lake(make_lake, *batches):
     for batch in batches:
         report = lake.apply(records("salesdb.public.toasty", batch))
         assert report.dead == 0, report.dead_reasons
-    return lake, {r["id"]: r for r in lake.rows("public_toasty")}
+    return lake, lake.by_id("public_toasty")
 
 
 def test_an_update_without_its_toasted_values_keeps_the_lake_values(make_lake):

@@ -30,8 +30,8 @@ test: setup lint  ## every test, with the 15 slowest listed
 test-unit: setup  ## pure tests, no Spark: tests/unit + tests/scripts
 	@$(PY) -m pytest tests/unit tests/scripts $(PYTEST_ARGS)
 
-test-job: setup   ## real Spark + Iceberg: tests/job
-	@$(PY) -m pytest --durations=15 tests/job $(PYTEST_ARGS)
+test-job: setup   ## real Spark + Iceberg: tests/job, and tests/glue_catalog (the Glue catalog + S3 on moto)
+	@$(PY) -m pytest --durations=15 tests/job tests/glue_catalog $(PYTEST_ARGS)
 
 test-stack: setup ## the real local pipeline: tests/stack
 	@$(PY) -m pytest --durations=15 tests/stack $(PYTEST_ARGS)

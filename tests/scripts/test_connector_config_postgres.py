@@ -41,6 +41,8 @@ def test_the_postgres_template_renders_the_settings_the_pipeline_relies_on() -> 
     assert config["decimal.handling.mode"] == "precise"
     assert config["key.converter.schemas.enable"] == config["value.converter.schemas.enable"] == "true"
     assert config["tombstones.on.delete"] == "true"
+    # A TRUNCATE reaches the job (Debezium skips it by default, and the lake would keep the rows).
+    assert config["skipped.operations"] == "none"
     # The heartbeat topic must stay outside the job's topic pattern <prefix>.<schema>.<table>.
     assert config["topic.heartbeat.prefix"] == "salesdb-heartbeat"
     assert config["database.password"] == VALUES["DB_PASSWORD"]
@@ -72,3 +74,18 @@ def test_the_debezium_password_reaches_postgres_only_as_a_scram_verifier() -> No
     assert verifier.startswith("SCRAM-SHA-256$4096:") and "secret-pw" not in verifier
     # The same password and salt always give the same verifier (RFC 7677 derivation, no randomness).
     assert verifier == local_stack_pg.scram_verifier("secret-pw", salt=b"0123456789abcdef")
+
+
+def test_the_publication_publishes_truncate_in_both_environments() -> None:
+    """Both places create the publication without a publish option, so PostgreSQL's default
+    (insert, update, delete, truncate) applies and a TRUNCATE reaches the connector."""
+    sources = {
+        "local": (ROOT / "scripts" / "local_stack_pg.py").read_text(),
+        "cloudformation": (ROOT / "cloudformation" / "cdc-pipeline.yaml").read_text(),
+    }
+    for where, text in sources.items():
+        creates = [line for line in text.splitlines() if "CREATE PUBLICATION" in line]
+        assert creates, where
+        for line in creates:
+            assert "publish" not in line.lower().replace("create publication", ""), (where, line)
+            assert "WITH" not in line.upper().split("CREATE PUBLICATION", 1)[1], (where, line)

@@ -27,13 +27,27 @@ from pyspark.sql import types as T
 from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
-from .evolution import BACKFILL_PREFIX, Columns, SchemaPlan, apply_plan, backfill_defaults, default_sql, plan_schema
+from .evolution import (
+    BACKFILL_PREFIX,
+    Columns,
+    SchemaPlan,
+    apply_plan,
+    backfill_defaults,
+    default_sql,
+    plan_schema,
+    rewrite_table,
+)
 from .merge import create_table, drop_identifier_fields, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
 from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
+
+
+class SchemaChangeError(RuntimeError):
+    """A type change the lake cannot take exactly, under --schema_change_policy fail: the batch
+    fails before anything is committed and runs again (from the checkpoint) after the fix."""
 
 
 @dataclass
@@ -252,6 +266,8 @@ class BatchProcessor:
         by_table: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
         for g in groups.values():
             by_table[(g.db, g.table)].append(g)
+        if s.schema_change_policy == "fail":
+            self._fail_on_lossy_change(batch, by_table)
         for (db, tbl), tgroups in sorted(by_table.items()):
             tr = self._apply_table(batch, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead)
             report.tables.append(tr)
@@ -277,6 +293,30 @@ class BatchProcessor:
         if newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - newest_source_ts)
 
+    def _resolve(self, batch: _Batch, groups: list[SchemaGroup]) -> None:
+        groups.sort(key=lambda g: g.max_seq)  # oldest schema first, so widening follows the source
+        for g in groups:
+            if g.columns is None and g.error is None:
+                g.resolve(infer=lambda grp: self._infer(batch.cached, grp))
+
+    def _fail_on_lossy_change(self, batch: _Batch, by_table: dict[tuple[str, str], list[SchemaGroup]]) -> None:
+        """--schema_change_policy fail: plan every table before any is written, and fail the batch
+        (nothing committed) when a type change cannot be applied exactly."""
+        problems = []
+        for (db, tbl), groups in sorted(by_table.items()):
+            ident = self.settings.table_identifier(db, tbl)
+            state = self._table_state(ident)
+            if state is None:
+                continue
+            self._resolve(batch, groups)
+            cols = [[(c.name, c.spark_type) for c in g.columns or []] for g in groups if not g.error]
+            plan = plan_schema(state.columns, cols, "fail", ident)
+            problems += sorted(set(plan.lossy.values()))
+        if problems:
+            for p in problems:
+                log.error("%s (--schema_change_policy fail: the batch fails, nothing is committed)", p)
+            raise SchemaChangeError("; ".join(problems))
+
     def _apply_table(
         self,
         batch: _Batch,
@@ -290,12 +330,11 @@ class BatchProcessor:
         t0 = time.monotonic()
         ident = self.settings.table_identifier(db, tbl)
         tr = TableReport(ident, events=sum(g.events for g in groups))
-        groups.sort(key=lambda g: g.max_seq)  # oldest schema first, so widening follows the source
-        for g in groups:
-            g.resolve(infer=lambda grp: self._infer(batch.cached, grp))
+        self._resolve(batch, groups)
 
-        def reject(g: SchemaGroup, reason: str) -> None:
-            log.error("table %s: %d event(s) rejected to dead letters: %s", ident, g.events, reason)
+        def reject(g: SchemaGroup, reason: str, loud: bool = True) -> None:
+            if loud:
+                log.error("table %s: %d event(s) rejected to dead letters: %s", ident, g.events, reason)
             dead.append(as_dead_letters(group_rows(batch.full, g), reason, batch_id))
             tr.dead += g.events
 
@@ -319,9 +358,18 @@ class BatchProcessor:
         plan = plan_schema(
             state.columns if state is not None else None,
             [[(c.name, c.spark_type) for c in g.columns or []] for g in good],
+            self.settings.schema_change_policy,
+            ident,
         )
+        if plan.lossy:
+            # One loud line per table, however many schema versions carried the change.
+            n = sum(good[i].events for i in plan.lossy)
+            reasons = "; ".join(sorted(set(plan.lossy.values())))
+            log.error(
+                "table %s: %d event(s) rejected to dead letters, the table stops following: %s", ident, n, reasons
+            )
         for i, reason in plan.rejected.items():
-            reject(good[i], reason)
+            reject(good[i], reason, loud=i not in plan.lossy)
         good = [g for i, g in enumerate(good) if i not in plan.rejected]
         if not good:
             tr.seconds = time.monotonic() - t0
@@ -338,6 +386,8 @@ class BatchProcessor:
             new_defaults = {n: e for n, e in fills.items() if n.lower() in added}
             apply_plan(self.spark, ident, plan, new_defaults)
             pending.update(new_defaults)
+            if plan.rewrite:
+                rewrite_table(self.spark, ident, plan)
             log.info("table %s schema evolved: %s", ident, plan.describe())
         if pending:
             backfill_defaults(self.spark, ident, pending)

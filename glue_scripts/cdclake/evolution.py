@@ -8,9 +8,15 @@ Rules (same spirit as Iceberg's own promotion rules):
   decimal(p, s) -> decimal(p', s) with p' > p;
 * a narrower incoming type is stored into the wider lake column (bigint column, int value);
 * a column dropped at the source stays in the lake and is null from then on;
-* anything else (string -> int, scale change, date -> timestamp, ...) is *incompatible*: the
+* a type change Iceberg cannot promote in place but that converts every possible stored value
+  exactly (`exact_change`: decimal scale up with enough integer digits, int/bigint -> decimal
+  with enough integer digits, int -> bigint/double/string, ...) is, under the `evolve` schema
+  change policy (the default), a *rewrite*: the job replaces the table with its rows converted
+  to the new type in one Iceberg commit (`rewrite_table`) before the batch is applied;
+* anything else (string -> int, scale down, date -> timestamp, ...) is *incompatible*: the
   events carrying that schema are rejected to the dead-letter location with the reason, and
-  the table and every other table go on.
+  the table and every other table go on (`fail` policy: the batch fails instead; `dead_letter`
+  policy: every change that is not an in-place promotion is incompatible).
 Column names match case-insensitively, as in Spark and Athena.
 """
 
@@ -43,7 +49,36 @@ def can_widen(old: T.DataType, new: T.DataType) -> bool:
 
 def fits(value_type: T.DataType, column_type: T.DataType) -> bool:
     """A value of `value_type` can be stored losslessly in a column of `column_type`."""
+    # Not exact_change: a source column narrowed (decimal(16,4) -> (12,2)) had its stored values
+    # rounded by the source without change events, so the lake must not take it silently.
     return value_type == column_type or can_widen(value_type, column_type)
+
+
+# Largest number of decimal digits a value of each integral type has.
+_INT_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 19}
+
+
+def _int_digits(t: T.DataType) -> int | None:
+    return _INT_DIGITS.get(type(t))
+
+
+def exact_change(old: T.DataType, new: T.DataType) -> bool:
+    """Every value a column of type `old` can hold converts to `new` exactly (and back), but
+    Iceberg cannot promote the column in place (`can_widen` is False): the table must be rewritten."""
+    if old == new or can_widen(old, new):
+        return False
+    if isinstance(old, T.DecimalType) and isinstance(new, T.DecimalType):
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    digits = _int_digits(old)
+    if digits is not None:
+        if isinstance(new, T.DecimalType):
+            return new.precision - new.scale >= digits
+        if _int_digits(new) is not None:
+            return _int_digits(new) >= digits
+        if isinstance(new, T.DoubleType):
+            return digits <= 15  # every int fits a double's 53-bit mantissa; a bigint does not
+        return isinstance(new, T.StringType)
+    return False
 
 
 @dataclass
@@ -52,22 +87,44 @@ class SchemaPlan:
     add: Columns = field(default_factory=list)
     widen: list[tuple[str, T.DataType, T.DataType]] = field(default_factory=list)
     final: Columns = field(default_factory=list)
+    rewrite: list[tuple[str, T.DataType, T.DataType]] = field(default_factory=list)  # exact_change
     rejected: dict[int, str] = field(default_factory=dict)  # group index -> reason
+    lossy: dict[int, str] = field(default_factory=dict)  # group index -> reason, type changes only
 
     @property
     def changed(self) -> bool:
-        return self.create or bool(self.add or self.widen)
+        return self.create or bool(self.add or self.widen or self.rewrite)
 
     def describe(self) -> str:
         parts = [f"+{n} {t.simpleString()}" for n, t in self.add]
         parts += [f"{n} {a.simpleString()}->{b.simpleString()}" for n, a, b in self.widen]
+        parts += [f"{n} {a.simpleString()}->{b.simpleString()} (rewritten)" for n, a, b in self.rewrite]
         return "; ".join((["created"] if self.create else []) + ([", ".join(parts)] if parts else []))
 
 
-def plan_schema(existing: Columns | None, groups: list[Columns]) -> SchemaPlan:
+def lossy_reason(table: str, column: str, lake_type: T.DataType, new_type: T.DataType, policy: str) -> str:
+    """Why a type change is not applied, naming the table, the column, both types and the fix."""
+    old, new = lake_type.simpleString(), new_type.simpleString()
+    if policy == "dead_letter":
+        why = "only in-place promotions are applied (--schema_change_policy dead_letter)"
+        fix = "run the job with --schema_change_policy evolve if every stored value converts exactly,"
+    else:
+        why = f"not every {old} value converts to {new} exactly"
+        fix = f"widen the source column to a type that holds every {old} value exactly,"
+    return (
+        f"incompatible schema change: table {table} column {column!r} is {old} in the lake but {new} in "
+        f"the event; {why}. Fix: {fix} or rewrite the lake column yourself (REPLACE TABLE ... AS SELECT with "
+        f"CAST({column} AS {new})), then replay these dead letters"
+    )
+
+
+def plan_schema(
+    existing: Columns | None, groups: list[Columns], policy: str = "evolve", table: str = "the table"
+) -> SchemaPlan:
     """Plan the lake schema for incoming schema groups (ordered oldest first).
 
     `existing` is the current lake table's data columns (None: the table does not exist yet).
+    `policy`: the schema change policy (module doc); `table` names the table in reasons.
     """
     plan = SchemaPlan(create=existing is None)
     current: dict[str, tuple[str, T.DataType]] = {n.lower(): (n, t) for n, t in existing or []}
@@ -85,16 +142,14 @@ def plan_schema(existing: Columns | None, groups: list[Columns]) -> SchemaPlan:
                 lake_name, lake_type = staged[key]
                 if fits(typ, lake_type):
                     continue
-                if can_widen(lake_type, typ):
+                if can_widen(lake_type, typ) or (policy != "dead_letter" and exact_change(lake_type, typ)):
                     staged[key] = (lake_name, typ)
                 else:
-                    problem = (
-                        f"incompatible schema change: column {name!r} is {lake_type.simpleString()} "
-                        f"in the lake but {typ.simpleString()} in the event"
-                    )
+                    problem = lossy_reason(table, name, lake_type, typ, policy)
                     break
         if problem:
             plan.rejected[i] = problem
+            plan.lossy[i] = problem
             continue
         current, order = staged, staged_order
     base = {n.lower(): t for n, t in existing or []}
@@ -105,7 +160,10 @@ def plan_schema(existing: Columns | None, groups: list[Columns]) -> SchemaPlan:
             if key not in base:
                 plan.add.append((name, typ))
             elif typ != base[key]:
-                plan.widen.append((name, base[key], typ))
+                if can_widen(base[key], typ):
+                    plan.widen.append((name, base[key], typ))
+                else:
+                    plan.rewrite.append((name, base[key], typ))
     return plan
 
 
@@ -136,6 +194,40 @@ def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict
         after = name
     for name, _old, new in plan.widen:
         spark.sql(f"ALTER TABLE {table} ALTER COLUMN {quote(name)} TYPE {new.simpleString()}")
+
+
+# Properties Iceberg's Spark catalog reports but does not accept in TBLPROPERTIES.
+_RESERVED_PROPERTIES = {
+    "current-snapshot-id",
+    "format",
+    "provider",
+    "location",
+    "owner",
+    "sort-order",
+    "identifier-fields",
+}
+
+
+def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
+    """Convert the columns of `plan.rewrite` to their new types in ONE Iceberg commit (after
+    `apply_plan` added and widened columns): REPLACE TABLE ... AS SELECT over the table itself, with its properties.
+
+    Iceberg's replace keeps the table's snapshot history (earlier snapshots stay readable by time
+    travel with their own schema) and adds one snapshot holding every row, converted. Every value
+    converts exactly (`exact_change`). Spark's RTAS makes every column nullable, so key columns lose
+    their NOT NULL (the MERGE never writes a null key)."""
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    props = {k: v for k, v in props.items() if k not in _RESERVED_PROPERTIES}
+    current = [f.name for f in spark.table(table).schema.fields]
+    new_types = {n.lower(): t for n, t in plan.final}
+    select = []
+    for name in current:
+        typ = new_types.get(name.lower())
+        select.append(f"CAST({quote(name)} AS {typ.simpleString()}) AS {quote(name)}" if typ else quote(name))
+    tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
+    spark.sql(
+        f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT {', '.join(select)} FROM {table}"
+    )
 
 
 # Temporal defaults are not backfilled: Debezium cannot send CURRENT_TIMESTAMP-style defaults

@@ -13,6 +13,7 @@ from .maintenance import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 
 SOURCES = ("kafka", "files")
 WRITE_MODES = ("merge-on-read", "copy-on-write")
+SCHEMA_CHANGE_POLICIES = ("evolve", "fail", "dead_letter")
 CATALOG_TYPES = ("glue", "hadoop")
 
 
@@ -44,6 +45,13 @@ ARGS: tuple[Arg, ...] = (
     Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables."),
     Arg("table_name_template", "{db}_{table}", "Target table name from the source `{db}` and `{table}`."),
     Arg("write_mode", "merge-on-read", "Row-level write mode of new tables: merge-on-read or copy-on-write."),
+    Arg(
+        "schema_change_policy",
+        "evolve",
+        "A column type change Iceberg cannot promote in place: `evolve` rewrites the table to the new type in "
+        "one commit when every stored value converts exactly, else dead letters; `fail`: such a lossy change "
+        "fails the batch; `dead_letter`: every such change goes to the dead letters.",
+    ),
     Arg(
         "unavailable_value_placeholder",
         "__debezium_unavailable_value",
@@ -156,6 +164,7 @@ class Settings:
     namespace: str = "cdc"
     table_name_template: str = "{db}_{table}"
     write_mode: str = "merge-on-read"
+    schema_change_policy: str = "evolve"
     unavailable_value_placeholder: str = "__debezium_unavailable_value"
     checkpoint_location: str = ""
     dead_letter_path: str = ""
@@ -269,6 +278,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
         namespace=v["namespace"],
         table_name_template=v["table_name_template"],
         write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
+        schema_change_policy=_choice("schema_change_policy", v["schema_change_policy"], SCHEMA_CHANGE_POLICIES),
         unavailable_value_placeholder=v["unavailable_value_placeholder"],
         checkpoint_location=v["checkpoint_location"],
         dead_letter_path=v["dead_letter_path"],

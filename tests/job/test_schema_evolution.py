@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
+from decimal import Decimal
 
-from cdc_events import Events, customer, load, row_fields, value_schema_of, with_row_fields
+import pytest
+from cdc_events import Events, customer, decimal_b64, load, row_fields, value_schema_of, with_row_fields
 from pyspark.sql import types as T
 
 BASE = value_schema_of("mariadb/c_insert.json")
@@ -149,3 +152,121 @@ def test_backfill_left_pending_by_a_crash_is_finished_on_the_next_batch(lake):
     assert lake.by_id()[1]["tier"] == "bronze"
     props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
     assert "cdc.backfill.tier" not in props
+
+
+# --------------------------------------------------------------- type changes Iceberg cannot promote
+def _balance_schema(precision: int, scale: int) -> dict:
+    """The customers envelope with `balance` DECIMAL(precision, scale), as Debezium sends it after
+    `ALTER TABLE customers MODIFY balance DECIMAL(precision, scale)` (decimal.handling.mode precise)."""
+    schema = copy.deepcopy(BASE)
+    for fld in row_fields(schema):
+        if fld["field"] == "balance":
+            fld["parameters"] = {"scale": str(scale), "connect.decimal.precision": str(precision)}
+    return schema
+
+
+def _balances(rows: dict[int, str], scale: int) -> dict[int, dict]:
+    return {i: customer(i, balance=b) | {"balance": decimal_b64(b, scale)} for i, b in rows.items()}
+
+
+STORED = {1: "9999999999.99", 2: "-0.01", 3: "12345.67", 4: "0.00"}  # the extremes of DECIMAL(12,2)
+
+
+def _lake_with_balances(lake) -> int:
+    ev = Events()
+    for i, row in _balances(STORED, 2).items():
+        ev.record("c", {"id": i}, row, value_schema=_balance_schema(12, 2))
+    lake.apply(ev.take())
+    assert column_types(lake)["balance"] == T.DecimalType(12, 2)
+    return lake.snapshots()
+
+
+def test_decimal_scale_up_rewrites_the_table_in_one_commit_keeping_every_value_exactly(lake):
+    before = _lake_with_balances(lake)
+    props_before = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect())
+    ev = Events(next_pos=50_000)
+    ev.record("u", {"id": 3}, _balances({3: "123456789012.3456"}, 4)[3], value_schema=_balance_schema(16, 4))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0 and "balance decimal(12,2)->decimal(16,4) (rewritten)" in report.tables[0].schema
+    assert column_types(lake)["balance"] == T.DecimalType(16, 4)
+    expected = {i: Decimal(b) for i, b in STORED.items()} | {3: Decimal("123456789012.3456")}
+    lake.assert_rows(expected, column="balance")
+    # One commit for the rewrite, one for the MERGE; the snapshots before it are kept.
+    assert lake.snapshots() == before + 2
+    props_after = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect())
+    for key in ("cdc.primary-key", "write.merge.mode", "write.delete.granularity", "format-version"):
+        assert props_after[key] == props_before[key], key
+
+
+def test_int_to_string_rewrites_the_column_and_keeps_the_values_as_text(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, code=-2147483648), value_schema=_with_extra("code", "int32"))
+    ev.record("c", {"id": 2}, customer(2, code=42), value_schema=_with_extra("code", "int32"))
+    lake.apply(ev.take())
+    ev.record("u", {"id": 2}, customer(2, code="B-7"), value_schema=_with_extra("code", "string"))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0 and column_types(lake)["code"] == T.StringType()
+    lake.assert_rows({1: "-2147483648", 2: "B-7"}, column="code")
+
+
+def _lossy_change(lake):
+    """decimal(16,4) in the lake, then the source narrows it to decimal(12,2)."""
+    ev = Events()
+    ev.record("c", {"id": 1}, _balances({1: "1.2345"}, 4)[1], value_schema=_balance_schema(16, 4))
+    lake.apply(ev.take())
+    ev.record(
+        "u", {"id": 1}, _balances({1: "1.23"}, 2)[1] | {"first_name": "narrowed"}, value_schema=_balance_schema(12, 2)
+    )
+    orders = Events(topic="mdb.inventory.orders", table="orders")
+    orders.record("c", {"id": 10}, customer(10))
+    return ev.take() + orders.take()
+
+
+def test_lossy_decimal_narrowing_under_evolve_goes_to_dead_letters_naming_table_column_types_and_fix(lake, caplog):
+    with caplog.at_level(logging.ERROR, logger="cdclake"):
+        report = lake.apply(_lossy_change(lake))
+
+    assert report.dead == 1 and lake.ids("inventory_orders") == [10]
+    lake.assert_rows({1: Decimal("1.2345")}, column="balance")
+    assert column_types(lake)["balance"] == T.DecimalType(16, 4)
+    [dl] = lake.dead_letters()
+    for part in (lake.table(), "'balance'", "decimal(16,4)", "decimal(12,2)", "Fix:", "replay"):
+        assert part in dl["reason"], part
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and lake.table() in r.getMessage()]
+    assert len(errors) == 1 and "decimal(12,2)" in errors[0].getMessage()
+
+
+def test_lossy_change_under_fail_fails_the_batch_before_anything_is_committed(make_lake):
+    lake = make_lake(schema_change_policy="fail")
+    records = _lossy_change(lake)
+    snapshots = lake.snapshots()
+    with pytest.raises(Exception, match=r"decimal\(16,4\) in the lake but decimal\(12,2\)"):
+        lake.apply(records)
+
+    assert lake.snapshots() == snapshots and not lake.dead_letters()
+    assert not lake.spark.catalog.tableExists(lake.table("inventory_orders")), "no table was written"
+    lake.assert_rows({1: Decimal("1.2345")}, column="balance")
+
+
+def test_exact_change_under_fail_is_still_rewritten(make_lake):
+    lake = make_lake(schema_change_policy="fail")
+    _lake_with_balances(lake)
+    ev = Events(next_pos=50_000)
+    ev.record("u", {"id": 4}, _balances({4: "0.0001"}, 4)[4], value_schema=_balance_schema(16, 4))
+    assert lake.apply(ev.take()).dead == 0
+    lake.assert_rows({i: Decimal(b) for i, b in STORED.items()} | {4: Decimal("0.0001")}, column="balance")
+
+
+def test_dead_letter_policy_rejects_even_an_exact_change(make_lake):
+    lake = make_lake(schema_change_policy="dead_letter")
+    _lake_with_balances(lake)
+    ev = Events(next_pos=50_000)
+    ev.record("u", {"id": 3}, _balances({3: "5.5"}, 4)[3], value_schema=_balance_schema(16, 4))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 1 and column_types(lake)["balance"] == T.DecimalType(12, 2)
+    lake.assert_rows({i: Decimal(b) for i, b in STORED.items()}, column="balance")
+    [dl] = lake.dead_letters()
+    assert "--schema_change_policy evolve" in dl["reason"]

@@ -43,3 +43,51 @@ def test_plan_description_names_a_creation_without_a_dangling_separator() -> Non
     assert created.describe() == "created"
     widened = plan_schema([("id", T.IntegerType())], [[("id", T.LongType()), ("n", T.StringType())]])
     assert widened.describe() == "+n string, id int->bigint"
+
+
+D = T.DecimalType
+
+
+def test_exact_changes_are_those_every_stored_value_survives():
+    from cdclake.evolution import exact_change
+
+    assert exact_change(D(12, 2), D(16, 4))  # scale up, integer digits kept (10)
+    assert exact_change(D(12, 2), D(13, 3)) and not exact_change(D(12, 2), D(12, 3))  # 9 integer digits < 10
+    assert exact_change(INT, D(10, 0)) and not exact_change(INT, D(10, 1))
+    assert exact_change(L, D(19, 0)) and not exact_change(L, D(20, 2))
+    assert exact_change(INT, S) and exact_change(L, S) and exact_change(INT, T.DoubleType())
+    assert not exact_change(L, T.DoubleType()), "a bigint beyond 2^53 is rounded by a double"
+    assert exact_change(T.ShortType(), INT)
+
+
+def test_lossy_and_unsupported_changes_are_not_exact_and_promotions_are_not_rewrites():
+    from cdclake.evolution import exact_change
+
+    assert not exact_change(D(16, 4), D(12, 2))  # scale and precision down
+    assert not exact_change(D(16, 4), D(14, 4))  # precision down
+    assert not exact_change(S, INT) and not exact_change(L, INT) and not exact_change(T.DoubleType(), T.FloatType())
+    assert not exact_change(D(12, 2), S), "decimal text differs between engines: not claimed exact"
+    assert not exact_change(T.DateType(), T.TimestampType()) and not exact_change(T.BooleanType(), S)
+    assert not exact_change(INT, L) and not exact_change(D(10, 2), D(12, 2)), "in-place promotions"
+
+
+def test_policy_decides_between_rewrite_and_rejection():
+    existing = [("id", INT), ("bal", D(12, 2))]
+    evolve = plan_schema(existing, [[("id", INT), ("bal", D(16, 4))]], "evolve", "cat.ns.t")
+    assert evolve.rewrite == [("bal", D(12, 2), D(16, 4))] and not evolve.widen and not evolve.rejected
+    assert evolve.final == [("id", INT), ("bal", D(16, 4))] and evolve.changed
+
+    dead = plan_schema(existing, [[("id", INT), ("bal", D(16, 4))]], "dead_letter", "cat.ns.t")
+    assert list(dead.rejected) == [0] and not dead.rewrite and "--schema_change_policy evolve" in dead.rejected[0]
+
+    lossy = plan_schema([("id", INT), ("bal", D(16, 4))], [[("id", INT), ("bal", D(12, 2))]], "evolve", "cat.ns.t")
+    reason = lossy.lossy[0]
+    assert lossy.rejected == lossy.lossy and not lossy.rewrite
+    for part in ("cat.ns.t", "'bal'", "decimal(16,4)", "decimal(12,2)", "Fix:"):
+        assert part in reason, part
+
+
+def test_a_widening_and_a_rewrite_in_one_batch_are_told_apart():
+    plan = plan_schema([("n", INT), ("c", INT)], [[("n", L), ("c", S)]])
+    assert plan.widen == [("n", INT, L)] and plan.rewrite == [("c", INT, S)]
+    assert plan.describe() == "n int->bigint, c int->string (rewritten)"

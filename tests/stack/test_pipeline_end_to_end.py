@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -40,6 +41,12 @@ def reconciled(stack: Stack, wait: float = 180) -> str:
     assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
     assert "MATCH" in res.stdout
     return res.stdout
+
+
+def reconciled_table(stack: Stack, table: str, rows: int, wait: float = 180) -> None:
+    res = run(stack, "reconcile", "--table", table, "--wait", str(wait))
+    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
+    assert re.search(rf"source +{rows} +lake +{rows} +OK", res.stdout), res.stdout
 
 
 def apply(stack: Stack, sql_file: Path) -> str:
@@ -143,6 +150,37 @@ def test_add_column_reaches_the_lake_with_the_default_for_existing_rows(job: Sta
 def test_a_second_table_created_while_streaming_is_captured(job: Stack) -> None:
     out = apply(job, SQL / "04_second_table.sql")
     assert "orders" in out and "OK" in out
+
+
+def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE trunc_t (id INT PRIMARY KEY, note VARCHAR(20)); INSERT INTO trunc_t VALUES (1,'a'),(2,'b'),(3,'c')"
+    )
+    reconciled_table(job, "trunc_t", rows=3)
+    # Same batch: the job is stopped until the truncate and the insert after it are both in Kafka.
+    run(job, "local-job", "stop")
+    job.sql("TRUNCATE TABLE trunc_t; INSERT INTO trunc_t VALUES (4, 'after truncate')")
+    events = job.events("salesdb.salesdb.trunc_t", lambda ev: any(e.op == "c" and e.key == {"id": 4} for e in ev))
+    truncate = [e for e in events if e.op == "t"]
+    assert len(truncate) == 1 and truncate[0].offset < max(e.offset for e in events if e.op == "c")
+    start_job(job)
+    reconciled_table(job, "trunc_t", rows=1)
+    assert re.search(r"salesdb_trunc_t: 1 ev -> c/r 1 u 0 d 0 TRUNCATED", job_log_since_start(job))
+    # Later batch: the truncate alone, then an insert.
+    job.sql("TRUNCATE TABLE trunc_t")
+    reconciled_table(job, "trunc_t", rows=0)
+    job.sql("INSERT INTO trunc_t VALUES (5, 'later')")
+    reconciled_table(job, "trunc_t", rows=1)
+
+
+def test_decimal_scale_change_rewrites_the_lake_column_and_later_updates_reconcile(job: Stack) -> None:
+    job.sql("ALTER TABLE customer MODIFY acct_balance DECIMAL(16,4) NOT NULL DEFAULT 0")
+    job.sql("UPDATE customer SET acct_balance = acct_balance + 0.0001 WHERE cust_id IN (1, 2)")
+    job.sql("UPDATE customer SET acct_balance = 123456789012.3456 WHERE cust_id = 4")
+    reconciled(job)
+    log = job_log_since_start(job)
+    assert "acct_balance decimal(12,2)->decimal(16,4) (rewritten)" in log
+    assert "incompatible schema change" not in log
 
 
 def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:

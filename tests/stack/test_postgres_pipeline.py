@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import random
+import re
 import socket
 import string
 import subprocess
@@ -108,6 +109,33 @@ def test_a_table_without_replica_identity_full_gets_a_warning_and_its_updates_an
     assert delete.key == {"id": 2} and delete.before == {"id": 2, "note": None}  # only the key
     out = reconciled(pg_job, "--table", "plain")
     assert "source       2  lake       2  OK" in out
+
+
+def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch(pg_job: Stack) -> None:
+    def lake_equal(rows: int) -> None:
+        out = reconciled(pg_job, "--source", "postgres", "--table", "trunc_t")
+        assert re.search(rf"source +{rows} +lake +{rows} +OK", out), out
+
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE trunc_t (id INTEGER PRIMARY KEY, note TEXT);"
+        "ALTER TABLE trunc_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE trunc_t;"
+        "INSERT INTO trunc_t VALUES (1, 'a'), (2, 'b'), (3, 'c');"
+    )
+    lake_equal(3)
+    # Same batch: the job is stopped until the truncate and the insert after it are both in Kafka.
+    run(pg_job, "local-job", "stop")
+    pg_job.sql("SET ROLE salesdb_owner; TRUNCATE TABLE trunc_t; INSERT INTO trunc_t VALUES (4, 'after truncate');")
+    events = pg_job.events("salesdb.public.trunc_t", lambda ev: any(e.op == "c" and e.key == {"id": 4} for e in ev))
+    [truncate] = [e for e in events if e.op == "t"]
+    assert truncate.payload["source"]["lsn"] is not None
+    res = run(pg_job, "local-job", "start", "--source", "postgres")
+    assert res.returncode == 0, res.stdout + res.stderr
+    lake_equal(1)
+    # Later batch: the truncate alone, then an insert.
+    pg_job.sql("SET ROLE salesdb_owner; TRUNCATE TABLE trunc_t;")
+    lake_equal(0)
+    pg_job.sql("SET ROLE salesdb_owner; INSERT INTO trunc_t VALUES (5, 'later');")
+    lake_equal(1)
 
 
 def test_every_postgres_column_type_reaches_the_lake_with_the_exact_value(pg_job: Stack) -> None:

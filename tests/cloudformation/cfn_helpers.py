@@ -25,15 +25,20 @@ def walk(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...
 _NO_VALUE = object()
 
 
-def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, Any]:
-    """The template as CloudFormation deploys it with these parameter values (defaults otherwise):
-    resources and outputs whose Condition is false dropped, every Fn::If replaced by its chosen
-    branch, AWS::NoValue removed. Lets a test look at one variant (e.g. SourceEngine=postgres)."""
-    t = copy.deepcopy(template)
-    values = {name: str(parameters.get(name, p.get("Default"))) for name, p in t.get("Parameters", {}).items()}
+def parameter_values(template: dict[str, Any], **parameters: str) -> dict[str, str]:
+    """Every template parameter's value: the given one, the default otherwise."""
+    values = {name: str(parameters.get(name, p.get("Default"))) for name, p in template.get("Parameters", {}).items()}
     unknown = set(parameters) - set(values)
     assert not unknown, f"not template parameters: {unknown}"
-    cache: dict[str, bool] = {}
+    return values
+
+
+def condition_holds(
+    template: dict[str, Any], node: Any, values: dict[str, str], cache: dict[str, bool] | None = None
+) -> bool:
+    """A condition (a Conditions name, or a Fn::Equals/Not/And/Or/Condition expression, as in a
+    Condition or a Rule's RuleCondition/Assert) evaluated as CloudFormation would for `values`."""
+    cache = {} if cache is None else cache
 
     def value(node: Any) -> str:
         return values[node["Ref"]] if isinstance(node, dict) and "Ref" in node else str(node)
@@ -41,7 +46,7 @@ def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, An
     def cond(node: Any) -> bool:
         if isinstance(node, str):
             if node not in cache:
-                cache[node] = cond(t["Conditions"][node])
+                cache[node] = cond(template["Conditions"][node])
             return cache[node]
         ((fn, args),) = node.items()
         if fn == "Condition":
@@ -55,6 +60,20 @@ def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, An
         if fn == "Fn::Or":
             return any(cond(a) for a in args)
         raise AssertionError(f"condition function {fn} not supported")
+
+    return cond(node)
+
+
+def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, Any]:
+    """The template as CloudFormation deploys it with these parameter values (defaults otherwise):
+    resources and outputs whose Condition is false dropped, every Fn::If replaced by its chosen
+    branch, AWS::NoValue removed. Lets a test look at one variant (e.g. SourceEngine=postgres)."""
+    t = copy.deepcopy(template)
+    values = parameter_values(t, **parameters)
+    cache: dict[str, bool] = {}
+
+    def cond(node: Any) -> bool:
+        return condition_holds(t, node, values, cache)
 
     def choose(node: Any) -> Any:
         if isinstance(node, dict):

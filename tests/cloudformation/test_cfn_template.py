@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdclake.settings import ARGS
-from cfn_helpers import resolve_variant, resources_of, walk
+from cfn_helpers import condition_holds, parameter_values, resolve_variant, resources_of, walk
 
 # Glue's own job parameters (hyphenated or Glue-reserved); everything else must be a job argument.
 GLUE_SPECIAL_ARGS = {
@@ -484,25 +484,10 @@ def test_every_checkov_suppression_says_why(template: dict[str, Any], bootstrap_
 def _rule_holds(template: dict[str, Any], rule: dict[str, Any], **parameters: str) -> bool:
     """A template Rule evaluated as CloudFormation would for these parameter values (defaults otherwise):
     True when its condition is false or every assertion holds."""
-    values = {n: str(parameters.get(n, p.get("Default"))) for n, p in template["Parameters"].items()}
-
-    def ev(node: Any) -> Any:
-        if isinstance(node, dict) and set(node) == {"Ref"}:
-            return values[node["Ref"]]
-        if isinstance(node, dict):
-            ((fn, args),) = node.items()
-            if fn == "Fn::Equals":
-                return ev(args[0]) == ev(args[1])
-            if fn == "Fn::Not":
-                return not ev(args[0])
-            if fn == "Fn::And":
-                return all(ev(a) for a in args)
-            raise AssertionError(f"rule function {fn} not supported")
-        return str(node)
-
-    if "RuleCondition" in rule and not ev(rule["RuleCondition"]):
+    values = parameter_values(template, **parameters)
+    if "RuleCondition" in rule and not condition_holds(template, rule["RuleCondition"], values):
         return True
-    return all(ev(a["Assert"]) for a in rule["Assertions"])
+    return all(condition_holds(template, a["Assert"], values) for a in rule["Assertions"])
 
 
 def test_mysql_defaults_to_8_4_and_8_0_needs_an_explicit_lifecycle_choice(raw_template: dict[str, Any]) -> None:

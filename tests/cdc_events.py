@@ -181,3 +181,16 @@ def with_row_fields(schema: dict[str, Any], fields: list[dict[str, Any]]) -> dic
 
 def row_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return next(f for f in schema["fields"] if f["field"] == "after")["fields"]
+
+
+# The Kafka key schema of a table `inventory.order_lines` keyed by (order_id, line_no), as the
+# MySQL connector writes one for a composite primary key.
+ORDER_LINES_KEY_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "name": "mdb.inventory.order_lines.Key",
+    "optional": False,
+    "fields": [
+        {"type": "int32", "optional": False, "field": "order_id"},
+        {"type": "int32", "optional": False, "field": "line_no"},
+    ],
+}

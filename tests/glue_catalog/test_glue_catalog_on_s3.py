@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_events import Events, decimal_b64, load, value_schema_of, with_row_fields
+from cdc_events import ORDER_LINES_KEY_SCHEMA, Events, decimal_b64, load, value_schema_of, with_row_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
@@ -155,15 +155,6 @@ def customer(id_: int, first: str, balance: str, minute: int = 0) -> dict[str, A
     }
 
 
-ORDER_KEY_SCHEMA = {
-    "type": "struct",
-    "name": "mdb.inventory.order_lines.Key",
-    "optional": False,
-    "fields": [
-        {"type": "int32", "optional": False, "field": "order_id"},
-        {"type": "int32", "optional": False, "field": "line_no"},
-    ],
-}
 ORDER_VALUE_SCHEMA = with_row_fields(
     value_schema_of("mariadb/c_insert.json"),
     [
@@ -256,7 +247,7 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
         ("order_id", "line_no"),
         dict,
         value_schema=ORDER_VALUE_SCHEMA,
-        key_schema=ORDER_KEY_SCHEMA,
+        key_schema=ORDER_LINES_KEY_SCHEMA,
     )
 
     # ---- first run: a snapshot, then inserts, updates and deletes, in two tables

@@ -185,16 +185,7 @@ def test_one_merge_commit_per_table_per_batch(lake):
 
 def test_composite_primary_key(lake):
     ev = Events(topic="mdb.inventory.order_lines", table="order_lines")
-    key_schema = {
-        "type": "struct",
-        "name": "mdb.inventory.order_lines.Key",
-        "optional": False,
-        "fields": [
-            {"type": "int32", "optional": False, "field": "order_id"},
-            {"type": "int32", "optional": False, "field": "line_no"},
-        ],
-    }
-    from cdc_events import value_schema_of, with_row_fields
+    from cdc_events import ORDER_LINES_KEY_SCHEMA, value_schema_of, with_row_fields
 
     schema = with_row_fields(
         value_schema_of("mariadb/c_insert.json"),
@@ -207,7 +198,7 @@ def test_composite_primary_key(lake):
 
     def rec(op, o, n, sku):
         row = {"order_id": o, "line_no": n, "sku": sku}
-        ev.record(op, {"order_id": o, "line_no": n}, row, value_schema=schema, key_schema=key_schema)
+        ev.record(op, {"order_id": o, "line_no": n}, row, value_schema=schema, key_schema=ORDER_LINES_KEY_SCHEMA)
 
     rec("c", 1, 1, "A")
     rec("c", 1, 2, "B")

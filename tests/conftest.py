@@ -4,6 +4,7 @@ named `glue_catalog`, exactly the name the Glue job uses)."""
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "glue_scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from clean_env import behaviour_variables  # noqa: E402  (needs the path above)
+
+# Cleared at import, before any fixture builds a subprocess environment from os.environ.
+CLEARED = {k: os.environ.pop(k) for k in behaviour_variables(dict(os.environ))}
+
+
+def pytest_report_header() -> str:
+    return "cleared from the environment: " + (", ".join(sorted(CLEARED)) or "nothing to clear")
+
 
 _counter = itertools.count()
 

@@ -1,5 +1,5 @@
-"""`make demo` itself, as a user runs it (its own state directory and ports), last in the stack
-tests so it never shares the machine with the session stack's components."""
+"""`make demo` itself, as a user runs it: its own state directory and ports, so it runs beside the
+other stack tests' components in any order."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from .batch import BatchProcessor
 from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
 from .settings import ArgumentError, Settings, build_settings, parse_argv
-from .sources import open_stream
+from .sources import data_loss_advice, open_stream
 
 log = logging.getLogger("cdclake")
 
@@ -85,7 +85,7 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     stop_requested = threading.Event()
     previous = _on_sigterm(stop_requested.set)
     try:
-        while not query.awaitTermination(1):
+        while not _await(query, 1):
             if stop_requested.is_set() and not in_batch.is_set():
                 log.info("SIGTERM: stopping the stream between batches")
                 query.stop()
@@ -94,6 +94,17 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _await(query: Any, seconds: int) -> bool:
+    """query.awaitTermination, with one line saying what to do when Kafka lost unread records."""
+    try:
+        return query.awaitTermination(seconds)
+    except Exception as e:  # StreamingQueryException; its import path differs across pyspark versions
+        advice = data_loss_advice(str(e))
+        if advice:
+            log.error("the stream stopped: %s", advice)
+        raise
 
 
 def _on_sigterm(action: Callable[[], None]) -> Any:

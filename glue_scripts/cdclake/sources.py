@@ -41,6 +41,25 @@ def kafka_options(s: Settings) -> dict[str, str]:
     return opts
 
 
+# Phrases of Spark's Kafka source when failOnDataLoss stops a query (KafkaMicroBatchStream, Spark 3.5).
+_DATA_LOSS_PHRASES = ("some data may have been missed", "some data may have been lost")
+
+
+def data_loss_advice(error_text: str) -> str | None:
+    """What to do when the query stopped because Kafka no longer holds offsets the checkpoint
+    expects (a topic deleted and created again, retention, a lost broker log); None for any other
+    error. Spark's own message suggests failOnDataLoss=false, which would skip the lost records."""
+    if not any(p in error_text.lower() for p in _DATA_LOSS_PHRASES):
+        return None
+    return (
+        "Kafka no longer holds records this checkpoint has not read (a topic deleted and created "
+        "again, retention, or a lost broker log); nothing after the last committed batch was "
+        "applied. Do not set failOnDataLoss=false (that skips them): run the job with a new "
+        "--checkpoint_location and --starting_offsets earliest (the re-read is idempotent), and "
+        "backfill what Kafka lost from the raw zone or a new Debezium snapshot (README, Operations)."
+    )
+
+
 def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:
     df = spark.readStream.format("kafka").options(**kafka_options(s)).load()
     return df.select(

@@ -7,7 +7,7 @@ import pytest
 from cdclake import faults
 from cdclake.session import catalog_conf
 from cdclake.settings import build_settings
-from cdclake.sources import kafka_options
+from cdclake.sources import data_loss_advice, kafka_options
 
 MSK = {
     "kafka_bootstrap_servers": "b-1:9098",
@@ -24,6 +24,20 @@ def test_spark_kafka_source_fails_on_data_loss_instead_of_skipping_offsets():
     assert opts["failOnDataLoss"] == "true"
     assert opts["startingOffsets"] == "earliest"  # only for a query without a checkpoint
     assert opts["maxOffsetsPerTrigger"] == "100000"  # the memory bound of a batch
+
+
+def test_a_kafka_data_loss_stop_gets_advice_that_keeps_the_records_and_other_errors_get_none():
+    spark_text = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: Partition lossdb.inventory.customers-0's "
+        "offset was changed from 6 to 2, some data may have been missed. Some data may have been lost because "
+        'they are not available in Kafka any more; ... set the source option "failOnDataLoss" to "false".'
+    )
+    advice = data_loss_advice(spark_text)
+
+    assert advice is not None
+    assert "--checkpoint_location" in advice and "--starting_offsets earliest" in advice
+    assert "Do not set failOnDataLoss=false" in advice
+    assert data_loss_advice("[STREAM_FAILED] Cannot commit, missing data files") is None
 
 
 def test_spark_kafka_source_sees_a_new_tables_topic_within_seconds_not_minutes():

@@ -41,6 +41,13 @@ def create_topic(stack: Stack) -> None:
     admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])[TOPIC].result(30)
 
 
+def delete_topic_if_present(stack: Stack) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    if TOPIC in AdminClient({"bootstrap.servers": stack.bootstrap}).list_topics(timeout=10).topics:
+        delete_topic(stack)
+
+
 def delete_topic(stack: Stack) -> None:
     from confluent_kafka.admin import AdminClient
 
@@ -82,6 +89,7 @@ def lake_ids(work: Path) -> list[int]:
 def test_a_topic_recreated_with_fewer_records_stops_the_job_with_a_data_loss_error_and_leaves_the_lake(
     stack: Stack, tmp_path: Path
 ) -> None:
+    delete_topic_if_present(stack)
     create_topic(stack)
     ev = Events(topic=TOPIC)
     for i in range(1, 7):
@@ -106,4 +114,34 @@ def test_a_topic_recreated_with_fewer_records_stops_the_job_with_a_data_loss_err
     assert "the stream stopped: Kafka no longer holds records this checkpoint has not read" in out
     assert lake_ids(tmp_path) == [1, 2, 3, 4, 5, 6]
     # Nothing of the new topic was applied: no batch ran after the first run's.
+    assert sorted(p.name for p in (tmp_path / "checkpoint" / "commits").iterdir()) == ["0"]
+
+
+def test_records_removed_by_retention_before_the_job_read_them_stop_it_with_the_same_advice(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    delete_topic_if_present(stack)
+    create_topic(stack)
+    ev = Events(topic=TOPIC)
+    for i in range(1, 4):
+        ev.record("c", {"id": i}, customer(i, f"Name {i}"))
+    produce(stack, ev.take())
+    assert run_job(stack, tmp_path).returncode == 0
+    for i in range(4, 8):
+        ev.record("c", {"id": i}, customer(i, f"Name {i}"))
+    produce(stack, ev.take())
+    # What retention does to a partition: its start moves past records (offsets 3..5) the job has not read.
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap})
+    [done] = admin.delete_records([TopicPartition(TOPIC, 0, 6)]).values()
+    assert done.result(30).offset == 6
+
+    again = run_job(stack, tmp_path)
+
+    assert again.returncode != 0
+    out = again.stdout + again.stderr
+    assert "the stream stopped: Kafka no longer holds records this checkpoint has not read" in out, out[-4000:]
+    assert lake_ids(tmp_path) == [1, 2, 3]
     assert sorted(p.name for p in (tmp_path / "checkpoint" / "commits").iterdir()) == ["0"]

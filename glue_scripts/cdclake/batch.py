@@ -95,7 +95,7 @@ class BatchReport:
             f"{self.schema_events} schema events, {self.dead} dead letters)"
         )
         tables = " | ".join(t.line() for t in self.tables)
-        behind = f" | behind source {self.behind_seconds:.1f}s" if self.behind_seconds is not None else ""
+        behind = f" | behind source {self.behind_seconds:.1f} s" if self.behind_seconds is not None else ""
         return f"{head}{' | ' + tables if tables else ''}{behind} | {self.seconds:.1f}s"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from cdcdeploy import artifacts, build
+from cdcdeploy import artifacts, build, templates
 
 ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 BUILD_DIR = build.BUILD_DIR
@@ -154,6 +155,71 @@ def source_engine(parameters: list[str]) -> str:
     return engine
 
 
+_REGEX_META = set(".^$*+?{}[]()|")
+
+
+def literal_prefix(pattern: str) -> str:
+    """The text every topic a regex matches must start with, as far as the pattern spells it out
+    literally (e.g. r"prod\\.shop\\..*" -> "prod.shop.")."""
+    depth, escaped = 0, False
+    for c in pattern:  # a top-level alternative may start anywhere: nothing is known then
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return ""
+    out: list[str] = []
+    i = 1 if pattern.startswith("^") else 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not nxt or nxt.isalnum():  # \d, \w, \Q ...: a class or an escape sequence, not a literal
+                break
+            c, step = nxt, 2
+        elif c in _REGEX_META:
+            break
+        else:
+            step = 1
+        if pattern[i + step : i + step + 1] in ("?", "*", "{"):  # this character is optional
+            break
+        out.append(c)
+        i += step
+    return "".join(out)
+
+
+def check_topic_pattern(parameters: list[str]) -> None:
+    """Refuse a KafkaTopicPattern override that cannot match the connector's change topics for the
+    names being deployed (<TopicPrefix>.<SourceDatabase or PgSchema>.<table>): the job would read nothing."""
+    defaults = {k: str(v.get("Default", "")) for k, v in templates.load_template(templates.SOURCE_TEMPLATE)["Parameters"].items()}
+    values = dict(defaults)
+    for item in parameters:
+        key, sep, value = item.partition("=")
+        if sep:
+            values[key] = value
+    pattern = values.get("KafkaTopicPattern", "")
+    if not pattern:
+        return  # derived by the template from the names
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise SystemExit(f"[deploy] KafkaTopicPattern={pattern!r} is not a valid regular expression: {exc}") from None
+    second = values["PgSchema"] if values.get("SourceEngine") == "postgres" else values["SourceDatabase"]
+    topics = f"{values['TopicPrefix']}.{second}."
+    literal = literal_prefix(pattern)
+    if not (literal.startswith(topics) or topics.startswith(literal)):
+        raise SystemExit(
+            f"[deploy] KafkaTopicPattern={pattern!r} cannot match the change topics {topics}<table> of "
+            f"SourceEngine={values.get('SourceEngine', 'mysql')}: the job would read nothing. Leave it out "
+            "(the stack derives it from TopicPrefix and SourceDatabase or PgSchema) or make it match them."
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/deploy", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
@@ -177,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.region:
         parser.error("--region (or AWS_REGION) is required")
 
-    templates = build.build_templates(BUILD_DIR / "cloudformation")
+    check_topic_pattern(args.parameter)
+    built = build.build_templates(BUILD_DIR / "cloudformation")
     manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip, source_engine=source_engine(args.parameter))
     if not manifest["seed_sql_files"]:
         print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
@@ -187,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     bucket = args.artifacts_bucket
     if not bucket:
         bootstrap = f"{args.stack_name}-bootstrap"
-        deploy_stack(templates["bootstrap"], bootstrap, args.region, args.profile)
+        deploy_stack(built["bootstrap"], bootstrap, args.region, args.profile)
         bucket = stack_outputs(cfn, bootstrap)["ArtifactsBucketName"]
 
     uploaded = upload_artifacts(session.client("s3"), bucket, manifest["artifacts"])  # type: ignore[arg-type]
@@ -197,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # type: ignore[arg-type]
 
     packaged = package(
-        templates["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
+        built["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
     )
     overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter)  # type: ignore[arg-type]
     deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket)

@@ -2,7 +2,8 @@
 
 Three things in the source template are filled from files, so that no second copy can drift:
 - the connector's ConnectorConfiguration, from cloudformation/connector/debezium-mysql.json (the file
-  the local Kafka Connect uses too), as described by the resource's Metadata.Render;
+  the local Kafka Connect uses too), as described by the resource's Metadata.Render (its Values fill
+  the file's placeholders; its Variables are the !Sub variables those values name);
 - the worker configuration's PropertiesFileContent, from cloudformation/connector/msk-worker.properties;
 - one AWS::Athena::NamedQuery per sql/athena/*.sql.
 """
@@ -98,8 +99,12 @@ def source_keys(template_path: Path) -> list[str]:
     return [k for k in raw if not k.startswith("_")]
 
 
-def _cfn_string(value: str) -> str | dict[str, str]:
-    return {"Fn::Sub": value} if "${" in value else value
+def _cfn_string(value: str, variables: dict[str, Any] | None = None) -> str | dict[str, Any]:
+    """A !Sub for a value with ${...}; the spec's Variables it names become the Sub's variable map."""
+    if "${" not in value:
+        return value
+    used = {k: copy.deepcopy(v) for k, v in (variables or {}).items() if "${" + k + "}" in value}
+    return {"Fn::Sub": [value, used] if used else value}
 
 
 def render_connector_configuration(resource: dict[str, Any], cfn_dir: Path) -> dict[str, Any]:
@@ -113,9 +118,10 @@ def render_connector_configuration(resource: dict[str, Any], cfn_dir: Path) -> d
     if clash:
         raise RenderError(f"MskOnly must not override {source.name}: {clash}")
     config.update(overlay)
+    variables = spec.get("Variables", {})
     # The spec holds !Sub syntax outside a Sub: keep only where the values came from.
     resource["Metadata"]["Render"] = {"RenderedFrom": spec["Source"]}
-    return {key: _cfn_string(value) for key, value in config.items()}
+    return {key: _cfn_string(value, variables) for key, value in config.items()}
 
 
 # ---------------------------------------------------------------- worker configuration

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,12 @@ def walk(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from walk(v, (*path, i))
+
+
+def sub_parts(node: Any) -> tuple[str, dict[str, Any]]:
+    """The text and the variable map of a Fn::Sub (short form: no variables)."""
+    sub = node["Fn::Sub"]
+    return (sub, {}) if isinstance(sub, str) else (sub[0], sub[1])
 
 
 _NO_VALUE = object()
@@ -59,6 +66,11 @@ def condition_holds(
             return all(cond(a) for a in args)
         if fn == "Fn::Or":
             return any(cond(a) for a in args)
+        if fn == "Fn::Contains":  # Rules only: [list, string]; a CommaDelimitedList parameter is split
+            items = args[0]
+            if isinstance(items, dict) and "Ref" in items:
+                items = values[items["Ref"]].split(",")
+            return value(args[1]) in [value(i) for i in items]
         raise AssertionError(f"condition function {fn} not supported")
 
     return cond(node)
@@ -94,3 +106,26 @@ def resolve_variant(template: dict[str, Any], **parameters: str) -> dict[str, An
             if "Condition" not in body or cond(body["Condition"])
         }
     return t
+
+
+def failed_assertions(template: dict[str, Any], **parameters: str) -> list[str]:
+    """The AssertDescription of every Rule assertion that fails for these parameter values (defaults
+    otherwise), as CloudFormation checks them before it creates or changes anything."""
+    values = parameter_values(template, **parameters)
+    failed = []
+    for rule in template.get("Rules", {}).values():
+        if "RuleCondition" in rule and not condition_holds(template, rule["RuleCondition"], values):
+            continue
+        failed += [a["AssertDescription"] for a in rule["Assertions"] if not condition_holds(template, a["Assert"], values)]
+    return failed
+
+
+def sub_value(node: Any, values: dict[str, str]) -> str:
+    """A literal, a parameter Ref or a Fn::Sub over parameters only, with these values."""
+    if isinstance(node, dict) and "Ref" in node:
+        return values[node["Ref"]]
+    if isinstance(node, dict) and "Fn::Sub" in node:
+        text, variables = sub_parts(node)
+        scope = values | {k: sub_value(v, values) for k, v in variables.items()}
+        return re.sub(r"\$\{([^}!]+)\}", lambda m: scope[m.group(1)], text)
+    return str(node)

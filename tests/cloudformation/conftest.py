@@ -40,8 +40,8 @@ def template(raw_template: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def pg_template(raw_template: dict[str, Any]) -> dict[str, Any]:
-    """The same template deployed with SourceEngine=postgres (and its topic pattern)."""
-    return resolve_variant(raw_template, SourceEngine="postgres", KafkaTopicPattern=r"salesdb\.public\..*")
+    """The same template deployed with SourceEngine=postgres."""
+    return resolve_variant(raw_template, SourceEngine="postgres")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdcdeploy import templates
-from cfn_helpers import resources_of
+from cfn_helpers import resources_of, sub_parts, walk
 
 SOURCE = templates.CFN_DIR / "connector" / "debezium-mysql.json"
 
@@ -39,9 +39,14 @@ def test_constant_settings_arrive_unchanged_and_placeholders_become_stack_refere
         if "${" not in value:
             assert config[key] == value, key
             continue
-        sub = config[key]["Fn::Sub"]
-        # Every CloudFormation reference left in the value names a parameter or resource of the stack.
+        sub, variables = sub_parts(config[key])
+        # Every CloudFormation reference left in the value names a parameter or resource of the stack,
+        # or a variable of the Sub whose value does.
         for ref in re.findall(r"\$\{([^}]+)\}", sub):
+            if ref in variables:
+                refs = [v for _, v in walk(variables[ref]) if isinstance(v, str)]
+                assert any(r.split(".")[0] in names for r in refs), f"{key}: ${{{ref}}} = {variables[ref]}"
+                continue
             assert ref.split(".")[0] in names, f"{key}: ${{{ref}}}"
         assert not templates.PLACEHOLDER.search(sub), f"{key} still has a source placeholder"
 

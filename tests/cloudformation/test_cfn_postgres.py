@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import runtime
 from cdcdeploy import artifacts, build, deploy, templates
-from cfn_helpers import resources_of, walk
+from cfn_helpers import resources_of, sub_parts, walk
 from cfnlint.api import lint as cfn_lint
 
 sys.path.insert(0, str(templates.ROOT / "cloudformation" / "lint_rules"))
@@ -63,7 +63,6 @@ def test_postgres_parameter_group_turns_logical_replication_on_in_the_family_of_
 def test_the_lint_rules_check_the_postgres_variant_too(raw_template: dict[str, Any]) -> None:
     pg = copy.deepcopy(raw_template)
     pg["Parameters"]["SourceEngine"]["Default"] = "postgres"
-    pg["Parameters"]["KafkaTopicPattern"]["Default"] = r"salesdb\.public\..*"
     assert lint_errors(pg) == []
     pg["Resources"]["PgParameterGroup"]["Properties"]["Family"] = "postgres15"  # PgEngineVersion is 16
     assert any(e.startswith("E9004 PgParameterGroup: Family 'postgres15'") for e in lint_errors(pg))
@@ -83,17 +82,6 @@ def test_database_ports_follow_the_engine(pg_template: dict[str, Any], template:
         assert {(p["FromPort"], p["ToPort"]) for p in rules.values()} == {(port, port)}
 
 
-def test_a_postgres_topic_pattern_is_required_when_the_source_is_postgres(raw_template: dict[str, Any]) -> None:
-    rule = raw_template["Rules"]["PostgresTopicPattern"]
-    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "SourceEngine"}, "postgres"]}
-    (assertion,) = rule["Assertions"]
-    default = raw_template["Parameters"]["KafkaTopicPattern"]["Default"]
-    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "KafkaTopicPattern"}, default]}]}
-    pattern = r"salesdb\.public\..*"  # what docs/DEPLOY.md tells to pass
-    assert re.fullmatch(pattern, "salesdb.public.customer")
-    assert not re.fullmatch(pattern, "salesdb-heartbeat.salesdb")  # the connector's heartbeat topic
-
-
 # ---------------------------------------------------------------- connector
 def pg_connector(pg_template: dict[str, Any]) -> dict[str, Any]:
     (conn,) = resources_of(pg_template, "AWS::KafkaConnect::Connector").values()
@@ -104,7 +92,8 @@ def test_exactly_one_connector_per_engine(pg_template: dict[str, Any], template:
     assert list(resources_of(pg_template, "AWS::KafkaConnect::Connector")) == ["PgConnector"]
     assert list(resources_of(template, "AWS::KafkaConnect::Connector")) == ["Connector"]
     # It starts only once the client instance has created the roles, the publication and the seed.
-    assert pg_connector(pg_template)["DependsOn"] == "ClientInstance"
+    assert pg_connector(pg_template)["DependsOn"] == "SourceReady"
+    assert "${ClientInstance}" in pg_template["Resources"]["SourceReady"]["Properties"]["Value"]["Fn::Sub"]
     assert pg_template["Outputs"]["ConnectorArn"]["Value"] == {"Fn::GetAtt": ["PgConnector", "ConnectorArn"]}
 
 
@@ -120,9 +109,9 @@ def test_the_postgres_connector_configuration_comes_whole_from_its_one_source_fi
         if "${" not in value:
             assert config[key] == value, key
             continue
-        sub = config[key] if isinstance(config[key], str) else config[key]["Fn::Sub"]
+        sub, variables = (config[key], {}) if isinstance(config[key], str) else sub_parts(config[key])
         for ref in re.findall(r"\$\{([^}]+)\}", sub):
-            assert ref.split(".")[0] in names, f"{key}: ${{{ref}}}"
+            assert ref in variables or ref.split(".")[0] in names, f"{key}: ${{{ref}}}"
         assert not templates.PLACEHOLDER.search(sub), f"{key} still has a source placeholder"
     assert config["plugin.name"] == "pgoutput" and config["publication.autocreate.mode"] == "filtered"
     assert config["slot.name"] == {"Fn::Sub": "${PgSlotName}"}
@@ -131,7 +120,7 @@ def test_the_postgres_connector_configuration_comes_whole_from_its_one_source_fi
     # MSK only: TLS to RDS (rds.force_ssl) and topic creation on MSK Serverless.
     assert config["database.sslmode"] == "require" and config["topic.creation.enable"] == "true"
     assert config["database.password"] == {
-        "Fn::Sub": "{{resolve:secretsmanager:${DebeziumSecret}:SecretString:password}}"
+        "Fn::Sub": ["{{resolve:secretsmanager:${DbSecret}:SecretString:password}}", {"DbSecret": {"Ref": "DebeziumSecret"}}]
     }
 
 

@@ -252,7 +252,8 @@ def test_job_gets_iceberg_metrics_logs_and_the_cdclake_package(template: dict[st
     assert args["--datalake-formats"] == "iceberg"
     assert args["--enable-metrics"] == "true"
     assert args["--extra-py-files"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${CdclakeZipKey}"}
-    assert args["--checkpoint_location"] == {"Fn::Sub": "s3://${LakeBucket}/checkpoints/cdc-iceberg/"}
+    assert args["--checkpoint_location"] == {"Fn::Sub": "s3://${LakeBucket}/checkpoints/${CheckpointName}/"}
+    assert template["Parameters"]["CheckpointName"]["Default"] == "cdc-iceberg"
     assert args["--dead_letter_path"] == {"Fn::Sub": "s3://${LakeBucket}/dead-letters/cdc-iceberg/"}
     assert args["--warehouse"] == {"Fn::Sub": "s3://${LakeBucket}/warehouse"}
     assert (args["--source"], args["--catalog_type"], args["--catalog_name"]) == ("kafka", "glue", "glue_catalog")
@@ -342,7 +343,6 @@ def test_every_job_argument_exists_in_the_settings_table(template: dict[str, Any
 def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) -> None:
     args = job(template)["DefaultArguments"]
     for arg, param in {
-        "--kafka_topic_pattern": "KafkaTopicPattern",
         "--trigger_interval_seconds": "TriggerIntervalSeconds",
         "--write_mode": "WriteMode",
         "--max_offsets_per_trigger": "MaxOffsetsPerTrigger",
@@ -350,7 +350,10 @@ def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) ->
     }.items():
         assert args[arg] == {"Ref": param}
         assert param in template["Parameters"]
-    assert re.fullmatch(template["Parameters"]["KafkaTopicPattern"]["Default"], "salesdb.salesdb.customer")
+    # The topic pattern: the parameter when set, else derived from the connector's names
+    # (test_cfn_topic_pattern.py).
+    assert args["--kafka_topic_pattern"] == {"Fn::Sub": "${TopicPrefix}\\.${SourceDatabase}\\..*"}
+    assert template["Parameters"]["KafkaTopicPattern"]["Default"] == ""
 
 
 # ---------------------------------------------------------------- source database
@@ -377,7 +380,9 @@ def test_debezium_user_is_created_with_only_the_privileges_it_needs(template: di
     assert all(" ON *.* TO '$dbz_user'@'%';" in g for g in grants)
     # The connector starts only once that user exists: the instance signals, the connector waits.
     assert template["Resources"]["ClientInstance"]["CreationPolicy"]["ResourceSignal"]["Count"] == 1
-    assert template["Resources"]["Connector"]["DependsOn"] == "ClientInstance"
+    # (through SourceReady, whose value names the instance in demo mode: test_cfn_existing_source.py)
+    assert template["Resources"]["Connector"]["DependsOn"] == "SourceReady"
+    assert "${ClientInstance}" in template["Resources"]["SourceReady"]["Properties"]["Value"]["Fn::Sub"]
 
 
 # ---------------------------------------------------------------- client instance
@@ -419,8 +424,10 @@ def test_client_user_data_is_valid_bash(template: dict[str, Any], tmp_path: Path
 
 # ---------------------------------------------------------------- secrets
 def test_no_secret_is_a_parameter_or_a_literal(template: dict[str, Any]) -> None:
-    for name in template["Parameters"]:
-        assert not re.search("password|secret", name, re.I), name
+    for name, param in template["Parameters"].items():
+        assert not re.search("password", name, re.I), name
+        if re.search("secret", name, re.I):  # only the ARN of a secret (an existing database's)
+            assert param["AllowedPattern"].startswith("^(arn:aws[a-z-]*:secretsmanager:"), name
     db = template["Resources"]["Database"]["Properties"]
     assert db["ManageMasterUserPassword"] is True and "MasterUserPassword" not in db
     (secret,) = resources_of(template, "AWS::SecretsManager::Secret").values()
@@ -434,10 +441,10 @@ def test_no_secret_is_a_parameter_or_a_literal(template: dict[str, Any]) -> None
 def test_connector_reads_its_credentials_through_a_dynamic_reference(template: dict[str, Any]) -> None:
     (conn,) = resources_of(template, "AWS::KafkaConnect::Connector").values()
     config = conn["Properties"]["ConnectorConfiguration"]
-    assert config["database.password"] == {
-        "Fn::Sub": "{{resolve:secretsmanager:${DebeziumSecret}:SecretString:password}}"
-    }
-    assert config["database.user"] == {"Fn::Sub": "{{resolve:secretsmanager:${DebeziumSecret}:SecretString:username}}"}
+    for key, field in (("database.password", "password"), ("database.user", "username")):
+        assert config[key] == {
+            "Fn::Sub": [f"{{{{resolve:secretsmanager:${{DbSecret}}:SecretString:{field}}}}}", {"DbSecret": {"Ref": "DebeziumSecret"}}]
+        }
 
 
 # ---------------------------------------------------------------- Athena, outputs, suppressions
@@ -522,7 +529,7 @@ def test_debezium_user_grants_exist_in_mysql_8_4(template: dict[str, Any]) -> No
         assert gone not in code, gone
 
 
-@pytest.mark.parametrize(("engine", "extra", "table"), [("mysql", {}, "salesdb_customer"), ("postgres", {"KafkaTopicPattern": r"salesdb\.public\..*"}, "public_customer")])  # fmt: skip
+@pytest.mark.parametrize(("engine", "extra", "table"), [("mysql", {}, "salesdb_customer"), ("postgres", {}, "public_customer")])  # fmt: skip
 def test_saved_queries_name_the_lake_table_the_job_writes_for_each_engine(
     raw_template: dict[str, Any], engine: str, extra: dict[str, str], table: str
 ) -> None:

@@ -21,24 +21,30 @@ GLUE_VERSION = "5.0"  # Spark 3.5.4, Python 3.11: what the job and its tests tar
 SEVEN_DAYS_MINUTES = 7 * 24 * 60
 
 
-def _default(cfn: Template, name: str) -> Any:
+Values = dict[str, Any] | None  # parameter values that replace the defaults (None: the defaults)
+
+
+def _default(cfn: Template, name: str, params: Values = None) -> Any:
+    if params and name in params:
+        return params[name]
     param = cfn.template.get("Parameters", {}).get(name)
     return None if param is None else param.get("Default")
 
 
-def _condition(cfn: Template, cond: Any) -> bool | None:
-    """A condition evaluated with the parameters' defaults (Equals, Not, And, Or, Condition)."""
+def _condition(cfn: Template, cond: Any, params: Values = None) -> bool | None:
+    """A condition evaluated with the parameters' defaults, or `params` where given (Equals, Not,
+    And, Or, Condition)."""
     if isinstance(cond, str):
         cond = cfn.template.get("Conditions", {}).get(cond)
     if not isinstance(cond, dict) or len(cond) != 1:
         return None
     ((fn, args),) = cond.items()
     if fn == "Condition":
-        return _condition(cfn, args)
+        return _condition(cfn, args, params)
     if fn == "Fn::Equals" and isinstance(args, list) and len(args) == 2:
-        a, b = (_resolve(cfn, x) for x in args)
+        a, b = (_resolve(cfn, x, params) for x in args)
         return None if a is None or b is None else str(a) == str(b)
-    parts = [_condition(cfn, x) for x in args] if isinstance(args, list) else []
+    parts = [_condition(cfn, x, params) for x in args] if isinstance(args, list) else []
     if None in parts or not parts:
         return None
     if fn == "Fn::Not":
@@ -50,18 +56,19 @@ def _condition(cfn: Template, cond: Any) -> bool | None:
     return None
 
 
-def _resolve(cfn: Template, value: Any) -> Any:
+def _resolve(cfn: Template, value: Any, params: Values = None) -> Any:
     """A literal, a parameter's Default (Ref, or ${Name} in a Sub string), or the branch of an If
-    chosen by the defaults: the template as deployed without overrides. None when not knowable."""
+    chosen by the defaults: the template as deployed without overrides (or with `params`). None when
+    not knowable."""
     if isinstance(value, dict) and set(value) == {"Ref"}:
-        return _default(cfn, value["Ref"])
+        return _default(cfn, value["Ref"], params)
     if isinstance(value, dict) and set(value) == {"Fn::If"} and len(value["Fn::If"]) == 3:
         name, when_true, when_false = value["Fn::If"]
-        chosen = _condition(cfn, name)
-        return None if chosen is None else _resolve(cfn, when_true if chosen else when_false)
+        chosen = _condition(cfn, name, params)
+        return None if chosen is None else _resolve(cfn, when_true if chosen else when_false, params)
     if isinstance(value, dict) and set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
         names = re.findall(r"\$\{([^}!]+)\}", value["Fn::Sub"])
-        defaults = {n: _default(cfn, n) for n in names}
+        defaults = {n: _default(cfn, n, params) for n in names}
         if any(v is None for v in defaults.values()):
             return None
         return re.sub(r"\$\{([^}!]+)\}", lambda m: str(defaults[m.group(1)]), value["Fn::Sub"])
@@ -286,10 +293,128 @@ class GlueExtraJarsMatchManifest(CloudFormationLintRule):
         return matches
 
 
+# ---------------------------------------------------------------- both modes of the source
+EXISTING_VPC_PARAM = "ExistingVpcId"
+SAMPLE_VPC = "vpc-0123456789abcdef0"
+# Resource types that only the demo source needs: with an existing network and database none may exist.
+DEMO_SOURCE_TYPES = (
+    "AWS::EC2::VPC",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::VPCGatewayAttachment",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::EIP",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::Route",
+    "AWS::EC2::SubnetRouteTableAssociation",
+    "AWS::EC2::VPCEndpoint",
+    "AWS::EC2::FlowLog",
+    "AWS::EC2::Instance",
+    "AWS::EC2::LaunchTemplate",
+    "AWS::RDS::DBInstance",
+    "AWS::RDS::DBSubnetGroup",
+    "AWS::RDS::DBParameterGroup",
+)
+
+
+class ExistingNetworkCreatesNoDemoSource(CloudFormationLintRule):
+    id = "E9006"
+    shortdesc = "With ExistingVpcId set, no VPC, subnet, gateway, database or client is created"
+    description = (
+        f"Every {', '.join(t.split('::')[-1] for t in DEMO_SOURCE_TYPES)} resource must carry a Condition "
+        f"that is false when {EXISTING_VPC_PARAM} is set, and every security group must then be in that VPC"
+    )
+    source_url = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/conditions-section-structure.html"
+    tags: ClassVar[list[str]] = ["resources", "conditions"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        if EXISTING_VPC_PARAM not in cfn.template.get("Parameters", {}):
+            return []
+        existing = {EXISTING_VPC_PARAM: SAMPLE_VPC}
+        matches = []
+        for name, res in cfn.get_resources(list(DEMO_SOURCE_TYPES)).items():
+            cond = res.get("Condition")
+            if cond is None or _condition(cfn, cond, existing) is not False:
+                matches.append(
+                    RuleMatch(
+                        ["Resources", name],
+                        f"{name} ({res['Type']}) would be created with {EXISTING_VPC_PARAM} set: give it a "
+                        "Condition that is false then (CreateDemoSource)",
+                    )
+                )
+        for name, res in cfn.get_resources(["AWS::EC2::SecurityGroup"]).items():
+            if res.get("Condition") is not None and _condition(cfn, res["Condition"], existing) is False:
+                continue
+            vpc = _resolve(cfn, (res.get("Properties") or {}).get("VpcId"), existing)
+            if vpc != SAMPLE_VPC:
+                matches.append(
+                    RuleMatch(
+                        ["Resources", name, "Properties", "VpcId"],
+                        f"{name}: with {EXISTING_VPC_PARAM} set its VpcId must be {EXISTING_VPC_PARAM}",
+                    )
+                )
+        return matches
+
+
+SAMPLE_TABLE = "customer"
+
+
+def _connector_topics(cfn: Template, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(connector, a change topic it writes) for the connectors that exist with `params`:
+    <topic.prefix>.<database.include.list or schema.include.list>.<table>."""
+    out = []
+    for name, res in cfn.get_resources(["AWS::KafkaConnect::Connector"]).items():
+        if res.get("Condition") is not None and _condition(cfn, res["Condition"], params) is not True:
+            continue
+        config = (res.get("Properties") or {}).get("ConnectorConfiguration") or {}
+        prefix = _resolve(cfn, config.get("topic.prefix"), params)
+        second = _resolve(cfn, config.get("schema.include.list") or config.get("database.include.list"), params)
+        if isinstance(prefix, str) and isinstance(second, str) and "," not in second:
+            out.append((name, f"{prefix}.{second}.{SAMPLE_TABLE}"))
+    return out
+
+
+class JobTopicPatternMatchesConnector(CloudFormationLintRule):
+    id = "E9007"
+    shortdesc = "The streaming job's topic pattern matches the topics its connector writes, for every engine"
+    description = (
+        "For each allowed SourceEngine (and the defaults otherwise), --kafka_topic_pattern must match "
+        "<topic.prefix>.<database or schema>.<table> of the connector that exists then: a pattern that "
+        "matches nothing leaves the job reading nothing, without an error"
+    )
+    source_url = "https://spark.apache.org/docs/3.5.4/structured-streaming-kafka-integration.html"
+    tags: ClassVar[list[str]] = ["resources", "glue", "kafkaconnect"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        engines = (cfn.template.get("Parameters", {}).get("SourceEngine") or {}).get("AllowedValues") or [None]
+        matches = []
+        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
+            args = (res.get("Properties") or {}).get("DefaultArguments") or {}
+            if not isinstance(args, dict) or "--kafka_topic_pattern" not in args:
+                continue
+            for engine in engines:
+                params = {"SourceEngine": engine} if engine else {}
+                pattern = _resolve(cfn, args["--kafka_topic_pattern"], params)
+                if not isinstance(pattern, str):
+                    continue
+                for connector, topic in _connector_topics(cfn, params):
+                    if not re.fullmatch(pattern, topic):
+                        matches.append(
+                            RuleMatch(
+                                ["Resources", name, "Properties", "DefaultArguments", "--kafka_topic_pattern"],
+                                f"{name}: --kafka_topic_pattern {pattern!r} does not match {topic!r}, a topic "
+                                f"{connector} writes" + (f" with SourceEngine={engine}" if engine else ""),
+                            )
+                        )
+        return matches
+
+
 __all__ = [
     "DbParameterGroupFamily",
+    "ExistingNetworkCreatesNoDemoSource",
     "GlueExtraJarsMatchManifest",
     "GlueJobCommand",
     "GlueJobVersion",
     "GlueStreamingTimeout",
+    "JobTopicPatternMatchesConnector",
 ]

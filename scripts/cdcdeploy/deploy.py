@@ -196,7 +196,10 @@ def literal_prefix(pattern: str) -> str:
 def check_topic_pattern(parameters: list[str]) -> None:
     """Refuse a KafkaTopicPattern override that cannot match the connector's change topics for the
     names being deployed (<TopicPrefix>.<SourceDatabase or PgSchema>.<table>): the job would read nothing."""
-    defaults = {k: str(v.get("Default", "")) for k, v in templates.load_template(templates.SOURCE_TEMPLATE)["Parameters"].items()}
+    defaults = {
+        k: str(v.get("Default", ""))
+        for k, v in templates.load_template(templates.SOURCE_TEMPLATE)["Parameters"].items()
+    }
     values = dict(defaults)
     for item in parameters:
         key, sep, value = item.partition("=")

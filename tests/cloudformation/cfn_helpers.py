@@ -116,7 +116,9 @@ def failed_assertions(template: dict[str, Any], **parameters: str) -> list[str]:
     for rule in template.get("Rules", {}).values():
         if "RuleCondition" in rule and not condition_holds(template, rule["RuleCondition"], values):
             continue
-        failed += [a["AssertDescription"] for a in rule["Assertions"] if not condition_holds(template, a["Assert"], values)]
+        failed += [
+            a["AssertDescription"] for a in rule["Assertions"] if not condition_holds(template, a["Assert"], values)
+        ]
     return failed
 
 

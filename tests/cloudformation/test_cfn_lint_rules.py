@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cdcdeploy import templates
@@ -139,3 +141,33 @@ def test_msk_iam_job_without_extra_jars_fails_and_a_non_iam_job_needs_none() -> 
     (err,) = lint(iam_job(no_jars))
     assert err.startswith("E9005") and "no --extra-jars" in err
     assert lint(iam_job(no_jars.replace("--kafka_auth: iam", "--kafka_auth: none"))) == []
+
+
+# ---------------------------------------------------------------- E9006, E9007: both modes, both engines
+def lint_template(template: dict[str, Any]) -> list[str]:
+    return [m for m in run_lint(templates.dump_template(template)) if m.startswith("E90")]
+
+
+def test_a_demo_resource_left_without_its_condition_is_an_error(raw_template: dict[str, Any]) -> None:
+    broken = copy.deepcopy(raw_template)
+    del broken["Resources"]["NatGateway"]["Condition"]
+    del broken["Resources"]["Database"]["Condition"]
+    errors = lint_template(broken)
+    assert sorted(e.split(" (")[0] for e in errors if e.startswith("E9006")) == ["E9006 Database", "E9006 NatGateway"]
+
+
+def test_a_security_group_outside_the_existing_vpc_is_an_error(raw_template: dict[str, Any]) -> None:
+    broken = copy.deepcopy(raw_template)
+    broken["Resources"]["GlueSecurityGroup"]["Properties"]["VpcId"] = {"Ref": "Vpc"}
+    (err,) = [e for e in lint_template(broken) if e.startswith("E9006")]
+    assert "GlueSecurityGroup: with ExistingVpcId set its VpcId must be ExistingVpcId" in err
+
+
+def test_a_topic_pattern_that_misses_one_engines_topics_is_an_error(raw_template: dict[str, Any]) -> None:
+    broken = copy.deepcopy(raw_template)
+    # The pattern of the MySQL topics for both engines: the PostgreSQL connector writes salesdb.public.*
+    broken["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]["--kafka_topic_pattern"] = {
+        "Fn::Sub": "${TopicPrefix}\\.${SourceDatabase}\\..*"
+    }
+    (err,) = [e for e in lint_template(broken) if e.startswith("E9007")]
+    assert "'salesdb.public.customer', a topic PgConnector writes with SourceEngine=postgres" in err

@@ -120,7 +120,10 @@ def test_the_postgres_connector_configuration_comes_whole_from_its_one_source_fi
     # MSK only: TLS to RDS (rds.force_ssl) and topic creation on MSK Serverless.
     assert config["database.sslmode"] == "require" and config["topic.creation.enable"] == "true"
     assert config["database.password"] == {
-        "Fn::Sub": ["{{resolve:secretsmanager:${DbSecret}:SecretString:password}}", {"DbSecret": {"Ref": "DebeziumSecret"}}]
+        "Fn::Sub": [
+            "{{resolve:secretsmanager:${DbSecret}:SecretString:password}}",
+            {"DbSecret": {"Ref": "DebeziumSecret"}},
+        ]
     }
 
 

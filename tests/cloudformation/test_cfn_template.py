@@ -443,7 +443,10 @@ def test_connector_reads_its_credentials_through_a_dynamic_reference(template: d
     config = conn["Properties"]["ConnectorConfiguration"]
     for key, field in (("database.password", "password"), ("database.user", "username")):
         assert config[key] == {
-            "Fn::Sub": [f"{{{{resolve:secretsmanager:${{DbSecret}}:SecretString:{field}}}}}", {"DbSecret": {"Ref": "DebeziumSecret"}}]
+            "Fn::Sub": [
+                f"{{{{resolve:secretsmanager:${{DbSecret}}:SecretString:{field}}}}}",
+                {"DbSecret": {"Ref": "DebeziumSecret"}},
+            ]
         }
 
 

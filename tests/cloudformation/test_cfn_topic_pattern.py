@@ -14,7 +14,9 @@ from cfn_helpers import failed_assertions, parameter_values, resolve_variant, su
 def topic_pattern(raw_template: dict[str, Any], **parameters: str) -> str:
     variant = resolve_variant(raw_template, **parameters)
     values = parameter_values(raw_template, **parameters)
-    job_pattern = sub_value(variant["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]["--kafka_topic_pattern"], values)
+    job_pattern = sub_value(
+        variant["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]["--kafka_topic_pattern"], values
+    )
     assert sub_value(variant["Outputs"]["KafkaTopicPattern"]["Value"], values) == job_pattern
     return job_pattern
 
@@ -79,7 +81,9 @@ def test_deploy_refuses_a_pattern_that_matches_none_of_the_connectors_topics(
 def test_deploy_accepts_a_pattern_for_a_subset_of_the_topics_and_no_pattern_at_all() -> None:
     deploy.check_topic_pattern([])
     deploy.check_topic_pattern(["SourceDatabase=shop", "TopicPrefix=prod"])
-    deploy.check_topic_pattern(["SourceDatabase=shop", "TopicPrefix=prod", r"KafkaTopicPattern=prod\.shop\.(orders|customer)"])
+    deploy.check_topic_pattern(
+        ["SourceDatabase=shop", "TopicPrefix=prod", r"KafkaTopicPattern=prod\.shop\.(orders|customer)"]
+    )
     deploy.check_topic_pattern(["SourceEngine=postgres", "PgSchema=sales", r"KafkaTopicPattern=salesdb\.sales\..*"])
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
 
 from cdc_events import Events, customer, load, row_fields, value_schema_of
-from test_job_cli import run_job
+from test_job_cli import SCRIPT, run_job
 
 DATA = ["id", "first_name", "last_name", "email", "balance", "created_at", "loyalty_tier", "_cdc_op", "_cdc_seq"]
 
@@ -63,3 +65,51 @@ def test_dead_letters_replay_after_the_cause_is_fixed(lake, tmp_path, warehouse,
     # The renamed column no longer exists at the source, so the applied update leaves it null.
     assert rows[1]["email"] == 42 and rows[1]["email_text"] is None
     assert rows[2]["email"] == 7
+
+
+def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside_the_streams_checkpoint(
+    make_lake, tmp_path, warehouse, spark
+):
+    """The argument overrides scripts/replay gives the deployed job's replay run, on the streaming
+    job's own arguments, with a local folder as the lake bucket: the dead letters are applied and the
+    stream's checkpoint is not touched (the replay has its own)."""
+    import sys
+
+    sys.path.insert(0, str(SCRIPT.parents[1] / "scripts"))
+    from cdcdeploy.replay import replay_arguments
+
+    bucket = tmp_path / "lake-bucket"
+    stream_checkpoint = bucket / "checkpoints" / "cdc-iceberg"
+    lake = make_lake(dead_letter_path=str(bucket / "dead-letters" / "cdc-iceberg"))
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    lake.apply(ev.take())
+    schema = copy.deepcopy(value_schema_of("mariadb/c_insert.json"))
+    next(f for f in row_fields(schema) if f["field"] == "email")["type"] = "int32"
+    ev.record("c", {"id": 2}, customer(2) | {"email": 7}, value_schema=schema)
+    report = lake.apply(ev.take())
+    assert report.dead == 1
+    spark.sql(f"ALTER TABLE {lake.table()} RENAME COLUMN email TO email_text")
+
+    # The streaming job's arguments (as its DefaultArguments name them), then the run's overrides.
+    stream = {
+        "--source": "kafka",
+        "--kafka_bootstrap_servers": "b-1.example:9098",
+        "--kafka_topic_pattern": r"salesdb\.salesdb\..*",
+        "--catalog_type": "hadoop",
+        "--warehouse": str(warehouse),
+        "--namespace": lake.namespace,
+        "--checkpoint_location": str(stream_checkpoint),
+        "--dead_letter_path": str(bucket / "dead-letters" / "cdc-iceberg"),
+        "--shuffle_partitions": "2",
+    }
+    overrides = replay_arguments(str(bucket), report.dead_letter_folder, "r1", stream)
+    argv = [a for kv in (stream | overrides).items() for a in kv]
+    env = dict(os.environ, CDC_SPARK_MASTER="local[2]")
+    done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    spark.catalog.refreshTable(lake.table())
+    assert lake.by_id()[2]["email"] == 7
+    assert (bucket / "checkpoints" / "replays" / "r1" / "commits").is_dir()
+    assert not stream_checkpoint.exists()  # the stream's own checkpoint is left alone

@@ -76,7 +76,8 @@ def test_replay_stops_the_stream_runs_once_over_the_files_and_starts_the_stream_
 
 
 def test_the_stream_is_started_again_when_the_replay_fails(glue: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every run Glue reports has failed (the replay's records break the job again, say).
+    # Every run Glue reports has failed (the replay's records break the job again, say) and ended.
+    state_manager.set_transition(model_name="glue::job_run", transition={"progression": "immediate"})
     real_run, real_runs = glue.get_job_run, glue.get_job_runs
 
     def failed_run(**kwargs: Any) -> dict[str, Any]:

@@ -1,13 +1,17 @@
-# Two commands do all the set-up: `make demo` and `make test` (see README.md).
+# Two commands do all the set-up: `make demo` and `make test` (see README.md). Deploying to AWS
+# needs only `make setup-deploy` (no database servers, no sudo).
 SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup test test-unit test-job test-stack lint lint-cfn format demo clean
+.PHONY: setup setup-deploy test test-unit test-job test-stack lint lint-cfn format demo clean
 
-setup:            ## install what is missing (venv, Java, Iceberg jars) into .local/
+setup:            ## the local stack and the tests: venv, Java, jars, MariaDB + PostgreSQL (apt, sudo)
 	@scripts/setup-local
 	@scripts/setup-stack
+
+setup-deploy:     ## deploying only: aws CLI, boto3, cfn-lint, checkov, ruff, the shipped jars (no sudo, no databases)
+	@scripts/setup-deploy
 
 lint: setup lint-cfn  ## ruff (+ lint-cfn)
 	@$(VENV)/bin/ruff check glue_scripts tests scripts
@@ -17,7 +21,7 @@ format: setup
 	@$(VENV)/bin/ruff format glue_scripts tests
 	@$(VENV)/bin/ruff check --fix glue_scripts tests
 
-lint-cfn: setup   ## CloudFormation: render, cfn-lint + project rules, checkov, ruff on the deploy code
+lint-cfn: setup-deploy ## CloudFormation: render, cfn-lint + project rules, checkov, ruff on the deploy code
 	@scripts/build-artifacts --templates-only >/dev/null
 	@$(VENV)/bin/cfn-lint build/cloudformation/*.yaml --append-rules cloudformation/lint_rules
 	@$(VENV)/bin/checkov -d build/cloudformation --framework cloudformation --compact --quiet --skip-download

@@ -41,7 +41,8 @@ SERVER_OS_USER = "postgres"  # PostgreSQL refuses to run as root; the Debian pac
 
 # ---------------------------------------------------------------------------------------- binaries
 def bindir() -> Path:
-    """PostgreSQL's server binaries: $CDC_STACK_PG_BINDIR, else Debian's /usr/lib/postgresql/<v>/bin (15 first)."""
+    """PostgreSQL's server binaries: $CDC_STACK_PG_BINDIR, else /usr/lib/postgresql/<v>/bin of the
+    distribution's package (15 first, where the stack was measured, else the newest)."""
     env = os.environ.get("CDC_STACK_PG_BINDIR")
     candidates = [Path(env)] if env else []
     root = Path("/usr/lib/postgresql")
@@ -52,14 +53,14 @@ def bindir() -> Path:
             return c
     raise stack.StackError(
         "PostgreSQL server binaries (postgres, initdb) not found: run scripts/setup-stack "
-        "(installs Debian's postgresql-15), or point CDC_STACK_PG_BINDIR at their directory"
+        "(installs the distribution's postgresql-<major>), or point CDC_STACK_PG_BINDIR at their directory"
     )
 
 
 def psql() -> str:
     found = shutil.which("psql") or str(bindir() / "psql")
     if not Path(found).exists():
-        raise stack.StackError("psql not found: run scripts/setup-stack (installs postgresql-client-15)")
+        raise stack.StackError("psql not found: run scripts/setup-stack (installs postgresql-client-<major>)")
     return found
 
 
@@ -72,7 +73,8 @@ def check_prerequisites(s: stack.Settings) -> None:
         except KeyError:
             raise stack.StackError(
                 f"PostgreSQL refuses to run as root and there is no OS user {SERVER_OS_USER!r} to run it as: "
-                "install postgresql-15 (scripts/setup-stack creates it) or run the stack as an ordinary user"
+                "install the postgresql server package (scripts/setup-stack does; it creates that user) "
+                "or run the stack as an ordinary user"
             ) from None
     if len(str(socket_path(s, s.ports[COMPONENT]))) > 100:  # unix socket paths are limited to 107 bytes
         raise stack.StackError(

@@ -27,13 +27,13 @@ BUILD_DIR = build.BUILD_DIR
 
 
 def aws_cli() -> str:
-    """The `aws` of this venv (requirements-dev.txt pins awscli), else the one on PATH."""
+    """The `aws` of this venv (requirements-deploy.txt pins awscli), else the one on PATH."""
     venv_aws = Path(sys.executable).with_name("aws")
     if venv_aws.is_file():
         return str(venv_aws)
     found = shutil.which("aws")
     if not found:
-        raise FileNotFoundError("aws CLI not found: run scripts/setup-local")
+        raise FileNotFoundError("aws CLI not found: run scripts/setup-deploy (make setup-deploy)")
     return found
 
 

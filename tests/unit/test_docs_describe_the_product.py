@@ -49,5 +49,9 @@ def test_the_history_patterns_catch_what_they_are_for() -> None:
     for text, what in samples.items():
         assert [w for p, w in HISTORY if re.search(p, text, re.I)] == [what], text
     # Product words that look alike are not history.
-    for text in ("seed data loaded at first boot (SeedSqlFiles)", "aws ssm start-session --target", "the connector issues it on 8.4"):
+    for text in (
+        "seed data loaded at first boot (SeedSqlFiles)",
+        "aws ssm start-session --target",
+        "the connector issues it on 8.4",
+    ):
         assert not [w for p, w in HISTORY if re.search(p, text, re.I)], text

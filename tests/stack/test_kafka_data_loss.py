@@ -77,6 +77,11 @@ def run_job(stack: Stack, work: Path) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, timeout=600)
 
 
+def committed_batches(work: Path) -> list[int]:
+    """Batch ids in Spark's commit log (it also keeps .crc files there)."""
+    return sorted(int(p.name) for p in (work / "checkpoint" / "commits").iterdir() if p.name.isdigit())
+
+
 def lake_ids(work: Path) -> list[int]:
     location = lake.table_location(work / "warehouse", "loss", "inventory_customers")
     con = lake.connect()
@@ -114,7 +119,7 @@ def test_a_topic_recreated_with_fewer_records_stops_the_job_with_a_data_loss_err
     assert "the stream stopped: Kafka no longer holds records this checkpoint has not read" in out
     assert lake_ids(tmp_path) == [1, 2, 3, 4, 5, 6]
     # Nothing of the new topic was applied: no batch ran after the first run's.
-    assert sorted(p.name for p in (tmp_path / "checkpoint" / "commits").iterdir()) == ["0"]
+    assert committed_batches(tmp_path) == [0]
 
 
 def test_records_removed_by_retention_before_the_job_read_them_stop_it_with_the_same_advice(
@@ -136,7 +141,7 @@ def test_records_removed_by_retention_before_the_job_read_them_stop_it_with_the_
     # What retention does to a partition: its start moves past records (offsets 3..5) the job has not read.
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     [done] = admin.delete_records([TopicPartition(TOPIC, 0, 6)]).values()
-    assert done.result(30).offset == 6
+    assert done.result(30).low_watermark == 6
 
     again = run_job(stack, tmp_path)
 
@@ -144,4 +149,4 @@ def test_records_removed_by_retention_before_the_job_read_them_stop_it_with_the_
     out = again.stdout + again.stderr
     assert "the stream stopped: Kafka no longer holds records this checkpoint has not read" in out, out[-4000:]
     assert lake_ids(tmp_path) == [1, 2, 3]
-    assert sorted(p.name for p in (tmp_path / "checkpoint" / "commits").iterdir()) == ["0"]
+    assert committed_batches(tmp_path) == [0]

@@ -145,6 +145,14 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         stack.cli("down", check=False)
 
 
+@pytest.fixture(autouse=True)
+def job_is_running(job: Stack) -> None:
+    """Each test starts with the job running, whatever the test before it left (a failed crash test
+    leaves it stopped): one failure does not cascade into the tests after it."""
+    if not job_running(job):
+        start_job(job)
+
+
 def test_snapshot_reaches_the_lake_and_reconciles(job: Stack) -> None:
     events = job.events(CUSTOMER_TOPIC, lambda ev: len({e.key["cust_id"] for e in ev if e.op == "r"}) >= 30)
     assert len({e.key["cust_id"] for e in events if e.op == "r"}) == 30  # the init script's rows
@@ -317,14 +325,19 @@ def test_kill_9_before_the_iceberg_commit_then_restart_loses_and_duplicates_noth
 def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_applies_it_once(
     job: Stack, tmp_path: Path
 ) -> None:
+    # Rows of its own for the load to update and delete (the tests of this module run in any order).
+    job.sql(
+        "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at)\n"
+        "  SELECT 310000 + seq, 'Before', 'b@example.com', 'HOUSEHOLD', 'FR', NOW(), NOW(6) FROM seq_1_to_800"
+    )
     reconciled(job)
     version = table_version(job, "salesdb_customer")
     load = tmp_path / "load.sql"
     load.write_text(
-        "UPDATE customer SET loyalty_points = loyalty_points + 5, city = 'Re-run' WHERE cust_id BETWEEN 300001 AND 300600;\n"
-        "DELETE FROM customer WHERE cust_id BETWEEN 300601 AND 300800;\n"
+        "UPDATE customer SET loyalty_points = loyalty_points + 5, city = 'Re-run' WHERE cust_id BETWEEN 310001 AND 310600;\n"
+        "DELETE FROM customer WHERE cust_id BETWEEN 310601 AND 310800;\n"
         "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at)\n"
-        "  SELECT 303000 + seq, 'After', 'a@example.com', 'MACHINERY', 'DE', NOW(), NOW(6) FROM seq_1_to_200;\n"
+        "  SELECT 313000 + seq, 'After', 'a@example.com', 'MACHINERY', 'DE', NOW(), NOW(6) FROM seq_1_to_200;\n"
     )
     batch = crash_the_job_at(job, "after-iceberg-commit", load)
 
@@ -333,7 +346,7 @@ def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_a
     planned = (ckpt / "offsets" / str(batch)).read_text()
     assert table_version(job, "salesdb_customer") > version, "the batch's MERGE had committed before the kill"
     # The rows the killed batch wrote, with the time they were written.
-    written = ingest_times(job, "salesdb_customer", "WHERE cust_id BETWEEN 300001 AND 303200 AND city = 'Re-run'")
+    written = ingest_times(job, "salesdb_customer", "WHERE cust_id BETWEEN 310001 AND 310600 AND city = 'Re-run'")
     assert written, "the killed batch committed rows of the load"
     start_job(job)
     wait_committed(job, batch)

@@ -24,9 +24,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from . import ddl as D
 from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
-from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows
+from .decode import META_NAMES, RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, to_lake_names
 from .evolution import (
     BACKFILL_PREFIX,
     Columns,
@@ -35,8 +36,11 @@ from .evolution import (
     backfill_defaults,
     default_sql,
     plan_schema,
+    quote,
     rewrite_table,
+    sql_string,
 )
+from .keyless import merge_multiset
 from .merge import create_table, drop_identifier_fields, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
@@ -61,6 +65,7 @@ class TableReport:
     dead: int = 0
     schema: str = ""
     truncated: bool = False
+    source_dropped: str = ""  # what a DROP TABLE at the source did: "kept, marked" or "dropped"
     seconds: float = 0.0
 
     def line(self) -> str:
@@ -69,6 +74,8 @@ class TableReport:
             s += f" schema[{self.schema}]"
         if self.truncated:
             s += " TRUNCATED"
+        if self.source_dropped:
+            s += f" SOURCE-DROPPED[{self.source_dropped}]"
         if self.dead:
             s += f" dead {self.dead}"
         return s + f" {self.seconds:.1f}s"
@@ -113,6 +120,17 @@ class _TableState:
     columns: Columns  # data columns, without _cdc_* metadata
     keys: list[str]
     pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
+    column_changes: list[D.ColumnChange] = field(default_factory=list)  # applied renames and drops
+    dropped_seq: int | None = None  # position of a DROP TABLE at the source that the lake table outlived
+
+
+@dataclass
+class _TableDDL:
+    """What the batch's schema-change events say about one table."""
+
+    changes: list[D.ColumnChange] = field(default_factory=list)
+    drop_seq: int | None = None
+    drop_ts: float | None = None
 
 
 class BatchProcessor:
@@ -124,6 +142,9 @@ class BatchProcessor:
         self.settings = settings
         self._tables: dict[str, _TableState | None] = {}
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
+        # --dropped_table_policy drop: lake tables this process dropped, with the DROP's position
+        # (a late event older than it must not bring the table back).
+        self._dropped: dict[str, int] = {}
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
 
     # ------------------------------------------------------------------ catalog state
@@ -136,7 +157,14 @@ class BatchProcessor:
                 keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
                 drop_identifier_fields(self.spark, ident, keys)
                 pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
-                self._tables[ident] = _TableState(cols, keys, pending)
+                dropped = props.get(D.SOURCE_DROPPED_POSITION_PROPERTY)
+                self._tables[ident] = _TableState(
+                    cols,
+                    keys,
+                    pending,
+                    D.loads(props.get(D.COLUMN_CHANGES_PROPERTY)),
+                    int(dropped) if dropped else None,
+                )
             else:
                 self._tables[ident] = None
         return self._tables[ident]
@@ -266,10 +294,13 @@ class BatchProcessor:
         by_table: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
         for g in groups.values():
             by_table[(g.db, g.table)].append(g)
+        statements = self._schema_changes(batch) if report.schema_events else {}
         if s.schema_change_policy == "fail":
             self._fail_on_lossy_change(batch, by_table)
         for (db, tbl), tgroups in sorted(by_table.items()):
-            tr = self._apply_table(batch, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead)
+            tr = self._apply_table(
+                batch, batch_id, db, tbl, tgroups, truncates.get((db, tbl)), dead, statements.get((db, tbl))
+            )
             report.tables.append(tr)
             report.dead += tr.dead
         for (db, tbl), seq in truncates.items():
@@ -278,6 +309,11 @@ class BatchProcessor:
                 if self._table_state(ident) is not None:
                     truncate_before(self.spark, ident, seq)
                     report.tables.append(TableReport(ident, truncated=True))
+        for (db, tbl), stmt in sorted(statements.items()):
+            if (db, tbl) not in by_table:
+                tr = self._apply_statements(s.table_identifier(db, tbl), stmt)
+                if tr is not None:
+                    report.tables.append(tr)
 
         if dead:
             report.dead_letter_folder = write_dead_letters(
@@ -326,11 +362,15 @@ class BatchProcessor:
         groups: list[SchemaGroup],
         truncate_seq: int | None,
         dead: list[DataFrame],
+        stmt: _TableDDL | None = None,
     ) -> TableReport:
         t0 = time.monotonic()
         ident = self.settings.table_identifier(db, tbl)
         tr = TableReport(ident, events=sum(g.events for g in groups))
         self._resolve(batch, groups)
+        renamed = ""
+        if stmt is not None and stmt.changes and self._table_state(ident) is not None:
+            renamed = self._apply_column_changes(ident, stmt.changes)
 
         def reject(g: SchemaGroup, reason: str, loud: bool = True) -> None:
             if loud:
@@ -339,25 +379,41 @@ class BatchProcessor:
             tr.dead += g.events
 
         state = self._table_state(ident)
+        # Renames and drops after an event was written, for events read after the statement.
+        known = state.column_changes if state is not None else self._recorded(stmt.changes if stmt else [])
         good = []
         for g in groups:
+            if not g.error:
+                g.renamed, g.ignored = D.translation(known, [c.name for c in g.columns or []], g.max_seq)
             if g.error:
                 reject(g, g.error)
+            elif ident in self._dropped and g.max_seq <= self._dropped[ident]:
+                # --dropped_table_policy drop: events of the table older than its DROP, read late.
+                log.warning("table %s: %d event(s) older than the table's drop at the source ignored", ident, g.events)
+            elif self.settings.keyless_table_policy == "dead_letter" and not g.keys:
+                reject(g, "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)")
             elif (
                 state is not None
-                and state.keys
-                and [k.lower() for k in g.keys or []] != [k.lower() for k in state.keys]
-            ):
-                reject(g, f"primary key changed: lake table has {state.keys}, event has {g.keys}")
+                and state.columns
+                and [k.lower() for k in g.lake_keys()] != [k.lower() for k in state.keys]
+            ) or (state is None and bool(g.keys) != bool(next((x.keys for x in groups if x.keys), g.keys))):
+                why = (
+                    "record has no JSON key (does the table have a primary key?)"
+                    if not g.keys
+                    else f"primary key changed: lake table has {state.keys if state else []}, event has {g.keys}"
+                )
+                reject(g, why)
             else:
                 good.append(g)
         if not good:
+            if renamed:
+                tr.schema = renamed
             tr.seconds = time.monotonic() - t0
             return tr
-        keys = state.keys if state is not None and state.keys else good[-1].keys or []
+        keys = state.keys if state is not None and state.keys else good[-1].lake_keys()
         plan = plan_schema(
             state.columns if state is not None else None,
-            [[(c.name, c.spark_type) for c in g.columns or []] for g in good],
+            [g.lake_columns() for g in good],
             self.settings.schema_change_policy,
             ident,
         )
@@ -380,7 +436,11 @@ class BatchProcessor:
         pending = dict(state.pending_backfill) if state is not None else {}
         if plan.create:
             create_table(self.spark, ident, plan.final, keys, self.settings.write_mode)
-            log.info("table %s created: key %s, %d columns", ident, keys, len(plan.final))
+            log.info(
+                "table %s created: key %s, %d columns", ident, keys or "none (rows as a multiset)", len(plan.final)
+            )
+            if known:
+                self._record_column_changes(ident, known)
         elif plan.changed:
             added = {n.lower() for n, _ in plan.add}
             new_defaults = {n: e for n, e in fills.items() if n.lower() in added}
@@ -394,11 +454,24 @@ class BatchProcessor:
             log.info("table %s: existing rows given the source default of %s", ident, ", ".join(pending))
         if plan.changed or pending:
             tr.schema = plan.describe()
-            self._tables[ident] = _TableState(plan.final, keys)
+            self._tables[ident] = _TableState(
+                plan.final, keys, column_changes=known, dropped_seq=state.dropped_seq if state else None
+            )
+        if renamed:
+            tr.schema = "; ".join(x for x in (renamed, tr.schema) if x)
+        # A DROP TABLE at the source: the table's events newer than it are of a table created again
+        # under the same name, which started empty (like a truncate at the drop).
+        drop_seq = max(
+            (x for x in (stmt.drop_seq if stmt else None, state.dropped_seq if state else None) if x), default=None
+        )
+        recreated = drop_seq is not None and any(g.max_seq > drop_seq for g in good)
+        if recreated:
+            truncate_seq = max(truncate_seq or 0, drop_seq)
 
         def decode(classified: DataFrame) -> DataFrame:
             return reduce(
-                DataFrame.unionByName, [conform(decode_group(classified, g), plan.final, fills) for g in good]
+                DataFrame.unionByName,
+                [conform(to_lake_names(decode_group(classified, g), g), plan.final, fills) for g in good],
             )
 
         decoded = decode(batch.cached).persist(StorageLevel.MEMORY_AND_DISK)
@@ -432,41 +505,169 @@ class BatchProcessor:
                 changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
                 tr.truncated = True
             changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
-            newest = latest_per_key(changes, keys)
-            keep = None
-            if any(r["ok"] and r["_unavail"] for r in counts):
-                # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
-                placeholder = self.settings.unavailable_value_placeholder
-                newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
-                keep = keep_existing(unavailable, placeholder)
-            merge_changes(ident, newest, keys, [n for n, _ in plan.final], keep)
+            if not keys:
+                # A row is identified by the columns every event of the batch carries (a column
+                # dropped at the source and kept in the lake is not compared).
+                shared = set.intersection(*[{n.lower() for n, _ in g.lake_columns()} for g in good])
+                match = [n for n, _ in plan.final if n.lower() in shared]
+                merge_multiset(ident, changes, [n for n, _ in plan.final], match)
+            else:
+                newest = latest_per_key(changes, keys)
+                keep = None
+                if any(r["ok"] and r["_unavail"] for r in counts):
+                    # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
+                    placeholder = self.settings.unavailable_value_placeholder
+                    newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
+                    keep = keep_existing(unavailable, placeholder)
+                merge_changes(ident, newest, keys, [n for n, _ in plan.final], keep)
             ops = defaultdict(int)
             for r in counts:
                 if r["ok"]:
                     ops[r["_cdc_op"]] += r["count"]
-            tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"]
+            # A keyless update was counted as a delete of `before` too (decode.py).
+            tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"] - (0 if keys else ops["u"])
             # kept for the log line; the data need not be computed again for it
         finally:
             decoded.unpersist()
+        if recreated and state is not None and state.dropped_seq is not None:
+            self._unmark_dropped(ident)
+        elif stmt is not None and stmt.drop_seq is not None and not recreated:
+            tr.source_dropped = self._source_dropped(ident, stmt)
         tr.seconds = time.monotonic() - t0
         return tr
+
+    # ------------------------------------------------------------------ DDL statements (ddl.py)
+    def _schema_changes(self, batch: _Batch) -> dict[tuple[str, str], _TableDDL]:
+        """Column renames/drops and table drops of the batch's schema-change events, per table
+        (MySQL; one more Spark action, only in batches that have schema-change events)."""
+        rows = (
+            batch.cached.where(F.col("_ddl").isNotNull())
+            .select("_ddl", "_ddl_tables", "_cdc_seq", F.col("_cdc_source_ts").cast("double").alias("ts"))
+            .collect()
+        )
+        out: dict[tuple[str, str], _TableDDL] = defaultdict(_TableDDL)
+        for r in rows:
+            seq = int(r["_cdc_seq"])
+            for change in r["_ddl_tables"] or []:
+                for db, tbl in D.table_ids([change["id"]]):
+                    if change["type"] == "DROP":
+                        t = out[(db, tbl)]
+                        if t.drop_seq is None or seq > t.drop_seq:
+                            t.drop_seq, t.drop_ts = seq, r["ts"]
+                    elif change["type"] == "ALTER":
+                        out[(db, tbl)].changes += [
+                            D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])
+                        ]
+        return dict(out)
+
+    def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
+        """The changes the lake keeps: renames always, drops only when it drops columns too."""
+        return [c for c in changes if c.kind == D.RENAME or self.settings.dropped_column_policy == "drop"]
+
+    def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
+        value = sql_string(D.dumps(changes))
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({sql_string(D.COLUMN_CHANGES_PROPERTY)}={value})")
+
+    def _apply_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> str:
+        """Apply column renames (and drops, --dropped_column_policy drop) to an existing lake table,
+        in source order; each is a no-op when already applied. Returns what was done, for the log."""
+        state = self._table_state(ident)
+        assert state is not None
+        todo = [c for c in sorted(self._recorded(changes), key=lambda c: c.seq) if c not in state.column_changes]
+        if not todo:
+            return ""
+        done = []
+        keys = list(state.keys)
+        for ch in todo:
+            lake = {n.lower(): n for n, _ in self.spark.table(ident).schema.fields}
+            old = lake.get(ch.old.lower())
+            if ch.kind == D.RENAME and ch.new:
+                new = lake.get(ch.new.lower())
+                if old and not new:
+                    # Metadata only: Iceberg columns have ids, the data files follow.
+                    self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(old)} TO {quote(ch.new)}")
+                    done.append(f"{old}->{ch.new} (renamed)")
+                elif old and new:
+                    # Events with the new name were applied before the statement was read, and added
+                    # it as a column: rows last written before the rename hold their value under the
+                    # old name. Re-running this is harmless: the old column is dropped last.
+                    self.spark.sql(
+                        f"UPDATE {ident} SET {quote(new)} = {quote(old)} WHERE _cdc_seq IS NULL OR _cdc_seq < {ch.seq}"
+                    )
+                    self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
+                    done.append(f"{old}->{new} (renamed after its new name had arrived)")
+                keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
+            elif ch.kind == D.DROP and old and old.lower() not in {k.lower() for k in keys}:
+                self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
+                done.append(f"-{old} (dropped)")
+        if keys != state.keys:
+            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('cdc.primary-key'={sql_string(','.join(keys))})")
+        self._record_column_changes(ident, state.column_changes + todo)
+        self.forget(ident)  # the catalog is the truth for the new column names
+        if done:
+            log.info("table %s: source DDL applied: %s", ident, ", ".join(done))
+        return ", ".join(done)
+
+    def _apply_statements(self, ident: str, stmt: _TableDDL) -> TableReport | None:
+        """A batch's statements for a table without data events in the batch."""
+        if self._table_state(ident) is None:
+            return None
+        tr = TableReport(ident)
+        if stmt.changes:
+            tr.schema = self._apply_column_changes(ident, stmt.changes)
+        if stmt.drop_seq is not None:
+            newer = self.spark.sql(f"SELECT 1 FROM {ident} WHERE _cdc_seq > {stmt.drop_seq} LIMIT 1").count()
+            if newer:
+                # The table's new incarnation was read first: what remains of the old one goes.
+                truncate_before(self.spark, ident, stmt.drop_seq)
+                tr.truncated = True
+            else:
+                tr.source_dropped = self._source_dropped(ident, stmt)
+        return tr
+
+    def _source_dropped(self, ident: str, stmt: _TableDDL) -> str:
+        """--dropped_table_policy: keep the lake table and mark it, or drop it."""
+        assert stmt.drop_seq is not None
+        if self.settings.dropped_table_policy == "drop":
+            self.spark.sql(f"DROP TABLE IF EXISTS {ident}")
+            self._tables[ident] = None
+            self._dropped[ident] = stmt.drop_seq
+            log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ident)
+            return "dropped"
+        when = datetime.fromtimestamp(stmt.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        props = {D.SOURCE_DROPPED_PROPERTY: when, D.SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
+        self.spark.sql(
+            f"ALTER TABLE {ident} SET TBLPROPERTIES ({', '.join(f'{sql_string(k)}={sql_string(v)}' for k, v in props.items())})"
+        )
+        self.forget(ident)
+        log.warning(
+            "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, D.SOURCE_DROPPED_PROPERTY
+        )
+        return "kept, marked"
+
+    def _unmark_dropped(self, ident: str) -> None:
+        keys = ", ".join(sql_string(k) for k in (D.SOURCE_DROPPED_PROPERTY, D.SOURCE_DROPPED_POSITION_PROPERTY))
+        self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
+        self.forget(ident)
+        log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)
 
     def _new_column_defaults(self, plan: SchemaPlan, groups: list[SchemaGroup]) -> dict[str, str]:
         """Source defaults (SQL literals) of columns that some of this batch's schema groups lack
         because they were added at the source meanwhile."""
         if plan.create:
             names = {n.lower() for n, _ in plan.final}
-            new = {n for n in names if any(n not in {c.name.lower() for c in g.columns or []} for g in groups)}
+            new = {n for n in names if any(n not in {c.lower() for c, _ in g.lake_columns()} for g in groups)}
         else:
             new = {n.lower() for n, _ in plan.add}
         out: dict[str, str] = {}
         for g in reversed(groups):  # the newest schema knows the current default
             for spec in g.columns or []:
-                if spec.name.lower() in new and spec.name not in out:
+                name = g.renamed.get(spec.name, spec.name)
+                if name.lower() in new and name not in out and spec.name not in g.ignored:
                     expr = default_sql(self.spark, spec)
                     if expr is not None:
-                        out[spec.name] = expr
-            new -= {c.name.lower() for c in g.columns or []}
+                        out[name] = expr
+            new -= {n.lower() for n, _ in g.lake_columns()}
         return out
 
     def _infer(self, classified: DataFrame, g: SchemaGroup) -> list[T.StructField]:

@@ -8,7 +8,7 @@ the Spark type derived from that schema, then one conversion expression per colu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -32,7 +32,9 @@ META_COLUMNS: list[tuple[str, T.DataType]] = [
     ("_cdc_source_ts", T.TimestampType()),
     ("_cdc_ingested_at", T.TimestampType()),
 ]
-META_NAMES = [n for n, _ in META_COLUMNS]
+# Tables without a primary key: the copy number of a row among identical rows (keyless.py).
+COPY_COLUMN: tuple[str, T.DataType] = ("_cdc_copy", T.IntegerType())
+META_NAMES = [n for n, _ in META_COLUMNS] + [COPY_COLUMN[0]]
 RAW_KEEP = ["topic", "partition", "offset", "timestamp", "key", "value"]
 _CORRUPT = "_corrupt"
 
@@ -51,8 +53,20 @@ class SchemaGroup:
     events: int
     max_seq: int
     columns: list[ColumnSpec] | None = None
-    keys: list[str] | None = None
+    keys: list[str] | None = None  # [] for a table without a primary key
     error: str | None = None
+    # The lake's view of this schema (ddl.translation): event column -> lake column for columns
+    # renamed at the source after these events were written, and columns dropped since.
+    renamed: dict[str, str] = field(default_factory=dict)
+    ignored: set[str] = field(default_factory=set)
+
+    def lake_columns(self) -> list[tuple[str, T.DataType]]:
+        return [
+            (self.renamed.get(c.name, c.name), c.spark_type) for c in self.columns or [] if c.name not in self.ignored
+        ]
+
+    def lake_keys(self) -> list[str]:
+        return [self.renamed.get(k, k) for k in self.keys or []]
 
     def resolve(self, infer: callable | None = None) -> None:  # type: ignore[valid-type]
         """Derive column specs and key names; on failure set `error` (the group is dead-lettered)."""
@@ -71,7 +85,7 @@ class SchemaGroup:
                     raise UnsupportedSchema("record key is not a JSON object with fields")
                 self.keys = list(sample)
             else:
-                raise UnsupportedSchema("record has no key")
+                self.keys = []  # no Kafka key: a table without a primary key
             names = {c.name.lower() for c in self.columns}
             missing = [k for k in self.keys if k.lower() not in names]
             if missing:
@@ -104,6 +118,11 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     and those raw record columns `classified` has, as `_raw_*` (for the dead-letter location)."""
     assert group.columns is not None and group.keys is not None
     rows = group_rows(classified, group)
+    if not group.keys:
+        # Without a key a row is its whole image, so an update is one copy of `before` removed and
+        # one of `after` added (keyless.py): the same record twice, as a delete and as an update.
+        op = F.col("_cdc_op")
+        rows = rows.withColumn("_cdc_op", F.explode(F.when(op == "u", F.array(F.lit("d"), op)).otherwise(F.array(op))))
     raw_keep = [c for c in RAW_KEEP if c in rows.columns]
     image_type = T.StructType(
         [T.StructField(c.name, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
@@ -157,6 +176,12 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     key_null = [F.when(F.col(f"__r{index[k.lower()]}").isNull(), F.lit(k)) for k in group.keys]
     decode_error = (
         F.when(~F.col("__img") & (F.col("_cdc_op") != "d"), F.lit("row image is missing"))
+        .when(
+            ~F.col("__img") & F.lit(not group.keys),
+            F.lit(
+                "before row image is missing: a table without a primary key needs the whole row (PostgreSQL: REPLICA IDENTITY FULL)"
+            ),
+        )
         .when(F.col("__corrupt"), F.lit("row image does not match its declared schema"))
         .when(
             F.concat_ws(",", *key_null) != "",
@@ -176,6 +201,13 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         decode_error.alias("_decode_error"),
         *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
     )
+
+
+def to_lake_names(decoded: DataFrame, group: SchemaGroup) -> DataFrame:
+    """Decoded rows of `group` with its columns named as in the lake (renamed at the source after
+    these events) and without the columns dropped since."""
+    df = decoded.drop(*group.ignored) if group.ignored else decoded
+    return df.withColumnsRenamed(group.renamed) if group.renamed else df
 
 
 def conform(

@@ -55,6 +55,11 @@ _PAYLOAD = T.StructType(
         T.StructField("after", T.StringType()),
         T.StructField("ddl", T.StringType()),
         T.StructField("databaseName", T.StringType()),
+        # Schema-change events: which tables the statement changed (`"db"."table"`), and how.
+        T.StructField(
+            "tableChanges",
+            T.ArrayType(T.StructType([T.StructField("type", T.StringType()), T.StructField("id", T.StringType())])),
+        ),
         T.StructField(_CORRUPT, T.StringType()),
     ]
 )
@@ -187,9 +192,10 @@ def classify(raw: DataFrame) -> DataFrame:
             op.isin("c", "r", "u") & F.col("_p.after").isNull(),
             F.struct(F.lit(DEAD), F.concat(F.lit("op "), op, F.lit(" without an `after` row image"))),
         )
+        # A null key is a table without a primary key (batch.py, --keyless_table_policy).
         .when(
-            F.col("key").isNull() | ~F.col("_key_valid"),
-            F.struct(F.lit(DEAD), F.lit("record has no JSON key (does the table have a primary key?)")),
+            F.col("key").isNotNull() & ~F.col("_key_valid"),
+            F.struct(F.lit(DEAD), F.lit("record key is not JSON")),
         )
         .otherwise(F.struct(F.lit(CHANGE), F.lit(None).cast("string")))
     )
@@ -198,6 +204,9 @@ def classify(raw: DataFrame) -> DataFrame:
     # PostgreSQL `source.db` is the connector's one database, the same for every table: with it,
     # public.orders and archive.orders would be merged into one lake table.
     db = F.coalesce(src["schema"], src["db"])
+    # The statement of a schema change made while streaming; the snapshot's own CREATE/DROP
+    # statements describe the tables as they already are.
+    streamed_ddl = (status_reason["col1"] == SCHEMA_CHANGE) & (F.coalesce(src["snapshot"], F.lit("false")) == "false")
     return df.select(
         *RAW_COLUMNS,
         "_value_schema",
@@ -216,4 +225,6 @@ def classify(raw: DataFrame) -> DataFrame:
         F.timestamp_millis(src["ts_ms"]).alias("_cdc_source_ts"),
         F.xxhash64(F.coalesce(F.col("_value_schema"), F.lit(""))).alias("_schema_id"),
         F.xxhash64(F.coalesce(F.col("_key_schema"), F.lit(""))).alias("_key_schema_id"),
+        F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),
+        F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
     )

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .conflicts import RetryPolicy, retry_on_conflict
-from .decode import META_COLUMNS
+from .decode import COPY_COLUMN, META_COLUMNS
 from .evolution import quote
 from .ordering import newer_than
 
@@ -37,10 +37,9 @@ def create_table(
     merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId 1 as an
     identifier field: field does not exist"), and the MERGE names its key columns itself."""
     key_lower = {k.lower() for k in keys}
-    defs = [
-        f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}"
-        for n, t in columns + META_COLUMNS
-    ]
+    # A table without a key numbers the copies of a row (keyless.py).
+    meta = META_COLUMNS + ([] if keys else [COPY_COLUMN])
+    defs = [f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}" for n, t in columns + meta]
     mode = _MODES[write_mode]
     props = {
         "format-version": "2",

@@ -14,6 +14,8 @@ from .maintenance import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 SOURCES = ("kafka", "files")
 WRITE_MODES = ("merge-on-read", "copy-on-write")
 SCHEMA_CHANGE_POLICIES = ("evolve", "fail", "dead_letter")
+DROP_POLICIES = ("keep", "drop")
+KEYLESS_POLICIES = ("multiset", "dead_letter")
 CATALOG_TYPES = ("glue", "hadoop")
 
 
@@ -51,6 +53,24 @@ ARGS: tuple[Arg, ...] = (
         "A column type change Iceberg cannot promote in place: `evolve` rewrites the table to the new type in "
         "one commit when every stored value converts exactly, else dead letters; `fail`: such a lossy change "
         "fails the batch; `dead_letter`: every such change goes to the dead letters.",
+    ),
+    Arg(
+        "dropped_table_policy",
+        "keep",
+        "A table dropped at the source (MySQL DDL): `keep` keeps the lake table as it was and marks it with the "
+        "table property `cdc.source-dropped`; `drop` drops the lake table.",
+    ),
+    Arg(
+        "dropped_column_policy",
+        "keep",
+        "A column dropped at the source (MySQL DDL): `keep` keeps the lake column (null for later changes); "
+        "`drop` drops it from the lake table.",
+    ),
+    Arg(
+        "keyless_table_policy",
+        "multiset",
+        "A table without a primary key: `multiset` keeps exactly the source's rows, duplicates included (the "
+        "whole row is its identity); `dead_letter` sends its changes to the dead letters.",
     ),
     Arg(
         "unavailable_value_placeholder",
@@ -165,6 +185,9 @@ class Settings:
     table_name_template: str = "{db}_{table}"
     write_mode: str = "merge-on-read"
     schema_change_policy: str = "evolve"
+    dropped_table_policy: str = "keep"
+    dropped_column_policy: str = "keep"
+    keyless_table_policy: str = "multiset"
     unavailable_value_placeholder: str = "__debezium_unavailable_value"
     checkpoint_location: str = ""
     dead_letter_path: str = ""
@@ -279,6 +302,9 @@ def build_settings(raw: dict[str, str]) -> Settings:
         table_name_template=v["table_name_template"],
         write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
         schema_change_policy=_choice("schema_change_policy", v["schema_change_policy"], SCHEMA_CHANGE_POLICIES),
+        dropped_table_policy=_choice("dropped_table_policy", v["dropped_table_policy"], DROP_POLICIES),
+        dropped_column_policy=_choice("dropped_column_policy", v["dropped_column_policy"], DROP_POLICIES),
+        keyless_table_policy=_choice("keyless_table_policy", v["keyless_table_policy"], KEYLESS_POLICIES),
         unavailable_value_placeholder=v["unavailable_value_placeholder"],
         checkpoint_location=v["checkpoint_location"],
         dead_letter_path=v["dead_letter_path"],

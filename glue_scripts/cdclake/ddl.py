@@ -1,0 +1,203 @@
+"""Column renames and drops from the DDL in the MySQL connector's schema-change events.
+
+Debezium publishes each DDL statement it applies, with its binlog position, on the topic named by
+`topic.prefix`. A data event carries only the table's current columns, so a renamed column looks
+like a dropped one plus a new one; the statement tells the two apart. `column_changes` reads the
+renames (`RENAME COLUMN a TO b`, `CHANGE [COLUMN] a b <type>`) and column drops of an
+`ALTER TABLE` statement; everything else in it is left to the schema of the data events.
+
+Each change is kept with its source position (`_cdc_seq`, ordering.py) in the lake table's
+property `cdc.column-changes`, so that a data event written *before* the change (older position)
+but read later, from another topic or partition, is translated to the current lake columns
+(`translation`). Applying a change twice is a no-op (batch.py): a rename whose old column is gone
+and whose new one exists is done.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+COLUMN_CHANGES_PROPERTY = "cdc.column-changes"
+SOURCE_DROPPED_PROPERTY = "cdc.source-dropped"
+SOURCE_DROPPED_POSITION_PROPERTY = "cdc.source-dropped-position"
+_KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
+
+RENAME, DROP = "rename", "drop"
+
+
+@dataclass(frozen=True)
+class ColumnChange:
+    kind: str  # RENAME or DROP
+    old: str
+    new: str | None  # None for DROP
+    seq: int  # the statement's position in the source log
+
+    def to_json(self) -> list:
+        return [self.kind, self.old, self.new, str(self.seq)]
+
+    @classmethod
+    def from_json(cls, item: list) -> ColumnChange:
+        return cls(item[0], item[1], item[2], int(item[3]))
+
+
+def dumps(changes: list[ColumnChange]) -> str:
+    return json.dumps([c.to_json() for c in sorted(set(changes), key=lambda c: c.seq)[-_KEEP_CHANGES:]])
+
+
+def loads(text: str | None) -> list[ColumnChange]:
+    return [ColumnChange.from_json(i) for i in json.loads(text)] if text else []
+
+
+_TOKEN = re.compile(
+    r"""\s+|/\*.*?\*/|--[^\n]*|\#[^\n]*      # space and comments
+    |(?P<q>`(?:[^`]|``)*`)                  # quoted identifier
+    |(?P<s>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")  # string literal
+    |(?P<w>[A-Za-z0-9_$\u0080-\uffff]+)     # word: keyword or bare identifier
+    |(?P<p>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    text: str  # identifier text (unquoted) or the word / character
+    quoted: bool = False
+
+    def kw(self, *words: str) -> bool:
+        return not self.quoted and self.text.upper() in words
+
+
+def _tokens(sql: str) -> list[_Tok]:
+    out = []
+    for m in _TOKEN.finditer(sql):
+        if m.group("q"):
+            out.append(_Tok(m.group("q")[1:-1].replace("``", "`"), quoted=True))
+        elif m.group("s"):
+            out.append(_Tok("'"))  # a literal: its text never names a column
+        elif m.group("w"):
+            out.append(_Tok(m.group("w")))
+        elif m.group("p"):
+            out.append(_Tok(m.group("p")))
+    return out
+
+
+def _clauses(tokens: list[_Tok]) -> list[list[_Tok]]:
+    """The statement's alter specifications: split at commas outside parentheses."""
+    out: list[list[_Tok]] = [[]]
+    depth = 0
+    for t in tokens:
+        if t.text == "(" and not t.quoted:
+            depth += 1
+        elif t.text == ")" and not t.quoted:
+            depth -= 1
+        elif t.text == "," and not t.quoted and depth == 0:
+            out.append([])
+            continue
+        elif t.text == ";" and not t.quoted and depth == 0:
+            break
+        out[-1].append(t)
+    return [c for c in out if c]
+
+
+def _skip_if_exists(c: list[_Tok], i: int) -> int:
+    if i + 1 < len(c) and c[i].kw("IF") and c[i + 1].kw("EXISTS"):
+        return i + 2
+    return i
+
+
+_NOT_COLUMNS = ("INDEX", "KEY", "PRIMARY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "UNIQUE", "FULLTEXT",
+                "SPATIAL", "SYSTEM", "PERIOD", "DEFAULT")  # fmt: skip
+
+
+def column_changes(ddl: str) -> list[tuple[str, str, str | None]]:
+    """(kind, old, new) of every column rename and drop in an ALTER TABLE statement, in order;
+    [] for any other statement."""
+    tokens = _tokens(ddl)
+    i = 0
+    if i < len(tokens) and tokens[i].kw("ALTER"):
+        i += 1
+    else:
+        return []
+    while i < len(tokens) and tokens[i].kw("ONLINE", "IGNORE"):
+        i += 1
+    if not (i < len(tokens) and tokens[i].kw("TABLE")):
+        return []
+    i = _skip_if_exists(tokens, i + 1)
+    # the table name: identifier [. identifier]
+    i += 1
+    if i + 1 < len(tokens) and tokens[i].text == "." and not tokens[i].quoted:
+        i += 2
+    out: list[tuple[str, str, str | None]] = []
+    for c in _clauses(tokens[i:]):
+        if len(c) >= 4 and c[0].kw("RENAME") and c[1].kw("COLUMN"):
+            j = _skip_if_exists(c, 2)
+            if j + 2 < len(c) and c[j + 1].kw("TO"):
+                out.append((RENAME, c[j].text, c[j + 2].text))
+        elif c[0].kw("CHANGE"):
+            j = 1
+            if j < len(c) and c[j].kw("COLUMN") and not (j + 2 < len(c) and c[j + 2].kw(*_TYPE_START)):
+                j += 1
+            j = _skip_if_exists(c, j)
+            if j + 1 < len(c) and c[j].text.lower() != c[j + 1].text.lower():
+                out.append((RENAME, c[j].text, c[j + 1].text))
+        elif c[0].kw("DROP") and len(c) >= 2:
+            j = 1
+            if c[j].kw(*_NOT_COLUMNS):
+                continue
+            if c[j].kw("COLUMN"):
+                j += 1
+            j = _skip_if_exists(c, j)
+            if j < len(c):
+                out.append((DROP, c[j].text, None))
+    return out
+
+
+# Words that start a column type: `CHANGE column int ...` has a column named `column`.
+_TYPE_START = ("INT", "INTEGER", "TINYINT", "SMALLINT", "MEDIUMINT", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT",
+               "DOUBLE", "REAL", "BIT", "BOOL", "BOOLEAN", "CHAR", "VARCHAR", "BINARY", "VARBINARY", "TEXT",
+               "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "DATE",
+               "DATETIME", "TIMESTAMP", "TIME", "YEAR", "ENUM", "SET", "JSON", "GEOMETRY", "POINT", "UUID",
+               "INET4", "INET6", "SERIAL", "NATIONAL", "NCHAR", "NVARCHAR", "LONG")  # fmt: skip
+
+
+def table_ids(ids: list[str] | None) -> list[tuple[str, str]]:
+    """(db, table) of Debezium `tableChanges[].id` values such as `"salesdb"."customer"`."""
+    out = []
+    for text in ids or []:
+        parts = re.findall(r'"((?:[^"]|"")*)"', text) or text.split(".")
+        if len(parts) >= 2:
+            out.append((parts[-2].replace('""', '"'), parts[-1].replace('""', '"')))
+    return out
+
+
+def translation(changes: list[ColumnChange], names: list[str], newest_seq: int) -> tuple[dict[str, str], set[str]]:
+    """How a data event's columns `names` map to the lake's, for an event written at or before
+    `newest_seq`: (renames old -> new, columns to ignore). Only changes after the event apply, in
+    their order; a rename applies only while the event's schema lacks the new name (so a column
+    re-added under the old name after a rename is not taken for the renamed one)."""
+    current = {n.lower(): n for n in names}  # lower(name in the lake's terms) -> event column
+    dropped: set[str] = set()
+    for ch in sorted(changes, key=lambda c: c.seq):
+        if ch.seq <= newest_seq:
+            continue
+        old = ch.old.lower()
+        if ch.kind == RENAME and ch.new and old in current and ch.new.lower() not in current:
+            current[ch.new.lower()] = current.pop(old)
+        elif ch.kind == DROP and old in current:
+            dropped.add(current.pop(old))
+    # event column -> lake name, for the renamed ones
+    renames = {}
+    for lake_lower, event_name in current.items():
+        if lake_lower != event_name.lower():
+            renames[event_name] = _lake_name(changes, lake_lower)
+    return renames, dropped
+
+
+def _lake_name(changes: list[ColumnChange], lower: str) -> str:
+    """The spelling of a rename's new name, as the statement wrote it."""
+    for ch in sorted(changes, key=lambda c: c.seq, reverse=True):
+        if ch.new and ch.new.lower() == lower:
+            return ch.new
+    return lower

@@ -1,0 +1,108 @@
+"""Tables without a primary key: the lake holds exactly the source's rows, duplicates included.
+
+Without a key a row is identified by its whole image, and the table is a multiset of images. The
+lake stores every copy as its own row, numbered `_cdc_copy` 1..n among the copies of one image, so
+that a reader sees the rows the source has. A change counts per image: an insert or snapshot read
+adds a copy of `after`, a delete removes a copy of `before`, an update does both (decode.py splits
+it). Per batch the net count of each image touched is applied in one MERGE: copies past the new
+count are deleted, missing ones inserted.
+
+Replay safety: every copy of an image carries the position (`_cdc_seq`, `_cdc_offset`) of the
+newest change applied to that image, and a change counts only when it is newer, so a re-run batch
+or a change the connector sends again counts once. This needs the changes of the table in order,
+which one topic partition gives (the connector's default; a keyless record has no key to
+partition by).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from .conflicts import retry_on_conflict
+from .decode import COPY_COLUMN, META_NAMES
+from .evolution import quote
+from .merge import MERGE_RETRY
+
+COPY = COPY_COLUMN[0]
+
+
+def _same_image(left: str, right: str, match: list[str]) -> Column:
+    return reduce(Column.__and__, [F.col(f"{left}.{quote(c)}").eqNullSafe(F.col(f"{right}.{quote(c)}")) for c in match])
+
+
+def copies_to_write(lake: DataFrame, changes: DataFrame, columns: list[str], match: list[str]) -> DataFrame:
+    """The MERGE source: one row per copy to insert, update (position only) or delete (`_cdc_op` 'd').
+
+    `changes`: conformed changes (data `columns` + `_cdc_*`), updates already split into a delete
+    of `before` and an update carrying `after`. `match`: the columns that identify an image (the
+    lake columns every event of the batch carries; a column dropped at the source is not compared)."""
+    meta = [c for c in META_NAMES if c != COPY]
+    signed = changes.withColumn("_sign", F.when(F.col("_cdc_op") == "d", F.lit(-1)).otherwise(F.lit(1)))
+    images = signed.select(*[F.col(quote(c)) for c in match]).distinct()
+    stored = (
+        lake.alias("t")
+        .join(images.alias("i"), _same_image("t", "i", match), "left_semi")
+        .groupBy(*[F.col(quote(c)) for c in match])
+        .agg(F.count(F.lit(1)).alias("_n"), F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_pos"))
+    )
+    joined = signed.alias("c").join(stored.alias("s"), _same_image("c", "s", match), "left")
+    pos_seq, pos_off = F.col("s._pos._cdc_seq"), F.col("s._pos._cdc_offset")
+    c_seq, c_off = F.col("c._cdc_seq"), F.col("c._cdc_offset")
+    newer = pos_seq.isNull() | (c_seq > pos_seq) | ((c_seq == pos_seq) & (c_off > pos_off))
+    rest = [c for c in columns if c not in match]
+    # The newest change of an image first by its position: its op and values are the copies'.
+    first = ["_cdc_seq", "_cdc_offset", "_cdc_op"]
+    order = first + [c for c in meta if c not in first] + rest
+    counted = joined.where(newer).select(
+        *[F.col(f"c.{quote(c)}").alias(c) for c in match],
+        F.col("c._sign").alias("_sign"),
+        F.coalesce(F.col("s._n"), F.lit(0)).alias("_n"),
+        F.struct(*[F.col(f"c.{quote(c)}").alias(c) for c in order]).alias("_change"),
+    )
+    per_image = (
+        counted.groupBy(*[F.col(quote(c)) for c in match])
+        .agg(F.sum("_sign").alias("_delta"), F.max("_n").alias("_n"), F.max("_change").alias("_newest"))
+        .where(F.col("_delta") != 0)
+        .withColumn("_m", F.greatest(F.col("_n") + F.col("_delta"), F.lit(0)))
+        .where(F.greatest(F.col("_n"), F.col("_m")) > 0)
+    )
+    copy = F.explode(F.sequence(F.lit(1), F.greatest(F.col("_n"), F.col("_m")))).alias(COPY)
+    out = per_image.select("*", copy)
+    op = F.when(F.col(COPY) > F.col("_m"), F.lit("d")).otherwise(F.col("_newest._cdc_op"))
+    return out.select(
+        *[F.col(quote(c)) if c in match else F.col("_newest").getField(c).alias(c) for c in columns],
+        *[op.alias(c) if c == "_cdc_op" else F.col("_newest").getField(c).alias(c) for c in meta],
+        F.col(COPY).cast("int").alias(COPY),
+    )
+
+
+def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: list[str]) -> str:
+    on = " AND ".join([f"t.{quote(c)} <=> s.{quote(c)}" for c in match] + [f"t.{COPY} = s.{COPY}"])
+    meta = [c for c in META_NAMES if c != COPY]
+    all_cols = columns + meta + [COPY]
+    return (
+        f"MERGE INTO {table} t USING {source_view} s ON {on} "
+        f"WHEN MATCHED AND s._cdc_op = 'd' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(f't.{quote(c)} = s.{quote(c)}' for c in meta)} "
+        f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({', '.join(quote(c) for c in all_cols)}) "
+        f"VALUES ({', '.join(f's.{quote(c)}' for c in all_cols)})"
+    )
+
+
+def merge_multiset(table: str, changes: DataFrame, columns: list[str], match: list[str]) -> None:
+    """Apply a batch's changes of a keyless table in one commit (module doc)."""
+    session = changes.sparkSession
+    view = "cdc_copies_" + table.replace(".", "_").replace("`", "")
+
+    def attempt() -> None:
+        # Counted against the table as it is now: a MERGE re-planned after a conflict reads it again.
+        copies_to_write(session.table(table), changes, columns, match).createOrReplaceTempView(view)
+        session.sql(merge_multiset_sql(table, view, columns, match))
+
+    try:
+        retry_on_conflict(attempt, f"MERGE into {table}", MERGE_RETRY)
+    finally:
+        session.catalog.dropTempView(view)

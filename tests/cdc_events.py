@@ -52,6 +52,7 @@ class Events:
     next_offset: int = 0
     binlog_file: str = "mysql-bin.000004"
     next_pos: int = 1000
+    next_ddl_offset: int = 0  # offsets on the schema-change topic
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def _template(self, op: str) -> dict[str, Any]:
@@ -113,6 +114,46 @@ class Events:
             "timestamp": datetime.fromtimestamp(1795303971, UTC),
             "key": connect_json(msg["key"]),
             "value": connect_json(value),
+        }
+        self.rows.append(rec)
+        return rec
+
+    def schema_change(
+        self,
+        ddl: str,
+        change: str = "ALTER",
+        *,
+        topic: str | None = None,
+        pos: int | None = None,
+        offset: int | None = None,
+        snapshot: str = "false",
+    ) -> dict[str, Any]:
+        """A schema-change event of this table on the connector's `topic.prefix` topic (default:
+        this table topic's first part), as the MySQL connector writes one: `ddl` is the statement,
+        `tableChanges` says which table it changed and how (`ALTER`, `DROP`, `CREATE`)."""
+        msg = load("mariadb/schema_change_alter.json")
+        p = msg["value"]["payload"]
+        msg["key"]["payload"] = {"databaseName": self.db}
+        p["databaseName"] = self.db
+        p["ddl"] = ddl
+        [tc] = p["tableChanges"]
+        tc["type"] = change
+        tc["id"] = f'"{self.db}"."{self.table}"'
+        if change == "DROP":
+            tc["table"] = None
+        src = p["source"]
+        src.update(db=self.db, table=self.table, file=self.binlog_file, snapshot=snapshot)
+        src["pos"] = pos if pos is not None else self.next_pos
+        self.next_pos = src["pos"] + 100
+        off = offset if offset is not None else self.next_ddl_offset
+        self.next_ddl_offset = off + 1
+        rec = {
+            "topic": topic or self.topic.split(".")[0],
+            "partition": 0,
+            "offset": off,
+            "timestamp": datetime.fromtimestamp(1795303971, UTC),
+            "key": connect_json(msg["key"]),
+            "value": connect_json(msg["value"]),
         }
         self.rows.append(rec)
         return rec

@@ -579,7 +579,7 @@ class BatchProcessor:
         done = []
         keys = list(state.keys)
         for ch in todo:
-            lake = {n.lower(): n for n, _ in self.spark.table(ident).schema.fields}
+            lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
             old = lake.get(ch.old.lower())
             if ch.kind == D.RENAME and ch.new:
                 new = lake.get(ch.new.lower())

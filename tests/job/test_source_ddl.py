@@ -1,0 +1,177 @@
+"""MySQL DDL from Debezium's schema-change events: a column rename is an Iceberg rename, in order
+with the table's data changes whichever batch brings the statement; DROP TABLE and DROP COLUMN
+follow --dropped_table_policy and --dropped_column_policy."""
+
+from __future__ import annotations
+
+import copy
+
+from cdc_events import Events, customer, row_fields, value_schema_of, with_row_fields
+
+BASE = value_schema_of("mariadb/c_insert.json")
+
+
+def renamed_schema(old: str = "email", new: str = "email_address") -> dict:
+    fields = copy.deepcopy(row_fields(BASE))
+    for f in fields:
+        if f["field"] == old:
+            f["field"] = new
+    return with_row_fields(BASE, fields)
+
+
+def without(column: str) -> dict:
+    return with_row_fields(BASE, [f for f in row_fields(BASE) if f["field"] != column])
+
+
+def renamed_row(id_: int, first: str, email: str) -> dict:
+    row = customer(id_, first)
+    del row["email"]
+    row["email_address"] = email
+    return row
+
+
+RENAME = "ALTER TABLE customers RENAME COLUMN email TO email_address"
+
+
+def columns(lake, name: str = "inventory_customers") -> list[str]:
+    return [f.name for f in lake.spark.table(lake.table(name)).schema if not f.name.startswith("_cdc_")]
+
+
+def seed(lake, ev: Events) -> None:
+    for i in (1, 2, 3):
+        ev.record("c", {"id": i}, customer(i, email=f"old{i}@example.com"))
+    lake.apply(ev.take())
+
+
+def test_a_rename_with_data_before_and_after_it_in_one_batch_renames_the_lake_column_in_place(lake):
+    ev = Events()
+    seed(lake, ev)
+    files_before = {r["file_path"] for r in lake.spark.sql(f"SELECT file_path FROM {lake.table()}.files").collect()}
+    ev.record("u", {"id": 1}, customer(1, "Before", email="before1@example.com"))
+    ev.schema_change(RENAME)
+    ev.record("u", {"id": 2}, renamed_row(2, "After", "after2@example.com"), value_schema=renamed_schema())
+    report = lake.apply(ev.take())
+    assert report.dead == 0 and "email->email_address (renamed)" in report.tables[0].schema
+    assert columns(lake) == ["id", "first_name", "last_name", "email_address", "balance", "created_at"]
+    lake.assert_rows({1: "before1@example.com", 2: "after2@example.com", 3: "old3@example.com"}, column="email_address")
+    # Metadata only: row 3's data file is still the one written before the rename.
+    files_after = {r["file_path"] for r in lake.spark.sql(f"SELECT file_path FROM {lake.table()}.files").collect()}
+    assert files_before & files_after
+
+
+def test_a_rename_read_before_the_data_applies_to_events_written_before_it_that_are_read_later(lake):
+    ev = Events()
+    seed(lake, ev)
+    old_pos = ev.next_pos
+    ev.next_pos += 1000
+    ev.schema_change(RENAME)  # read in its own batch ...
+    lake.apply(ev.take())
+    assert "email_address" in columns(lake) and "email" not in columns(lake)
+    # ... then an update written before the rename (older position, another topic's lag) and one after.
+    ev.record("u", {"id": 1}, customer(1, "Late", email="late1@example.com"), pos=old_pos)
+    ev.record("u", {"id": 2}, renamed_row(2, "After", "after2@example.com"), value_schema=renamed_schema())
+    report = lake.apply(ev.take())
+    assert report.dead == 0 and report.tables[0].schema == ""
+    assert "email" not in columns(lake)
+    lake.assert_rows({1: "late1@example.com", 2: "after2@example.com", 3: "old3@example.com"}, column="email_address")
+
+
+def test_data_with_the_new_name_read_before_the_rename_statement_ends_equal_to_the_source(lake):
+    ev = Events()
+    seed(lake, ev)
+    rename_pos = ev.next_pos
+    ev.next_pos += 100
+    ev.record("u", {"id": 2}, renamed_row(2, "After", "after2@example.com"), value_schema=renamed_schema())
+    report = lake.apply(ev.take())  # the lake cannot know yet: the new name arrives as a new column
+    assert "+email_address string" in report.tables[0].schema
+    ev.schema_change(RENAME, pos=rename_pos)
+    report = lake.apply(ev.take())
+    assert "email->email_address (renamed after its new name had arrived)" in report.tables[0].schema
+    assert columns(lake) == ["id", "first_name", "last_name", "balance", "created_at", "email_address"]
+    lake.assert_rows({1: "old1@example.com", 2: "after2@example.com", 3: "old3@example.com"}, column="email_address")
+
+
+def test_a_rename_applied_twice_by_a_replayed_batch_is_a_no_op(lake):
+    ev = Events()
+    seed(lake, ev)
+    late_pos = ev.next_pos
+    ev.next_pos += 100
+    ev.schema_change("ALTER TABLE `customers` CHANGE COLUMN `email` `email_address` VARCHAR(255) NOT NULL")
+    ev.record("u", {"id": 2}, renamed_row(2, "After", "after2@example.com"), value_schema=renamed_schema())
+    batch = ev.take()
+    lake.apply(batch, batch_id=7)
+    snapshots = lake.snapshots()
+    report = lake.apply(batch, batch_id=7)  # the job crashed before Spark committed batch 7
+    assert report.dead == 0 and report.tables[0].schema == ""
+    assert columns(lake) == ["id", "first_name", "last_name", "email_address", "balance", "created_at"]
+    lake.assert_rows({1: "old1@example.com", 2: "after2@example.com", 3: "old3@example.com"}, column="email_address")
+    assert lake.snapshots() == snapshots + 1  # the replayed MERGE's empty commit, nothing else
+    # A new processor (a restarted job) reads the recorded rename from the table.
+    fresh = type(lake)(lake.spark, lake.settings.warehouse, lake.dead_dir.parent, namespace=lake.namespace)
+    ev.record("u", {"id": 3}, customer(3, "Late", email="late3@example.com"), pos=late_pos)
+    assert fresh.apply(ev.take()).dead == 0
+    assert "email" not in columns(lake)
+    assert lake.by_id()[3]["email_address"] == "late3@example.com"
+
+
+def test_a_dropped_table_is_kept_and_marked_and_its_recreation_starts_from_empty(lake):
+    ev = Events()
+    seed(lake, ev)
+    ev.schema_change("DROP TABLE `customers`", change="DROP")
+    report = lake.apply(ev.take())
+    assert report.tables[0].source_dropped == "kept, marked"
+    props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert props["cdc.source-dropped"].endswith("Z") and int(props["cdc.source-dropped-position"]) > 0
+    assert lake.ids() == [1, 2, 3]
+    # CREATE TABLE again, one insert: the lake table is the new table, the mark is gone.
+    ev.schema_change("CREATE TABLE customers (id INT PRIMARY KEY)", change="CREATE")
+    ev.record("c", {"id": 9}, customer(9))
+    lake.apply(ev.take())
+    lake.assert_rows({9: "Sally"})
+    props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert "cdc.source-dropped" not in props
+
+
+def test_a_recreated_table_read_before_its_drop_statement_keeps_only_the_new_rows(lake):
+    ev = Events()
+    seed(lake, ev)
+    drop_pos = ev.next_pos
+    ev.next_pos += 100
+    ev.record("c", {"id": 9}, customer(9))  # the new table's insert, read first
+    ev.record("c", {"id": 2}, customer(2, "Reborn"))
+    lake.apply(ev.take())
+    ev.schema_change("DROP TABLE customers", change="DROP", pos=drop_pos)
+    report = lake.apply(ev.take())
+    assert report.tables[0].truncated and not report.tables[0].source_dropped
+    lake.assert_rows({2: "Reborn", 9: "Sally"})
+
+
+def test_dropped_table_policy_drop_drops_the_lake_table_and_ignores_older_events_read_late(make_lake):
+    lake = make_lake(dropped_table_policy="drop")
+    ev = Events()
+    seed(lake, ev)
+    old_pos = ev.next_pos
+    ev.next_pos += 100
+    ev.schema_change("DROP TABLE customers", change="DROP")
+    assert lake.apply(ev.take()).tables[0].source_dropped == "dropped"
+    assert not lake.spark.catalog.tableExists(lake.table())
+    ev.record("u", {"id": 1}, customer(1, "Late"), pos=old_pos)
+    lake.apply(ev.take())
+    assert not lake.spark.catalog.tableExists(lake.table())
+
+
+def test_dropped_column_policy_decides_whether_a_dropped_column_leaves_the_lake(make_lake):
+    for policy, expected in (("keep", True), ("drop", False)):
+        lake = make_lake(dropped_column_policy=policy)
+        ev = Events()
+        seed(lake, ev)
+        old_pos = ev.next_pos
+        ev.next_pos += 100
+        ev.schema_change("ALTER TABLE customers DROP COLUMN last_name")
+        ev.record("u", {"id": 1}, {k: v for k, v in customer(1, "New").items() if k != "last_name"},
+                  value_schema=without("last_name"))  # fmt: skip
+        lake.apply(ev.take())
+        ev.record("u", {"id": 2}, customer(2, "Late"), pos=old_pos)  # written before the drop, read after it
+        assert lake.apply(ev.take()).dead == 0
+        assert ("last_name" in columns(lake)) is expected, policy
+        lake.assert_rows({1: "New", 2: "Late", 3: "Sally"})

@@ -1,0 +1,60 @@
+"""Column renames and drops read from the MySQL/MariaDB DDL in Debezium's schema-change events."""
+
+from __future__ import annotations
+
+import pytest
+from cdclake.ddl import DROP, RENAME, ColumnChange, column_changes, dumps, loads, table_ids, translation
+
+
+@pytest.mark.parametrize(
+    ("ddl", "expected"),
+    [
+        ("ALTER TABLE customer RENAME COLUMN city TO town", [(RENAME, "city", "town")]),
+        ("alter table `salesdb`.`customer` rename column `city` to `the town`", [(RENAME, "city", "the town")]),
+        ("ALTER TABLE customer CHANGE COLUMN town city2 VARCHAR(64) NULL", [(RENAME, "town", "city2")]),
+        ("ALTER TABLE customer CHANGE town city2 DECIMAL(16,4) NOT NULL DEFAULT 0", [(RENAME, "town", "city2")]),
+        ("ALTER TABLE customer CHANGE COLUMN IF EXISTS a b INT", [(RENAME, "a", "b")]),
+        ("ALTER TABLE customer CHANGE COLUMN city city VARCHAR(80)", []),  # a type change only
+        (
+            "ALTER TABLE t ADD COLUMN x ENUM('a,b', 'c') DEFAULT 'a,b', RENAME COLUMN a TO b, DROP COLUMN c, DROP d",
+            [(RENAME, "a", "b"), (DROP, "c", None), (DROP, "d", None)],
+        ),
+        ("ALTER TABLE t DROP INDEX i, DROP PRIMARY KEY, DROP FOREIGN KEY f, DROP CONSTRAINT c", []),
+        ("ALTER TABLE t /* RENAME COLUMN a TO b */ ADD COLUMN c INT -- , DROP COLUMN a", []),
+        ("ALTER TABLE t RENAME TO t2", []),
+        ("ALTER ONLINE TABLE IF EXISTS t DROP COLUMN IF EXISTS `weird``name`", [(DROP, "weird`name", None)]),
+        ("CREATE TABLE t (a INT, b INT)", []),
+        ("DROP TABLE t", []),
+    ],
+)
+def test_renames_and_drops_are_read_from_alter_table_statements(ddl, expected):
+    assert column_changes(ddl) == expected
+
+
+def test_table_ids_of_debezium_table_changes():
+    assert table_ids(['"salesdb"."customer"', '"a.b"."c""d"']) == [("salesdb", "customer"), ("a.b", 'c"d')]
+
+
+def test_recorded_changes_survive_the_table_property_round_trip_once_each():
+    a = ColumnChange(RENAME, "city", "town", 10**30)
+    b = ColumnChange(DROP, "x", None, 5)
+    assert loads(dumps([a, b, a])) == [b, a]
+
+
+def test_an_event_written_before_a_rename_is_translated_and_one_written_after_it_is_not():
+    changes = [ColumnChange(RENAME, "city", "town", 100), ColumnChange(RENAME, "town", "place", 200)]
+    assert translation(changes, ["id", "city"], 50) == ({"city": "place"}, set())
+    assert translation(changes, ["id", "town"], 150) == ({"town": "place"}, set())
+    assert translation(changes, ["id", "place"], 250) == ({}, set())
+
+
+def test_a_column_re_added_under_the_old_name_is_not_taken_for_the_renamed_one():
+    changes = [ColumnChange(RENAME, "a", "b", 100)]
+    # RENAME COLUMN a TO b, ADD COLUMN a: the event already has b, so its a is the new column.
+    assert translation(changes, ["a", "b"], 50) == ({}, set())
+
+
+def test_an_event_written_before_a_drop_loses_the_dropped_column():
+    changes = [ColumnChange(DROP, "extra", None, 100)]
+    assert translation(changes, ["id", "extra"], 50) == ({}, {"extra"})
+    assert translation(changes, ["id", "extra"], 150) == ({}, set())  # added again after the drop

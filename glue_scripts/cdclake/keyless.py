@@ -34,7 +34,7 @@ def _same_image(left: str, right: str, match: list[str]) -> Column:
 
 
 def copies_to_write(lake: DataFrame, changes: DataFrame, columns: list[str], match: list[str]) -> DataFrame:
-    """The MERGE source: one row per copy to insert, update (position only) or delete (`_cdc_op` 'd').
+    """The MERGE source: one row per copy to insert, update (position only) or delete (`_action` 'd').
 
     `changes`: conformed changes (data `columns` + `_cdc_*`), updates already split into a delete
     of `before` and an update carrying `after`. `match`: the columns that identify an image (the
@@ -71,11 +71,12 @@ def copies_to_write(lake: DataFrame, changes: DataFrame, columns: list[str], mat
     )
     copy = F.explode(F.sequence(F.lit(1), F.greatest(F.col("_n"), F.col("_m")))).alias(COPY)
     out = per_image.select("*", copy)
-    op = F.when(F.col(COPY) > F.col("_m"), F.lit("d")).otherwise(F.col("_newest._cdc_op"))
+    action = F.when(F.col(COPY) > F.col("_m"), F.lit("d")).otherwise(F.lit("w"))
     return out.select(
         *[F.col(quote(c)) if c in match else F.col("_newest").getField(c).alias(c) for c in columns],
-        *[op.alias(c) if c == "_cdc_op" else F.col("_newest").getField(c).alias(c) for c in meta],
+        *[F.col("_newest").getField(c).alias(c) for c in meta],
         F.col(COPY).cast("int").alias(COPY),
+        action.alias("_action"),
     )
 
 
@@ -83,12 +84,19 @@ def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: 
     on = " AND ".join([f"t.{quote(c)} <=> s.{quote(c)}" for c in match] + [f"t.{COPY} = s.{COPY}"])
     meta = [c for c in META_NAMES if c != COPY]
     all_cols = columns + meta + [COPY]
+    # The newest change of an image may be a delete of one of its copies: a copy that stays keeps
+    # its own op, one added is an insert.
+    kept_op = "CASE WHEN s._cdc_op = 'd' THEN t._cdc_op ELSE s._cdc_op END"
+    sets = [f"t.{quote(c)} = {kept_op if c == '_cdc_op' else f's.{quote(c)}'}" for c in meta]
+    values = [
+        "CASE WHEN s._cdc_op = 'd' THEN 'c' ELSE s._cdc_op END" if c == "_cdc_op" else f"s.{quote(c)}" for c in all_cols
+    ]
     return (
         f"MERGE INTO {table} t USING {source_view} s ON {on} "
-        f"WHEN MATCHED AND s._cdc_op = 'd' THEN DELETE "
-        f"WHEN MATCHED THEN UPDATE SET {', '.join(f't.{quote(c)} = s.{quote(c)}' for c in meta)} "
-        f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({', '.join(quote(c) for c in all_cols)}) "
-        f"VALUES ({', '.join(f's.{quote(c)}' for c in all_cols)})"
+        f"WHEN MATCHED AND s._action = 'd' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)} "
+        f"WHEN NOT MATCHED AND s._action <> 'd' THEN INSERT ({', '.join(quote(c) for c in all_cols)}) "
+        f"VALUES ({', '.join(values)})"
     )
 
 

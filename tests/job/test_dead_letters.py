@@ -48,15 +48,6 @@ def test_dead_letters_of_a_rerun_batch_are_not_duplicated(lake):
     assert len(lake.dead_letters()) == 1
 
 
-def test_a_table_without_primary_key_is_dead_lettered_with_a_hint(lake):
-    ev = Events(topic="mdb.inventory.nokey", table="nokey")
-    rec = ev.record("c", {"id": 1}, customer(1))
-    rec["key"] = None
-    report = lake.apply(ev.take())
-    assert report.dead == 1
-    assert "primary key" in lake.dead_letters()[0]["reason"]
-
-
 def test_schemaless_json_events_use_the_documented_fallback(lake):
     ev = Events(topic="mdb.inventory.plain", table="plain")
     rec = ev.record("c", {"id": 1}, customer(1))

@@ -43,13 +43,15 @@ class LakePaths:
 
 
 def topic_pattern(s: stack.Settings) -> str:
-    """The stack source's change topics: <prefix>.<database>.<table> for MySQL, and
-    <prefix>.<schema>.<table> for PostgreSQL (whose heartbeat topic stays outside)."""
+    """The stack source's change topics: <prefix>.<database>.<table> for MySQL, plus the connector's
+    schema-change topic <prefix> (its DDL carries column renames and dropped tables; the template's
+    KafkaTopicPattern default is the same regex), and <prefix>.<schema>.<table> for PostgreSQL (no
+    DDL in its events; its heartbeat topic stays outside)."""
     if s.source == "postgres":
         import local_stack_pg
 
         return rf"{stack.TOPIC_PREFIX}\.{local_stack_pg.SCHEMA}\..*"
-    return rf"{stack.TOPIC_PREFIX}\.{stack.DATABASE}\..*"
+    return rf"{stack.TOPIC_PREFIX}(\.{stack.DATABASE}\..*)?"
 
 
 def job_command(s: stack.Settings, extra: list[str]) -> list[str]:

@@ -8,8 +8,11 @@ Counts decide: a table matches only when the lake holds exactly the source's row
 times as the source does. For a table with a primary key the report names keys missing from the
 lake, extra keys, keys stored more than once (with both counts) and keys whose row differs (with
 the columns, by a checksum over all columns). A table without a primary key is compared as a
-multiset of whole rows (the job does not apply such tables: their changes go to the dead letters,
-so one with rows is reported as different). Exit code 0 when every table matches, 1 on any
+multiset of whole rows (the job keeps such a table as one, duplicates included). A lake table whose
+source table is gone is listed too: on MySQL it matches when the job marked it dropped at the
+source (`cdc.source-dropped`), on PostgreSQL (no DDL in its events) it is listed as kept. A table
+that cannot be compared says why (no lake table yet, a column missing in the lake, a lake table
+that cannot be read). Exit code 0 when every table matches, 1 on any
 difference, 2 on a usage or connection error. With --wait, comparison is repeated until the
 tables match or the time is up: the lake is "caught up" exactly when it equals the source.
 
@@ -32,6 +35,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import duckdb
 import lake
 import local_job
 import local_stack as stack
@@ -90,12 +94,12 @@ class TableResult:
     duplicates: list[tuple[Any, int, int]] = field(default_factory=list)  # key or row, source count, lake count
     problem: str = ""
     note: str = ""
+    gone: bool = False  # no source table: the lake keeps the table of a dropped source table
 
     @property
     def ok(self) -> bool:
-        return (
-            not (self.missing or self.extra or self.different or self.duplicates or self.problem)
-            and self.source_rows == self.lake_rows
+        return not (self.missing or self.extra or self.different or self.duplicates or self.problem) and (
+            self.gone or self.source_rows == self.lake_rows
         )
 
     def report(self) -> str:
@@ -211,6 +215,30 @@ def compare_rows(
     return res
 
 
+SOURCE_DROPPED = "cdc.source-dropped"
+
+
+def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, postgres: bool) -> TableResult:
+    """The verdict on a lake table whose source table no longer exists (pure).
+
+    MySQL: the job reads the DROP TABLE from the schema-change topic and marks the table it keeps
+    (`--dropped_table_policy keep`); unmarked means the job has not applied the drop (yet).
+    PostgreSQL sends no DDL, so the job cannot know: the lake table stays as it was."""
+    res = TableResult(table, 0, lake_rows, gone=True)
+    if SOURCE_DROPPED in properties:
+        res.note = (
+            f"OK (dropped at the source at {properties[SOURCE_DROPPED]}; lake table kept, marked {SOURCE_DROPPED})"
+        )
+    elif postgres:
+        res.note = "OK (not at the source; PostgreSQL sends no DROP TABLE, so the lake table stays as it was)"
+    else:
+        res.problem = (
+            f"not at the source, and the lake table is not marked {SOURCE_DROPPED}: the job has not applied "
+            "the DROP TABLE (behind, or not reading the connector's schema-change topic)"
+        )
+    return res
+
+
 class Source:
     """The local MariaDB, as the administrator over its Unix socket (UTC session)."""
 
@@ -317,20 +345,47 @@ def compare(
         else:
             res.note = "OK (empty at the source, no lake table)"
         return res
-    return compare_rows(table, columns, keys, src_rows, lake.rows(con, location))
+    try:
+        lake_rows = lake.rows(con, location)
+    except (duckdb.Error, OSError) as exc:
+        res = TableResult(table, len(src_rows), 0, list(keys))
+        res.problem = f"cannot be compared: the lake table {local_job.NAMESPACE}.{lake_name} cannot be read ({exc})"
+        return res
+    return compare_rows(table, columns, keys, src_rows, lake_rows)
+
+
+def lake_only(
+    source: Source | PostgresSource, con: Any, paths: local_job.LakePaths, names: list[str]
+) -> list[TableResult]:
+    """Lake tables of the source database whose source table does not exist (dropped at the source)."""
+    prefix = f"{source.lake_prefix}_".lower()
+    expected = {f"{prefix}{t}".lower() for t in names}
+    out = []
+    for name in lake.list_tables(paths.warehouse, local_job.NAMESPACE):
+        if not name.startswith(prefix) or name in expected:
+            continue
+        location = lake.table_location(paths.warehouse, local_job.NAMESPACE, name)
+        meta = lake.current_metadata(location)
+        if meta is None:
+            continue
+        props = json.loads(meta.read_text()).get("properties", {})
+        rows = len(lake.rows(con, location))
+        out.append(gone_from_source(name[len(prefix) :], props, rows, isinstance(source, PostgresSource)))
+    return out
 
 
 def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> list[TableResult]:
     source = PostgresSource(s, database) if s.source == "postgres" else Source(s, database)
     try:
         keyed = source.tables()
-        wanted = tables or sorted(keyed)
-        unknown = [t for t in wanted if t not in keyed]
-        if unknown:
-            raise stack.StackError(f"no such table in {database}: {', '.join(unknown)}")
         con = lake.connect()
         paths = local_job.LakePaths.of(s)
-        return [compare(source, con, paths, t, keyed[t]) for t in wanted]
+        gone = {r.table: r for r in lake_only(source, con, paths, sorted(keyed))}
+        wanted = tables or sorted(keyed) + sorted(gone)
+        unknown = [t for t in wanted if t not in keyed and t not in gone]
+        if unknown:
+            raise stack.StackError(f"no such table in {database}: {', '.join(unknown)}")
+        return [compare(source, con, paths, t, keyed[t]) if t in keyed else gone[t] for t in wanted]
     finally:
         source.conn.close()
 

@@ -3,6 +3,7 @@ least privilege, a streaming job that keeps running, an SSM-only client and no p
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -548,3 +549,32 @@ def test_saved_queries_name_the_lake_table_the_job_writes_for_each_engine(
         scope = values | {k: values[v["Ref"]] for k, v in variables.items()}
         sql = re.sub(r"\$\{([^}!]+)\}", lambda m, scope=scope: scope[m.group(1)], text)
         assert f'"cdc_lake"."{table}' in sql, name
+
+
+def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template: dict[str, Any]) -> None:
+    """Column renames and dropped tables come from the DDL on the connector's `topic.prefix` topic
+    (`include.schema.changes`): the job's topic pattern must match it, and the Glue role may read it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import local_job
+    import local_stack
+
+    connector = json.loads(
+        (Path(__file__).resolve().parents[2] / "cloudformation" / "connector" / "debezium-mysql.json").read_text()
+    )
+    assert connector["include.schema.changes"] == "true"
+    default = template["Parameters"]["KafkaTopicPattern"]["Default"]
+    local = local_job.topic_pattern(local_stack.Settings.from_env("mysql"))
+    assert default == local
+    for topic in ("salesdb", "salesdb.salesdb.customer"):
+        assert re.fullmatch(default, topic), topic
+    for topic in ("salesdb.schema-history", "salesdb-heartbeat.salesdb", "salesdbx"):
+        assert not re.fullmatch(default, topic), topic
+    statement = next(
+        st
+        for st in template["Resources"]["GlueJobRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if st.get("Sid") == "KafkaChangeTopics"
+    )
+    arns = [r["Fn::Sub"][0] for r in statement["Resource"]]
+    assert any(a.endswith("/${TopicPrefix}") for a in arns) and any(a.endswith("/${TopicPrefix}.*") for a in arns)

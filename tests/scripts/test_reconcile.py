@@ -142,3 +142,22 @@ def test_exit_codes_0_when_equal_1_when_different_2_on_a_connection_error(monkey
 def test_a_keyless_match_says_how_it_was_compared():
     r = compare([src(1), src(1)], [lake(1), lake(1)], keys=())
     assert r.ok and r.report().endswith("OK (no key: count and every whole row equal)")
+
+
+def test_a_lake_table_marked_dropped_at_the_source_matches_and_says_so():
+    r = reconcile.gone_from_source("old_t", {"cdc.source-dropped": "2026-11-23T10:00:00.000000Z"}, 3, postgres=False)
+    assert r.ok and (r.source_rows, r.lake_rows) == (0, 3)
+    assert "dropped at the source at 2026-11-23T10:00:00.000000Z; lake table kept, marked cdc.source-dropped" in (
+        r.report()
+    )
+
+
+def test_an_unmarked_lake_table_without_its_mysql_source_table_is_a_difference_that_says_why():
+    r = reconcile.gone_from_source("old_t", {}, 3, postgres=False)
+    assert not r.ok
+    assert "the job has not applied the DROP TABLE" in r.report()
+
+
+def test_a_postgres_table_gone_from_the_source_is_listed_as_kept_because_postgres_sends_no_ddl():
+    r = reconcile.gone_from_source("old_t", {}, 3, postgres=True)
+    assert r.ok and "PostgreSQL sends no DROP TABLE" in r.report()

@@ -208,6 +208,62 @@ def test_decimal_scale_change_rewrites_the_lake_column_and_later_updates_reconci
     assert "incompatible schema change" not in log
 
 
+def lake_columns(stack: Stack, table: str) -> list[str]:
+    """The lake table's current data columns, from its Iceberg metadata."""
+    import lake
+
+    location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", table)
+    meta = json.loads(lake.current_metadata(location).read_text())
+    [schema] = [x for x in meta["schemas"] if x["schema-id"] == meta["current-schema-id"]]
+    return [f["name"] for f in schema["fields"] if not f["name"].startswith("_cdc_")]
+
+
+def test_column_renames_reach_the_lake_as_renames_whichever_batch_brings_the_ddl(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE ren_t (id INT PRIMARY KEY, city VARCHAR(20), note VARCHAR(20));"
+        "INSERT INTO ren_t VALUES (1,'Leeds','a'),(2,'Lyon','b'),(3,'Milan','c')"
+    )
+    reconciled_table(job, "ren_t", rows=3)
+    # The job streaming: the statement and the next change usually arrive in different batches.
+    job.sql("ALTER TABLE ren_t RENAME COLUMN city TO town; UPDATE ren_t SET town = 'Bath' WHERE id = 1")
+    reconciled_table(job, "ren_t", rows=3)  # rows 2 and 3 were not updated: their values followed the rename
+    assert lake_columns(job, "salesdb_ren_t") == ["id", "town", "note"]
+    # The job stopped: the statement and the changes around it in one batch.
+    run(job, "local-job", "stop")
+    job.sql(
+        "UPDATE ren_t SET note = 'before' WHERE id = 2;"
+        "ALTER TABLE ren_t CHANGE COLUMN note remark VARCHAR(40) NULL;"
+        "UPDATE ren_t SET remark = 'after' WHERE id = 3"
+    )
+    start_job(job)
+    reconciled_table(job, "ren_t", rows=3)
+    assert lake_columns(job, "salesdb_ren_t") == ["id", "town", "remark"]
+    log = job_log_since_start(job)
+    assert "note->remark (renamed)" in log and "incompatible" not in log
+
+
+def test_a_dropped_table_is_kept_marked_and_its_recreation_reconciles(job: Stack) -> None:
+    job.sql("CREATE TABLE drop_t (id INT PRIMARY KEY, v INT); INSERT INTO drop_t VALUES (1,1),(2,2)")
+    reconciled_table(job, "drop_t", rows=2)
+    job.sql("DROP TABLE drop_t")
+    out = reconciled(job)
+    assert re.search(r"drop_t +source +0 +lake +2 +OK \(dropped at the source at \S+; lake table kept", out), out
+    job.sql("CREATE TABLE drop_t (id INT PRIMARY KEY, v INT); INSERT INTO drop_t VALUES (3,3)")
+    reconciled_table(job, "drop_t", rows=1)
+
+
+def test_a_table_without_a_primary_key_keeps_its_duplicates_and_reconciles(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE keyless_t (a INT, b VARCHAR(10));INSERT INTO keyless_t VALUES (1,'x'),(1,'x'),(1,'x'),(2,'y');"
+    )
+    out = reconciled(job)
+    assert re.search(r"keyless_t +source +4 +lake +4 +OK \(no key", out), out
+    job.sql("UPDATE keyless_t SET b = 'z' WHERE a = 1 LIMIT 1; DELETE FROM keyless_t WHERE a = 1 LIMIT 1")
+    reconciled_table(job, "keyless_t", rows=3)
+    job.sql("DELETE FROM keyless_t WHERE a = 2; INSERT INTO keyless_t VALUES (1,'x')")
+    reconciled_table(job, "keyless_t", rows=3)
+
+
 def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:
     topic = f"salesdb.salesdb.{tm.TABLE}"
     try:

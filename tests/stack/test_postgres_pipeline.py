@@ -140,6 +140,28 @@ def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch
     lake_equal(1)
 
 
+def test_a_table_without_a_primary_key_keeps_its_duplicates_and_reconciles(pg_job: Stack) -> None:
+    def lake_equal(rows: int) -> str:
+        out = reconciled(pg_job, "--source", "postgres", "--table", "keyless_t")
+        assert re.search(rf"source +{rows} +lake +{rows} +OK \(no key", out), out
+        return out
+
+    # REPLICA IDENTITY FULL: without a key an update or delete is identified by its whole before image.
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE keyless_t (a INTEGER, b TEXT);"
+        "ALTER TABLE keyless_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE keyless_t;"
+        "INSERT INTO keyless_t VALUES (1, 'x'), (1, 'x'), (1, 'x'), (2, 'y');"
+    )
+    lake_equal(4)
+    one_copy = "ctid = (SELECT ctid FROM keyless_t WHERE a = 1 AND b = 'x' LIMIT 1)"
+    pg_job.sql(
+        f"SET ROLE salesdb_owner; UPDATE keyless_t SET b = 'z' WHERE {one_copy}; DELETE FROM keyless_t WHERE {one_copy};"
+    )
+    lake_equal(3)
+    pg_job.sql("SET ROLE salesdb_owner; DELETE FROM keyless_t WHERE a = 2; INSERT INTO keyless_t VALUES (1, 'x');")
+    lake_equal(3)
+
+
 def test_every_postgres_column_type_reaches_the_lake_with_the_exact_value(pg_job: Stack) -> None:
     topic = f"salesdb.public.{tm.TABLE}"
     infinite = tuple(tm.PG_INFINITE_IDS)

@@ -145,6 +145,8 @@ class BatchProcessor:
         # --dropped_table_policy drop: lake tables this process dropped, with the DROP's position
         # (a late event older than it must not bring the table back).
         self._dropped: dict[str, int] = {}
+        # Renames read before the job has created the table (kept until it does, in this process).
+        self._early: dict[str, list[D.ColumnChange]] = defaultdict(list)
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
 
     # ------------------------------------------------------------------ catalog state
@@ -380,7 +382,11 @@ class BatchProcessor:
 
         state = self._table_state(ident)
         # Renames and drops after an event was written, for events read after the statement.
-        known = state.column_changes if state is not None else self._recorded(stmt.changes if stmt else [])
+        known = (
+            state.column_changes
+            if state is not None
+            else self._early.pop(ident, []) + self._recorded(stmt.changes if stmt else [])
+        )
         good = []
         for g in groups:
             if not g.error:
@@ -611,6 +617,7 @@ class BatchProcessor:
     def _apply_statements(self, ident: str, stmt: _TableDDL) -> TableReport | None:
         """A batch's statements for a table without data events in the batch."""
         if self._table_state(ident) is None:
+            self._early[ident] += self._recorded(stmt.changes)
             return None
         tr = TableReport(ident)
         if stmt.changes:

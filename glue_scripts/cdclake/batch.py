@@ -131,6 +131,7 @@ class _TableDDL:
     changes: list[D.ColumnChange] = field(default_factory=list)
     drop_seq: int | None = None
     drop_ts: float | None = None
+    create_seq: int | None = None
 
 
 class BatchProcessor:
@@ -414,6 +415,7 @@ class BatchProcessor:
         if not good:
             if renamed:
                 tr.schema = renamed
+            self._after_drop(ident, stmt, False, False, tr)
             tr.seconds = time.monotonic() - t0
             return tr
         keys = state.keys if state is not None and state.keys else good[-1].lake_keys()
@@ -434,6 +436,7 @@ class BatchProcessor:
             reject(good[i], reason, loud=i not in plan.lossy)
         good = [g for i, g in enumerate(good) if i not in plan.rejected]
         if not good:
+            self._after_drop(ident, stmt, False, False, tr)
             tr.seconds = time.monotonic() - t0
             return tr
         fills = self._new_column_defaults(plan, good)
@@ -470,7 +473,9 @@ class BatchProcessor:
         drop_seq = max(
             (x for x in (stmt.drop_seq if stmt else None, state.dropped_seq if state else None) if x), default=None
         )
-        recreated = drop_seq is not None and any(g.max_seq > drop_seq for g in good)
+        recreated = drop_seq is not None and (
+            any(g.max_seq > drop_seq for g in good) or (stmt is not None and (stmt.create_seq or 0) > drop_seq)
+        )
         if recreated:
             truncate_seq = max(truncate_seq or 0, drop_seq)
 
@@ -535,10 +540,7 @@ class BatchProcessor:
             # kept for the log line; the data need not be computed again for it
         finally:
             decoded.unpersist()
-        if recreated and state is not None and state.dropped_seq is not None:
-            self._unmark_dropped(ident)
-        elif stmt is not None and stmt.drop_seq is not None and not recreated:
-            tr.source_dropped = self._source_dropped(ident, stmt)
+        self._after_drop(ident, stmt, recreated, recreated, tr)
         tr.seconds = time.monotonic() - t0
         return tr
 
@@ -560,6 +562,9 @@ class BatchProcessor:
                         t = out[(db, tbl)]
                         if t.drop_seq is None or seq > t.drop_seq:
                             t.drop_seq, t.drop_ts = seq, r["ts"]
+                    elif change["type"] == "CREATE":
+                        t = out[(db, tbl)]
+                        t.create_seq = max(seq, t.create_seq or 0)
                     elif change["type"] == "ALTER":
                         out[(db, tbl)].changes += [
                             D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])
@@ -622,15 +627,35 @@ class BatchProcessor:
         tr = TableReport(ident)
         if stmt.changes:
             tr.schema = self._apply_column_changes(ident, stmt.changes)
-        if stmt.drop_seq is not None:
-            newer = self.spark.sql(f"SELECT 1 FROM {ident} WHERE _cdc_seq > {stmt.drop_seq} LIMIT 1").count()
-            if newer:
-                # The table's new incarnation was read first: what remains of the old one goes.
-                truncate_before(self.spark, ident, stmt.drop_seq)
+        self._after_drop(ident, stmt, False, False, tr)
+        return tr if tr.schema or tr.truncated or tr.source_dropped else None
+
+    def _after_drop(
+        self, ident: str, stmt: _TableDDL | None, recreated: bool, truncated: bool, tr: TableReport
+    ) -> None:
+        """A DROP TABLE at the source (this batch's, or one the lake table is marked with), once the
+        batch's changes of the table are applied. `recreated`: the batch showed the table created
+        again after the drop; `truncated`: the rows older than the drop are deleted already."""
+        state = self._table_state(ident)
+        if state is None:
+            return
+        drop = max((x for x in (stmt.drop_seq if stmt else None, state.dropped_seq) if x), default=None)
+        if drop is None:
+            return
+        if not recreated and stmt is not None and stmt.drop_seq is not None:
+            # The new table's events may have been read before the statement.
+            recreated = bool(self.spark.sql(f"SELECT 1 FROM {ident} WHERE _cdc_seq > {drop} LIMIT 1").count())
+        if not recreated:
+            recreated = stmt is not None and (stmt.create_seq or 0) > drop
+        if recreated:
+            if not truncated:
+                # What remains of the dropped table goes: the new one started empty.
+                truncate_before(self.spark, ident, drop)
                 tr.truncated = True
-            else:
-                tr.source_dropped = self._source_dropped(ident, stmt)
-        return tr
+            if state.dropped_seq is not None:
+                self._unmark_dropped(ident)
+        elif stmt is not None and stmt.drop_seq is not None:
+            tr.source_dropped = self._source_dropped(ident, stmt)
 
     def _source_dropped(self, ident: str, stmt: _TableDDL) -> str:
         """--dropped_table_policy: keep the lake table and mark it, or drop it."""

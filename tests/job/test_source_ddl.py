@@ -175,3 +175,16 @@ def test_dropped_column_policy_decides_whether_a_dropped_column_leaves_the_lake(
         assert lake.apply(ev.take()).dead == 0
         assert ("last_name" in columns(lake)) is expected, policy
         lake.assert_rows({1: "New", 2: "Late", 3: "Sally"})
+
+
+def test_a_dropped_table_created_again_without_rows_yet_is_empty_in_the_lake(lake):
+    ev = Events()
+    seed(lake, ev)
+    ev.schema_change("DROP TABLE customers", change="DROP")
+    lake.apply(ev.take())
+    ev.schema_change("CREATE TABLE customers (id INT PRIMARY KEY)", change="CREATE")
+    report = lake.apply(ev.take())
+    assert report.tables[0].truncated
+    assert lake.ids() == []
+    props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert "cdc.source-dropped" not in props

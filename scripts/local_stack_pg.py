@@ -391,10 +391,10 @@ def table_problems(s: stack.Settings) -> list[str]:
                 f"(the job still applies both), and an unchanged TOASTed column is missing from an update; "
                 f"run ALTER TABLE {t} REPLICA IDENTITY FULL;"
             )
-        if has_pk != "t":
+        if has_pk != "t" and ident != "f":
             out.append(
-                f"{t} has no primary key: its records have no Kafka key and the job sends them to dead letters; "
-                "add a primary key"
+                f"{t} has no primary key: the job identifies its rows by their whole image, which updates and "
+                f"deletes carry only with REPLICA IDENTITY FULL; run ALTER TABLE {t} REPLICA IDENTITY FULL;"
             )
         if owner != OWNER_ROLE:
             out.append(

@@ -353,7 +353,7 @@ def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) ->
         assert param in template["Parameters"]
     # The topic pattern: the parameter when set, else derived from the connector's names
     # (test_cfn_topic_pattern.py).
-    assert args["--kafka_topic_pattern"] == {"Fn::Sub": "${TopicPrefix}\\.${SourceDatabase}\\..*"}
+    assert args["--kafka_topic_pattern"] == {"Fn::Sub": "${TopicPrefix}(\\.${SourceDatabase}\\..*)?"}
     assert template["Parameters"]["KafkaTopicPattern"]["Default"] == ""
 
 
@@ -564,7 +564,8 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
         (Path(__file__).resolve().parents[2] / "cloudformation" / "connector" / "debezium-mysql.json").read_text()
     )
     assert connector["include.schema.changes"] == "true"
-    default = template["Parameters"]["KafkaTopicPattern"]["Default"]
+    derived = job(template)["DefaultArguments"]["--kafka_topic_pattern"]["Fn::Sub"]
+    default = derived.replace("${TopicPrefix}", "salesdb").replace("${SourceDatabase}", "salesdb")
     local = local_job.topic_pattern(local_stack.Settings.from_env("mysql"))
     assert default == local
     for topic in ("salesdb", "salesdb.salesdb.customer"):

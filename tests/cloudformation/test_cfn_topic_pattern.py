@@ -24,11 +24,11 @@ def topic_pattern(raw_template: dict[str, Any], **parameters: str) -> str:
 @pytest.mark.parametrize(
     ("parameters", "topic", "not_topics"),
     [
-        ({}, "salesdb.salesdb.customer", ["salesdb", "salesdb.schema-history", "salesdb.public.customer"]),
+        ({}, "salesdb.salesdb.customer", ["salesdb.schema-history", "salesdb.public.customer", "salesdbX"]),
         (
             {"SourceDatabase": "shop", "TopicPrefix": "prod"},
             "prod.shop.order_lines",
-            ["salesdb.salesdb.customer", "prod", "prodXshop.t", "prod.shop"],
+            ["salesdb.salesdb.customer", "prodXshop.t", "prod.shop", "prod.schema-history"],
         ),
         (
             {"SourceEngine": "postgres"},
@@ -50,6 +50,15 @@ def test_the_derived_pattern_matches_the_connectors_change_topics_only(
     for other in not_topics:
         assert not re.fullmatch(pattern, other), other
     assert failed_assertions(raw_template, **parameters) == []
+
+
+@pytest.mark.parametrize(("parameters", "topic"), [({}, "salesdb"), ({"TopicPrefix": "prod"}, "prod")])
+def test_the_derived_mysql_pattern_also_matches_the_schema_change_topic(
+    raw_template: dict[str, Any], parameters: dict[str, str], topic: str
+) -> None:
+    # The MySQL connector's DDL (include.schema.changes) is on the topic named by topic.prefix:
+    # column renames and dropped tables come from it (docs/ARCHITECTURE.md, "Source DDL").
+    assert re.fullmatch(topic_pattern(raw_template, **parameters), topic)
 
 
 def test_an_explicit_pattern_is_used_as_given(raw_template: dict[str, Any]) -> None:

@@ -51,3 +51,28 @@ def spark(warehouse: Path):
     session = local_session(s, app_name="cdc-tests", master="local[2]")
     yield session
     session.stop()
+
+
+# Tests that share an expensive fixture run in one xdist worker (`make test` runs two), so each is
+# built once: the pipeline stacks, the moto server, and any module-scoped fixture (grouped by its
+# file). xdist hands out the biggest groups first; the single tests fill in around them.
+_SHARED_FIXTURES = {("tests/stack", "stack"), ("tests/stack", "pg_stack"), ("tests/glue_catalog", "moto_endpoint")}
+
+
+def _group(item: pytest.Item) -> str | None:
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    shared = sorted(
+        f"{d[-1].baseid}::{name}" for name, d in defs.items() if d and (d[-1].baseid, name) in _SHARED_FIXTURES
+    )
+    if shared:
+        return shared[0]
+    if any(d and d[-1].scope == "module" for d in defs.values()):
+        return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as each test is collected: xdist reads the marks in its own collection hook.
+    name = _group(item)
+    if name is not None:
+        item.add_marker(pytest.mark.xdist_group(name))

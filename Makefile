@@ -3,6 +3,10 @@
 SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
+# Two pytest workers: most of the suite waits on the stack, Spark or a subprocess, not on the CPU.
+# Tests that share a stack or a module fixture stay in one worker (tests/conftest.py).
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: setup setup-deploy test test-unit test-job test-stack lint lint-cfn format demo clean
 
@@ -29,16 +33,16 @@ lint-cfn: setup-deploy ## CloudFormation: render, cfn-lint + project rules, chec
 	@$(VENV)/bin/ruff format --check cloudformation scripts/cdcdeploy
 
 test: setup lint  ## every test, with the 15 slowest listed
-	@$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+	@$(PY) -m pytest $(XDIST) --durations=15 $(PYTEST_ARGS)
 
 test-unit: setup  ## pure tests, no Spark: tests/unit + tests/scripts
 	@$(PY) -m pytest tests/unit tests/scripts $(PYTEST_ARGS)
 
 test-job: setup   ## real Spark + Iceberg: tests/job, and tests/glue_catalog (the Glue catalog + S3 on moto)
-	@$(PY) -m pytest --durations=15 tests/job tests/glue_catalog $(PYTEST_ARGS)
+	@$(PY) -m pytest $(XDIST) --durations=15 tests/job tests/glue_catalog $(PYTEST_ARGS)
 
 test-stack: setup ## the real local pipeline: tests/stack
-	@$(PY) -m pytest --durations=15 tests/stack $(PYTEST_ARGS)
+	@$(PY) -m pytest $(XDIST) --durations=15 tests/stack $(PYTEST_ARGS)
 
 demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres)
 	@scripts/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),)

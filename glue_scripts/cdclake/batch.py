@@ -500,9 +500,13 @@ class BatchProcessor:
             if bad:
                 tr.dead += bad
                 log.error("table %s: %d event(s) could not be decoded; sent to dead letters", ident, bad)
+                # Decoded again from the uncached records (they hold the key and value text). A
+                # local checkpoint makes them a leaf of the plan: without it the optimizer merges the
+                # envelope parsing into every decoded column and spends minutes planning a handful
+                # of rows.
                 dead.append(
                     as_dead_letters(
-                        decode(batch.full).where(F.col("_decode_error").isNotNull()),
+                        decode(batch.full.localCheckpoint(eager=False)).where(F.col("_decode_error").isNotNull()),
                         F.col("_decode_error"),
                         batch_id,
                         "_raw_",

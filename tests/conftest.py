@@ -76,3 +76,22 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     name = _group(item)
     if name is not None:
         item.add_marker(pytest.mark.xdist_group(name))
+
+
+# A skipped test is a check that did not run: in this suite that means an install step is missing
+# (make setup installs every tool the tests use), so the run fails instead of passing quietly.
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput") or not _skipped:
+        return  # an xdist worker: the controller sees every report and decides
+    print(f"\n{len(_skipped)} test(s) skipped, which this suite does not allow (run make setup):")
+    for nodeid in _skipped:
+        print(f"  {nodeid}")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

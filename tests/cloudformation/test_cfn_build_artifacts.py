@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import io
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -140,11 +139,6 @@ def test_build_without_the_job_script_fails_clearly(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the plugin in a JVM
-def _java() -> str | None:
-    return shutil.which("java")
-
-
-@pytest.mark.skipif(_java() is None, reason="needs a Java runtime (scripts/setup-local installs one)")
 def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpath(
     plugin_zip: artifacts.Built, template: dict[str, Any], tmp_path: Path
 ) -> None:

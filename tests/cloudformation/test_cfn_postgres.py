@@ -8,7 +8,6 @@ import copy
 import glob
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -227,7 +226,6 @@ def test_the_build_ships_the_plugin_of_the_source_engine_and_the_postgres_seed_s
     assert deploy.source_engine([]) == "mysql"
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="needs a Java runtime (scripts/setup-local installs one)")
 def test_the_postgres_plugin_alone_loads_and_validates_its_msk_configuration(
     pg_plugin_zip: artifacts.Built, pg_template: dict[str, Any], tmp_path: Path
 ) -> None:

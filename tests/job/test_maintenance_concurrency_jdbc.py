@@ -54,8 +54,7 @@ def _free_port() -> int:
 def postgres() -> Iterator[str]:
     """A throw-away PostgreSQL server on 127.0.0.1 (trust auth, nothing else listens): its JDBC URL."""
     bindir = _postgres_bin()
-    if bindir is None:
-        pytest.skip("PostgreSQL server binaries not installed (scripts/setup-stack installs them)")
+    assert bindir is not None, "PostgreSQL server binaries not installed: run make setup (scripts/setup-stack)"
     run_as = pwd.getpwnam("postgres") if os.geteuid() == 0 else None  # postgres refuses to run as root
     # Outside pytest's tmp dir: that one is private to its owner, and the server runs as `postgres`.
     root = Path(tempfile.mkdtemp(prefix="cdc-maint-pg-"))
@@ -100,10 +99,9 @@ def postgres() -> Iterator[str]:
 
 def test_compaction_in_another_process_beside_streaming_merges_loses_nothing(postgres, tmp_path):
     jar = _jdbc_jar()
-    if jar is None:
-        pytest.skip(
-            "no PostgreSQL JDBC driver in .local/connect/plugins/debezium-connector-postgres (scripts/setup-local)"
-        )
+    assert jar is not None, (
+        "no PostgreSQL JDBC driver in .local/connect/plugins/debezium-connector-postgres: run make setup"
+    )
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -28,20 +28,31 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_LIBS = ROOT / ".local" / "kafka" / "libs"
 JARS = ROOT / ".local" / "jars"
-BROKER_PORT, CONTROLLER_PORT = 29092, 29093
 STORE_PASSWORD = "test-store-pw"
 CLASS_NOT_FOUND = ("ClassNotFoundException", "NoClassDefFoundError", "could not be found", "No LoginModule found")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("java") is None or shutil.which("keytool") is None or not any(KAFKA_LIBS.glob("kafka_*.jar")),
-    reason="needs Java, keytool and the manifest's Kafka in .local/kafka/libs (make setup)",
-)
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+BROKER_PORT, CONTROLLER_PORT = _free_port(), _free_port()
 
 
 def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed() -> None:
+    """A missing install step fails here instead of skipping quietly."""
+    missing = [tool for tool in ("java", "keytool") if shutil.which(tool) is None]
+    missing += [] if any(KAFKA_LIBS.glob("kafka_*.jar")) else [f"the manifest's Kafka in {KAFKA_LIBS}"]
+    assert not missing, f"missing {', '.join(missing)}: run make setup"
 
 
 @pytest.fixture(scope="module")

@@ -36,14 +36,13 @@ from .evolution import (
     backfill_defaults,
     default_sql,
     plan_schema,
-    quote,
     rewrite_table,
-    sql_string,
 )
 from .keyless import merge_multiset
 from .merge import create_table, drop_identifier_fields, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .settings import Settings
+from .sqltext import quote, sql_string
 from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")

@@ -14,7 +14,9 @@ import hashlib
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-RECORD_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]  # the `files` format
+from .records import RAW_COLUMNS
+
+RECORD_COLUMNS = RAW_COLUMNS  # the `files` format is the raw record
 DEAD_LETTER_COLUMNS = ["reason", *RECORD_COLUMNS, "batch_id"]
 
 

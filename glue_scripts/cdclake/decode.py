@@ -24,6 +24,8 @@ from .connect_types import (
     row_columns,
 )
 from .envelope import schema_json
+from .records import RAW_COLUMNS
+from .sqltext import quote
 
 META_COLUMNS: list[tuple[str, T.DataType]] = [
     ("_cdc_op", T.StringType()),
@@ -35,7 +37,8 @@ META_COLUMNS: list[tuple[str, T.DataType]] = [
 # Tables without a primary key: the copy number of a row among identical rows (keyless.py).
 COPY_COLUMN: tuple[str, T.DataType] = ("_cdc_copy", T.IntegerType())
 META_NAMES = [n for n, _ in META_COLUMNS] + [COPY_COLUMN[0]]
-RAW_KEEP = ["topic", "partition", "offset", "timestamp", "key", "value"]
+# The raw record columns a decoded row carries along as `_raw_*` (for its dead letter).
+RAW_KEEP = RAW_COLUMNS
 _CORRUPT = "_corrupt"
 
 
@@ -222,7 +225,7 @@ def conform(
     cols = []
     for name, typ in table_columns:
         src = present.get(name.lower())
-        value = F.col(f"`{src}`") if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
+        value = F.col(quote(src)) if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
         cols.append(value.cast(ddl(typ)).alias(name))
     keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"]
     keep += [f"_raw_{c}" for c in RAW_KEEP if f"_raw_{c}" in decoded.columns]

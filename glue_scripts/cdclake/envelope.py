@@ -1,6 +1,6 @@
 """First pass over a micro-batch: classify every record and read the Debezium envelope.
 
-Input: the *raw batch* both sources produce (see `RAW_COLUMNS`): one row per Kafka record with
+Input: the *raw batch* both sources produce (records.py): one row per Kafka record with
 key and value as JSON text exactly as Kafka Connect's JsonConverter wrote them.
 
 Output: the same rows plus `_status` (what to do with the record), the operation, the source
@@ -15,19 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .ordering import sequence_expr
-
-# The contract between sources and the batch function.
-RAW_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
-RAW_SCHEMA = T.StructType(
-    [
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("key", T.StringType()),
-        T.StructField("value", T.StringType()),
-    ]
-)
+from .records import RAW_COLUMNS
+from .records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
 
 # Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
 CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .connect_types import ColumnSpec
+from .sqltext import quote, sql_string
 
 Columns = list[tuple[str, T.DataType]]
 
@@ -165,15 +166,6 @@ def plan_schema(
                 else:
                     plan.rewrite.append((name, base[key], typ))
     return plan
-
-
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal (backslash escapes)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None) -> None:

@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 
 from .conflicts import retry_on_conflict
 from .decode import COPY_COLUMN, META_NAMES
-from .evolution import quote
 from .merge import MERGE_RETRY
+from .sqltext import quote
 
 COPY = COPY_COLUMN[0]
 

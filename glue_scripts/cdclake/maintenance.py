@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from .conflicts import ConflictRetriesExhausted, RetryPolicy, retry_on_conflict
+from .sqltext import sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -230,7 +231,7 @@ def split_table(table: str) -> tuple[str, str]:
 
 
 def _options(opts: dict[str, Any]) -> str:
-    return "map(" + ", ".join(f"'{k}', '{v}'" for k, v in opts.items()) + ")"
+    return "map(" + ", ".join(f"{sql_string(k)}, {sql_string(str(v))}" for k, v in opts.items()) + ")"
 
 
 def _timestamp(epoch_s: float) -> str:
@@ -250,7 +251,7 @@ def rewrite_data_files_sql(table: str, p: MaintenancePolicy) -> str:
         # The streaming job shares these executors when maintenance runs in it.
         "max-concurrent-file-group-rewrites": 2,
     }
-    return f"CALL {catalog}.system.rewrite_data_files(table => '{ref}', strategy => 'binpack', options => {_options(opts)})"
+    return f"CALL {catalog}.system.rewrite_data_files(table => {sql_string(ref)}, strategy => 'binpack', options => {_options(opts)})"
 
 
 def rewrite_position_delete_files_sql(table: str, p: MaintenancePolicy) -> str:
@@ -258,25 +259,27 @@ def rewrite_position_delete_files_sql(table: str, p: MaintenancePolicy) -> str:
     # All of them: delete files are small, and a lone delete file left dangling by compaction would
     # otherwise stay below min-input-files forever.
     opts = {"rewrite-all": "true", "partial-progress.enabled": "true"}
-    return f"CALL {catalog}.system.rewrite_position_delete_files(table => '{ref}', options => {_options(opts)})"
+    return (
+        f"CALL {catalog}.system.rewrite_position_delete_files(table => {sql_string(ref)}, options => {_options(opts)})"
+    )
 
 
 def rewrite_manifests_sql(table: str) -> str:
     catalog, ref = split_table(table)
-    return f"CALL {catalog}.system.rewrite_manifests(table => '{ref}')"
+    return f"CALL {catalog}.system.rewrite_manifests(table => {sql_string(ref)})"
 
 
 def expire_snapshots_sql(table: str, older_than_s: float, retain_last: int) -> str:
     catalog, ref = split_table(table)
     return (
-        f"CALL {catalog}.system.expire_snapshots(table => '{ref}', older_than => {_timestamp(older_than_s)}, "
+        f"CALL {catalog}.system.expire_snapshots(table => {sql_string(ref)}, older_than => {_timestamp(older_than_s)}, "
         f"retain_last => {int(retain_last)})"
     )
 
 
 def remove_orphan_files_sql(table: str, older_than_s: float) -> str:
     catalog, ref = split_table(table)
-    return f"CALL {catalog}.system.remove_orphan_files(table => '{ref}', older_than => {_timestamp(older_than_s)})"
+    return f"CALL {catalog}.system.remove_orphan_files(table => {sql_string(ref)}, older_than => {_timestamp(older_than_s)})"
 
 
 def procedure_sql(action: Action, table: str, p: MaintenancePolicy, now_s: float) -> str:
@@ -311,7 +314,7 @@ def ensure_commit_retries(spark: SparkSession, table: str) -> None:
     props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     missing = {k: v for k, v in COMMIT_RETRY_PROPERTIES.items() if props.get(k) != v}
     if missing:
-        kv = ", ".join(f"'{k}'='{v}'" for k, v in missing.items())
+        kv = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in missing.items())
         retry_on_conflict(lambda: spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({kv})"), f"properties {table}")
 
 

@@ -9,8 +9,8 @@ from pyspark.sql import types as T
 
 from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import COPY_COLUMN, META_COLUMNS
-from .evolution import quote
 from .ordering import newer_than
+from .sqltext import quote, sql_string
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def create_table(
         "write.metadata.previous-versions-max": "100",
         "cdc.primary-key": ",".join(keys),
     }
-    tblprops = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+    tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
 
 

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .connect_types import ddl
+from .sqltext import quote
 
 SEQ_TYPE = T.DecimalType(38, 0)
 
@@ -65,9 +66,9 @@ def latest_per_key(changes: DataFrame, key_columns: list[str]) -> DataFrame:
     """
     order_first = ["_cdc_seq", "_cdc_offset"]
     rest = [c for c in changes.columns if c not in order_first and c not in key_columns]
-    newest = F.max(F.struct(*[F.col(f"`{c}`") for c in order_first + rest])).alias("_newest")
-    grouped = changes.groupBy(*[F.col(f"`{k}`") for k in key_columns]).agg(newest)
+    newest = F.max(F.struct(*[F.col(quote(c)) for c in order_first + rest])).alias("_newest")
+    grouped = changes.groupBy(*[F.col(quote(k)) for k in key_columns]).agg(newest)
     return grouped.select(
-        *[F.col(f"`{k}`") for k in key_columns],
+        *[F.col(quote(k)) for k in key_columns],
         *[F.col("_newest").getField(c).alias(c) for c in order_first + rest],
-    ).select(*[F.col(f"`{c}`") for c in changes.columns])
+    ).select(*[F.col(quote(c)) for c in changes.columns])

@@ -1,13 +1,12 @@
-"""Streaming sources. Each returns the raw batch contract (envelope.RAW_SCHEMA):
+"""Streaming sources. Each returns the raw batch contract (records.RAW_SCHEMA):
 topic, partition, offset, timestamp, key, value — key and value as JsonConverter's JSON text."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from .envelope import RAW_COLUMNS
+from .records import LINE_SCHEMA, RAW_COLUMNS
 from .settings import Settings
 
 # MSK IAM auth. The classes come from aws-msk-iam-auth, which the Glue job gets with --extra-jars
@@ -72,25 +71,12 @@ def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:
     )
 
 
-_LINE = T.StructType(
-    [
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("timestamp", T.StringType()),
-        # String-typed: an embedded JSON object is kept as its JSON text, a JSON string as-is.
-        T.StructField("key", T.StringType()),
-        T.StructField("value", T.StringType()),
-    ]
-)
-
-
 def parse_lines(lines: DataFrame) -> DataFrame:
     """JSON lines `{"topic","partition","offset","timestamp","key","value"}` -> raw batch.
 
     A line that is not such a record keeps its text in `value` with a null topic, so it is
     dead-lettered rather than dropped."""
-    rec = F.from_json(F.col("value"), _LINE)
+    rec = F.from_json(F.col("value"), LINE_SCHEMA)
     ok = rec["topic"].isNotNull() & rec["offset"].isNotNull()
     ts = rec["timestamp"]
     timestamp = F.when(ts.rlike(r"^\d+$"), F.timestamp_millis(ts.cast("long"))).otherwise(ts.cast("timestamp"))

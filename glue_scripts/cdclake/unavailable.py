@@ -21,6 +21,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .sqltext import quote, sql_binary, sql_string
+
 
 def placeholder_literal(dtype: T.DataType, placeholder: str) -> Column:
     """The placeholder as a value of a text or binary lake column."""
@@ -32,8 +34,8 @@ def placeholder_literal(dtype: T.DataType, placeholder: str) -> Column:
 def placeholder_sql(dtype: T.DataType, placeholder: str) -> str:
     """The same as a SQL literal (for the MERGE statement)."""
     if isinstance(dtype, T.BinaryType):
-        return f"X'{placeholder.encode('utf-8').hex().upper()}'"
-    return "'" + placeholder.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return sql_binary(placeholder.encode("utf-8"))
+    return sql_string(placeholder)
 
 
 def placeholder_columns(columns: list[tuple[str, T.DataType]], placeholder: str) -> dict[str, T.DataType]:
@@ -45,7 +47,7 @@ def placeholder_columns(columns: list[tuple[str, T.DataType]], placeholder: str)
 
 def has_placeholder(columns: dict[str, T.DataType], placeholder: str) -> Column:
     """True for a change (an update) in which any of `columns` holds the placeholder."""
-    hits = [F.col(f"`{c}`") == placeholder_literal(t, placeholder) for c, t in columns.items()]
+    hits = [F.col(quote(c)) == placeholder_literal(t, placeholder) for c, t in columns.items()]
     if not hits:
         return F.lit(False)
     any_hit = hits[0]
@@ -63,24 +65,24 @@ def carry_within_batch(
     aggs = []
     for i, (c, t) in enumerate(columns.items()):
         real = (F.col("_cdc_op") != "d") & ~F.coalesce(
-            F.col(f"`{c}`") == placeholder_literal(t, placeholder), F.lit(False)
+            F.col(quote(c)) == placeholder_literal(t, placeholder), F.lit(False)
         )
         # max_by ignores rows whose ordering value is null: only changes with a real value count
-        aggs.append(F.max_by(F.col(f"`{c}`"), F.when(real, order)).alias(f"__carry{i}"))
+        aggs.append(F.max_by(F.col(quote(c)), F.when(real, order)).alias(f"__carry{i}"))
         aggs.append(F.max(F.when(real, F.lit(True))).alias(f"__has{i}"))
-    carried = changes.groupBy(*[F.col(f"`{k}`") for k in keys]).agg(*aggs)
+    carried = changes.groupBy(*[F.col(quote(k)) for k in keys]).agg(*aggs)
     joined = newest.join(carried, on=keys, how="left")
     index = {c: i for i, c in enumerate(columns)}
     out = []
     for name in newest.columns:
         if name in index:
             i = index[name]
-            use = (F.col(f"`{name}`") == placeholder_literal(columns[name], placeholder)) & F.coalesce(
+            use = (F.col(quote(name)) == placeholder_literal(columns[name], placeholder)) & F.coalesce(
                 F.col(f"__has{i}"), F.lit(False)
             )
-            out.append(F.when(use, F.col(f"__carry{i}")).otherwise(F.col(f"`{name}`")).alias(name))
+            out.append(F.when(use, F.col(f"__carry{i}")).otherwise(F.col(quote(name))).alias(name))
         else:
-            out.append(F.col(f"`{name}`"))
+            out.append(F.col(quote(name)))
     return joined.select(*out)
 
 

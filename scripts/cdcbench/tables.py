@@ -17,7 +17,8 @@ from typing import Any
 
 from cdclake.batch import BatchProcessor
 from cdclake.decode import SchemaGroup, conform, decode_group
-from cdclake.envelope import RAW_COLUMNS, RAW_SCHEMA, classify
+from cdclake.envelope import classify
+from cdclake.records import RAW_COLUMNS, RAW_SCHEMA
 from cdclake.settings import Settings, build_settings
 from cdclake.sources import parse_lines
 from pyspark.sql import DataFrame, SparkSession

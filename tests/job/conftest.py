@@ -36,7 +36,7 @@ class Lake:
         self._batch = itertools.count()
 
     def apply(self, records: list[dict[str, Any]], batch_id: int | None = None):
-        from cdclake.envelope import RAW_SCHEMA
+        from cdclake.records import RAW_SCHEMA
 
         df = self.spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
         return self.processor.process(df, next(self._batch) if batch_id is None else batch_id)

@@ -73,7 +73,7 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
     import cdclake.batch
     import cdclake.merge
     from cdclake.batch import BatchProcessor
-    from cdclake.envelope import RAW_SCHEMA
+    from cdclake.records import RAW_SCHEMA
     from cdclake.settings import build_settings
 
     settings = build_settings(

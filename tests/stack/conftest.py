@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stack_helpers import SQL, Stack, free_port
+from stack_helpers import SQL, Stack, free_port, short_dir
+
+
+@pytest.fixture
+def stack_dir() -> Iterator[Path]:
+    """A state directory for a second, independent stack in one test."""
+    state = short_dir("cdc-other-")
+    yield state / "stack"
+    shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    state = tmp_path_factory.mktemp("stack")
+def stack() -> Iterator[Stack]:
+    state = short_dir("cdc-stack-")
     ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
     env = {
         **os.environ,
@@ -36,15 +43,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield s
     finally:
         s.cli("down", check=False)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def pg_stack() -> Iterator[Stack]:
     """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres)."""
-    # Run as root, PostgreSQL runs as OS user postgres, which must reach its data directory; pytest's
-    # own temporary directories are private (0700), so this one is made traversable.
-    state = Path(tempfile.mkdtemp(prefix="cdc-pgstack-"))
-    state.chmod(0o755)
+    state = short_dir("cdc-pgstack-")
     ports = {"postgres": free_port(), "kafka": free_port(), "connect": free_port()}
     env = {
         **os.environ,

@@ -6,6 +6,7 @@ import base64
 import json
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -169,3 +170,12 @@ def count(events: list[Event], op: str | None, **key: Any) -> int:
 def by_key(events: list[Event], **key: Any) -> list[Event]:
     """The events of one row, in partition order (all events of a key share one partition)."""
     return sorted((e for e in events if e.key == key), key=lambda e: e.offset)
+
+
+def short_dir(prefix: str) -> Path:
+    """A state directory directly under the system's temporary folder. pytest's own directories
+    get long under xdist (`.../pytest-N/popen-gw1/test_name0/`), and a stack's Unix sockets must fit
+    in 107 bytes. Traversable (0755): PostgreSQL runs as the OS user postgres and must reach it."""
+    state = Path(tempfile.mkdtemp(prefix=prefix))
+    state.chmod(0o755)
+    return state

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from stack_helpers import ROOT, free_port
@@ -13,10 +14,10 @@ from stack_helpers import ROOT, free_port
 pytestmark = pytest.mark.stack
 
 
-def test_demo_runs_the_walkthrough_and_reports_a_match(tmp_path) -> None:
+def test_demo_runs_the_walkthrough_and_reports_a_match(stack_dir: Path) -> None:
     env = {
         **os.environ,
-        "CDC_STACK_DIR": str(tmp_path / "demo"),
+        "CDC_STACK_DIR": str(stack_dir),
         "CDC_STACK_MARIADB_PORT": str(free_port()),
         "CDC_STACK_KAFKA_PORT": str(free_port()),
         "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
@@ -31,4 +32,4 @@ def test_demo_runs_the_walkthrough_and_reports_a_match(tmp_path) -> None:
     schemas = re.findall(r"^    schema (\d+): (.*)$", out, re.M)
     assert len(schemas) >= 2 and schemas[-1][1].endswith(", status"), schemas
     assert "DIFFERENT" not in out
-    assert not list((tmp_path / "demo" / "run").glob("*.json")), "the demo stops every process it started"
+    assert not list((stack_dir / "run").glob("*.json")), "the demo stops every process it started"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import stack_types as st
 import type_matrix as tm
-from stack_helpers import CUSTOMER_TOPIC, ROOT, SQL, Stack, free_port
+from stack_helpers import CUSTOMER_TOPIC, ROOT, SQL, Stack, free_port, short_dir
 
 pytestmark = pytest.mark.stack
 
@@ -123,9 +124,9 @@ def batch_ids(folder: Path) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def job() -> Iterator[Stack]:
     """A stack of its own (these tests change the schema and data a lot) plus the job on it."""
-    state = tmp_path_factory.mktemp("pipeline-stack")
+    state = short_dir("cdc-pipeline-")
     ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
     env = {
         **os.environ,
@@ -143,6 +144,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     finally:
         run(stack, "local-job", "stop")
         stack.cli("down", check=False)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

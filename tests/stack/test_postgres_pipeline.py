@@ -292,14 +292,14 @@ def test_wal_level_below_logical_is_refused_with_what_to_change(pg_job: Stack) -
     reconciled(pg_job)
 
 
-def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(tmp_path: Path) -> None:
+def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(stack_dir: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         taken = squatter.getsockname()[1]
         env = {
             **os.environ,
-            "CDC_STACK_DIR": str(tmp_path / "other-stack"),
+            "CDC_STACK_DIR": str(stack_dir),
             "CDC_STACK_POSTGRES_PORT": str(taken),
             "CDC_STACK_KAFKA_PORT": str(free_port()),
             "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
@@ -309,4 +309,4 @@ def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(tmp_p
     assert res.returncode == 1
     assert f"port {taken} on 127.0.0.1 for postgres is already in use" in res.stderr
     assert "CDC_STACK_POSTGRES_PORT" in res.stderr
-    assert not list((tmp_path / "other-stack" / "run").glob("*.json"))
+    assert not list((stack_dir / "run").glob("*.json"))

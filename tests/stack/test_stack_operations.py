@@ -17,11 +17,11 @@ def _created_once(events: list[Event], ids: range) -> bool:
     return all(len([e for e in by_key(events, cust_id=i) if e.op == "c"]) >= 1 for i in ids)
 
 
-def _separate_stack_env(tmp_path: Path, **ports: int) -> dict[str, str]:
+def _separate_stack_env(state: Path, **ports: int) -> dict[str, str]:
     """An environment for a second, independent stack (own state dir and ports)."""
     env = {
         **os.environ,
-        "CDC_STACK_DIR": str(tmp_path / "other-stack"),
+        "CDC_STACK_DIR": str(state),
         "CDC_STACK_MARIADB_PORT": str(ports.get("mariadb") or free_port()),
         "CDC_STACK_KAFKA_PORT": str(ports.get("kafka") or free_port()),
         "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
@@ -45,31 +45,31 @@ def test_up_again_leaves_running_components_alone_and_status_reports_them(stack:
     assert "RUNNING" in status.stdout
 
 
-def test_a_taken_port_is_reported_with_the_variable_that_moves_it(tmp_path: Path) -> None:
+def test_a_taken_port_is_reported_with_the_variable_that_moves_it(stack_dir: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         taken = squatter.getsockname()[1]
-        env = _separate_stack_env(tmp_path, kafka=taken)
+        env = _separate_stack_env(stack_dir, kafka=taken)
         res = subprocess.run([str(CLI), "up"], env=env, capture_output=True, text=True, timeout=60)
 
     assert res.returncode == 1
     assert f"port {taken}" in res.stderr and "already in use" in res.stderr
     assert "CDC_STACK_KAFKA_PORT" in res.stderr
     # Ports are checked before anything starts: nothing was left running.
-    assert not list((tmp_path / "other-stack" / "run").glob("*.json"))
+    assert not list((stack_dir / "run").glob("*.json"))
 
 
-def test_a_component_that_fails_to_start_shows_the_end_of_its_log(tmp_path: Path) -> None:
+def test_a_component_that_fails_to_start_shows_the_end_of_its_log(stack_dir: Path) -> None:
     # A data directory without the system tables: mariadbd starts and aborts at once.
-    (tmp_path / "other-stack" / "mariadb" / "data" / "mysql").mkdir(parents=True)
-    env = _separate_stack_env(tmp_path)
+    (stack_dir / "mariadb" / "data" / "mysql").mkdir(parents=True)
+    env = _separate_stack_env(stack_dir)
     res = subprocess.run([str(CLI), "up"], env=env, capture_output=True, text=True, timeout=120)
 
     assert res.returncode == 1
     assert "mariadb exited with code" in res.stderr
     assert "privilege tables" in res.stderr  # mariadbd's own words, from its log
-    assert not list((tmp_path / "other-stack" / "run").glob("*.json"))
+    assert not list((stack_dir / "run").glob("*.json"))
 
 
 def test_binlog_format_other_than_row_stops_up_with_what_to_set(stack: Stack) -> None:

@@ -250,26 +250,49 @@ def decimal_from_base64(b64: Column, precision: int, scale: int) -> Column:
     return b64
 
 
+def _object(node: Any, what: str) -> dict[str, Any]:
+    """`node` if it is a JSON object. A schema is the record's own text: any other shape is an
+    UnsupportedSchema (the group is dead-lettered), never an AttributeError failing the batch."""
+    if not isinstance(node, dict):
+        raise UnsupportedSchema(f"{what} is not a JSON object: {str(node)[:80]}")
+    return node
+
+
+def _list(node: Any, what: str) -> list[Any]:
+    if node is None:
+        return []
+    if not isinstance(node, list):
+        raise UnsupportedSchema(f"{what} is not a JSON array: {str(node)[:80]}")
+    return node
+
+
 def _parameters(field: dict[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (field.get("parameters") or {}).items()}
+    return {str(k): str(v) for k, v in _object(field.get("parameters") or {}, "schema parameters").items()}
 
 
 def column_spec(field: dict[str, Any]) -> ColumnSpec:
     """Map one Connect field schema (a dict from the event's `schema`) to a ColumnSpec."""
+    field = _object(field, "field schema")
     return replace(_column_spec(field), default=field.get("default"))
 
 
 def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     name = field.get("field")
-    if not name:
-        raise UnsupportedSchema(f"field schema without a name: {field}")
+    if not name or not isinstance(name, str):
+        raise UnsupportedSchema(f"field schema without a name: {str(field)[:80]}")
     ctype = field.get("type")
+    if not isinstance(ctype, str):
+        raise UnsupportedSchema(f"column {name!r}: Connect type {str(ctype)[:40]!r} is not a name")
     logical = field.get("name")
+    logical = logical if isinstance(logical, str) else None  # not a logical name: the physical type decides
     params = _parameters(field)
 
     if logical == DECIMAL:
         scale = int(params.get("scale", "0"))
         precision = int(params.get("connect.decimal.precision", "38"))
+        if scale < 0:
+            # PostgreSQL 15's numeric(p, -s): no Spark or Iceberg decimal has a negative scale.
+            raise UnsupportedSchema(f"column {name!r}: decimal scale {scale} is negative")
         if precision > MAX_DECIMAL_PRECISION or scale > MAX_DECIMAL_PRECISION:
             return ColumnSpec(
                 name,
@@ -335,18 +358,24 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
 
 def row_columns(envelope_schema: dict[str, Any]) -> list[ColumnSpec]:
     """Columns of the row image (`after`, else `before`) of a Debezium envelope schema."""
-    fields = {f.get("field"): f for f in envelope_schema.get("fields") or []}
+    envelope_fields = _list(_object(envelope_schema, "envelope schema").get("fields"), "envelope fields")
+    fields = {f.get("field"): f for f in envelope_fields if isinstance(f, dict) and isinstance(f.get("field"), str)}
     image = fields.get("after") or fields.get("before")
     if not image or image.get("type") != "struct" or not image.get("fields"):
         raise UnsupportedSchema("envelope schema has no before/after struct with fields")
-    return [column_spec(f) for f in image["fields"]]
+    return [column_spec(f) for f in _list(image["fields"], "row image fields")]
 
 
 def key_columns(key_schema: dict[str, Any] | None) -> list[str]:
     """Primary-key column names from the Kafka key's schema (one or more fields)."""
-    if not key_schema or key_schema.get("type") != "struct" or not key_schema.get("fields"):
+    if (
+        not key_schema
+        or not isinstance(key_schema, dict)
+        or key_schema.get("type") != "struct"
+        or not key_schema.get("fields")
+    ):
         raise UnsupportedSchema("the record key has no struct schema with fields (table without a primary key?)")
-    return [f["field"] for f in key_schema["fields"]]
+    return [column_spec(f).name for f in _list(key_schema["fields"], "key fields")]
 
 
 def inferred_column_spec(name: str, inferred: T.DataType) -> ColumnSpec:

@@ -93,14 +93,14 @@ class SchemaGroup:
             missing = [k for k in self.keys if k.lower() not in names]
             if missing:
                 raise UnsupportedSchema(f"key column(s) {missing} are not in the row schema")
+            _key_specs(self)  # decode_group maps the key's fields too: fail here, where it dead-letters
         except (UnsupportedSchema, ValueError, KeyError, TypeError) as e:
             self.error = f"unsupported schema: {e}"
 
 
 def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
     if group.key_schema is not None:
-        fields = json.loads(schema_json(group.key_schema))["fields"]
-        return [column_spec(f) for f in fields]
+        return [column_spec(f) for f in json.loads(schema_json(group.key_schema))["fields"]]
     by_name = {c.name.lower(): c for c in group.columns or []}
     return [by_name[k.lower()] for k in group.keys or []]
 

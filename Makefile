@@ -60,6 +60,11 @@ stack-down:       ## stop the local stack (data stays in .local/stack)
 stack-status:
 	@scripts/local-stack status
 
+.PHONY: fuzz
+fuzz: setup       ## the decoder's property and fuzz tests with a longer budget (FUZZ_EXAMPLES per property, FUZZ_BATCHES batches)
+	@FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) FUZZ_BATCHES=$(or $(FUZZ_BATCHES),20) $(PY) -m pytest -s -p no:randomly \
+	  --hypothesis-show-statistics tests/unit/test_decoder_properties.py tests/job/test_decoder_fuzz.py $(PYTEST_ARGS)
+
 .PHONY: bench
 bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: <2 min, BENCH_ARGS="--sections a --compare REV"
 	@scripts/bench $(if $(QUICK),--quick,) $(BENCH_ARGS)

@@ -121,6 +121,13 @@ class ColumnSpec:
         return hash((self.name, self.parse_type.simpleString(), self.spark_type.simpleString()))
 
 
+def _unbase64(b64: Column) -> Column:
+    """Base64 text -> bytes; null for text that is not base64. `unbase64` throws on it instead
+    (IllegalArgumentException), which fails the whole batch; a null here makes the record a
+    dead letter naming the column."""
+    return F.try_to_binary(b64, F.lit("base64"))
+
+
 def _epoch_us_to_ntz(us: Column) -> Column:
     # Arithmetic on TIMESTAMP_NTZ is independent of the session time zone, unlike a cast.
     # Decimal division: a double (what `/` on integers gives) loses microseconds beyond ~2255.
@@ -167,7 +174,7 @@ def _decimal_stages(precision: int, scale: int) -> Stages:
     """
 
     def to_hex(b64: Column) -> Column:
-        return F.hex(F.unbase64(b64))
+        return F.hex(_unbase64(b64))
 
     def to_unscaled(h: Column) -> Column:
         negative = F.substring(h, 1, 1) >= F.lit("8")
@@ -222,7 +229,7 @@ def wide_decimal_text(b64: Column, scale: Column) -> Column:
     The unscaled integer is turned into decimal digits by Scala's BigInt (a static JVM method
     called through `reflect`, still no Python on the hot path); two's-complement negatives via
     their bitwise NOT (|v| = NOT(v) + 1)."""
-    h = F.hex(F.unbase64(b64))
+    h = F.hex(_unbase64(b64))
     negative = F.substring(h, 1, 1) >= F.lit("8")
     inverted = F.translate(h, "0123456789ABCDEF", "FEDCBA9876543210")
     as_digits = F.when(
@@ -235,7 +242,7 @@ def _bits_to_big_endian(b64: Column, length: int | None) -> Column:
     """io.debezium.data.Bits carries the bit string little-endian (java.util.BitSet order), from
     PostgreSQL without its high zero bytes; the lake keeps the ceil(n/8) big-endian bytes a
     MySQL or PostgreSQL client shows for BIT(n)."""
-    pairs = F.regexp_extract_all(F.hex(F.unbase64(b64)), F.lit("(..)"), 1)
+    pairs = F.regexp_extract_all(F.hex(_unbase64(b64)), F.lit("(..)"), 1)
     hexed = F.array_join(F.reverse(pairs), "")
     if length:
         width = 2 * ((length + 7) // 8)
@@ -340,7 +347,7 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
             name, T.StringType(), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n),), logical
         )
     if ctype == "bytes":
-        return ColumnSpec(name, T.StringType(), T.BinaryType(), (F.unbase64,), logical)
+        return ColumnSpec(name, T.StringType(), T.BinaryType(), (_unbase64,), logical)
     if ctype == "string":
         src_type = params.get("__debezium.source.column.type", "").upper()
         if src_type in ("DECIMAL", "NUMERIC") and "__debezium.source.column.length" in params:

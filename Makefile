@@ -62,7 +62,7 @@ stack-status:
 
 .PHONY: fuzz
 fuzz: setup       ## the decoder's property and fuzz tests with a longer budget (FUZZ_EXAMPLES per property, FUZZ_BATCHES batches)
-	@FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) FUZZ_BATCHES=$(or $(FUZZ_BATCHES),20) $(PY) -m pytest -s -p no:randomly \
+	@FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) FUZZ_BATCHES=$(or $(FUZZ_BATCHES),20) $(PY) -m pytest -s -p no:randomly --timeout 0 \
 	  --hypothesis-show-statistics tests/unit/test_decoder_properties.py tests/job/test_decoder_fuzz.py $(PYTEST_ARGS)
 
 .PHONY: bench

@@ -3,9 +3,10 @@
 SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
-# Two pytest workers: most of the suite waits on the stack, Spark or a subprocess, not on the CPU.
+# Three pytest workers, also on two cores: most of the suite waits on a stack, Spark or a subprocess,
+# not on the CPU.
 # Tests that share a stack or a module fixture stay in one worker (tests/conftest.py).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: setup setup-deploy test test-unit test-job test-stack lint lint-cfn format demo clean

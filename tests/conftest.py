@@ -53,7 +53,7 @@ def spark(warehouse: Path):
     session.stop()
 
 
-# Tests that share an expensive fixture run in one xdist worker (`make test` runs two), so each is
+# Tests that share an expensive fixture run in one xdist worker (`make test` runs three), so each is
 # built once: the pipeline stacks, the moto server, and any module-scoped fixture (grouped by its
 # file). xdist hands out the biggest groups first; the single tests fill in around them.
 _SHARED_FIXTURES = {("tests/stack", "stack"), ("tests/stack", "pg_stack"), ("tests/glue_catalog", "moto_endpoint")}

@@ -11,7 +11,6 @@ decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -20,6 +19,8 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
@@ -187,7 +188,7 @@ def run(keep: bool, source: str | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/demo", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="scripts/demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="leave the stack and the job running")
     parser.add_argument(
         "--source",

@@ -23,6 +23,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+import cli
 import local_stack as stack
 
 COMPONENT = "job"
@@ -141,7 +142,7 @@ def status(s: stack.Settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/local-job", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="scripts/local-job", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cli
 from connector_config import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1088,7 +1089,7 @@ def cmd_sql(s: Settings, file: str | None, statement: str | None, database: str)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/local-stack", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="scripts/local-stack", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

@@ -23,7 +23,6 @@ when they are the same value. `compare_rows` is the whole comparison, on rows al
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -35,6 +34,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import cli
 import duckdb
 import lake
 import local_job
@@ -408,7 +408,7 @@ def _postgres_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="scripts/apply-sql" if apply_sql else "scripts/reconcile", description=__doc__.split("\n\n")[0]
     )
     if apply_sql:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -15,22 +14,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import faults
 from .batch import BatchProcessor
+from .logs import configure_logging
 from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
-from .settings import ArgumentError, Settings, build_settings, parse_argv
+from .settings import ARGS, ArgumentError, Settings, build_settings, parse_job_argv
 from .sources import data_loss_advice, open_stream
 
 log = logging.getLogger("cdclake")
-
-
-def configure_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stdout,
-        force=True,
-    )
-    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None = None) -> None:
@@ -115,6 +105,14 @@ def _on_sigterm(action: Callable[[], None]) -> Any:
     return signal.signal(signal.SIGTERM, lambda _sig, _frame: action())
 
 
+def check_input_exists(settings: Settings) -> None:
+    """A local `--files_path` that does not exist is named before Spark starts (Spark's own
+    error is a traceback); an S3 prefix is left to Spark, which can list it."""
+    path = settings.files_path
+    if settings.source == "files" and "://" not in path and not os.path.isdir(path):
+        raise ArgumentError(f"--files_path {path} is not a directory: give the folder of the JSON-lines files")
+
+
 def main(
     argv: list[str],
     session_factory: Callable[[Settings], SparkSession] | None = None,
@@ -123,7 +121,8 @@ def main(
     """Parse arguments, build the session, run. Returns the process exit code."""
     configure_logging()
     try:
-        settings = build_settings(raw_args if raw_args is not None else parse_argv(argv))
+        settings = build_settings(raw_args if raw_args is not None else parse_job_argv(argv, ARGS))
+        check_input_exists(settings)
         crash = faults.from_env(os.environ)
     except (ArgumentError, ValueError) as e:
         log.error("invalid job arguments: %s", e)
@@ -135,4 +134,4 @@ def main(
     return 0
 
 
-__all__ = ["catalog_conf", "main", "run_stream"]
+__all__ = ["catalog_conf", "configure_logging", "main", "run_stream"]

@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from .job import configure_logging
+from .logs import configure_logging
 from .maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
 from .session import local_session
 from .settings import (
-    _BOOL,
     CATALOG_TYPES,
     MAINTENANCE_JOB_ARGS,
     ArgumentError,
     Settings,
     build_policy,
-    parse_argv,
+    parse_bool,
+    parse_job_argv,
 )
 
 log = logging.getLogger("cdclake")
@@ -58,9 +58,7 @@ def build_job_settings(raw: dict[str, str]) -> MaintenanceJobSettings:
         raise ArgumentError("--warehouse is required")
     if v["catalog_type"] not in CATALOG_TYPES:
         raise ArgumentError(f"--catalog_type must be one of {', '.join(CATALOG_TYPES)}; got {v['catalog_type']!r}")
-    force = _BOOL.get(v["force"].lower())
-    if force is None:
-        raise ArgumentError(f"--force must be true or false, got {v['force']!r}")
+    force = parse_bool("force", v["force"])
     tables = tuple(t.strip() for t in v["tables"].split(",") if t.strip())
     for t in tables:
         if not t.replace("_", "").isalnum():
@@ -120,7 +118,7 @@ def main(
 ) -> int:
     configure_logging()
     try:
-        js = build_job_settings(raw_args if raw_args is not None else parse_argv(argv))
+        js = build_job_settings(raw_args if raw_args is not None else parse_job_argv(argv, JOB_ARGS))
     except ArgumentError as e:
         log.error("invalid job arguments: %s", e)
         return 2

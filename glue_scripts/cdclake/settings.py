@@ -6,6 +6,7 @@ test checks that the two agree.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field, fields
 
@@ -164,7 +165,13 @@ MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
     *(Arg(a.name, "true", a.help) if a.name == "maintenance_remove_orphans" else a for a in POLICY_ARGS),
 )
 
-_BOOL = {"true": True, "false": False}
+_BOOLS = {"true": True, "false": False}
+
+# Glue passes its own arguments to the script with the job's (README: Deploying): `--JOB_ID`,
+# `--JOB_RUN_ID`, `--JOB_NAME`, `--TempDir`, and the hyphenated special parameters
+# (`--job-bookmark-option`, `--enable-*`, `--extra-*`, ...). The job's own names are lower-case
+# snake_case, so a name with a hyphen or a capital letter is Glue's; these few are Glue's too.
+GLUE_PLAIN_NAMES = frozenset({"conf", "class", "security_configuration"})
 
 
 @dataclass(frozen=True)
@@ -231,6 +238,53 @@ def parse_argv(argv: list[str]) -> dict[str, str]:
     return out
 
 
+def is_glue_argument(name: str) -> bool:
+    return "-" in name or name != name.lower() or name in GLUE_PLAIN_NAMES
+
+
+def check_known(raw: dict[str, str], args: tuple[Arg, ...]) -> None:
+    """A name that is neither the job's nor Glue's is a typo: name it and the closest valid one."""
+    names = [a.name for a in args]
+    for name in raw:
+        if name in names or is_glue_argument(name):
+            continue
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean --{close[0]}?" if close else "see --help for the arguments"
+        raise ArgumentError(f"unknown argument --{name}: {hint}")
+
+
+def parse_job_argv(argv: list[str], args: tuple[Arg, ...]) -> dict[str, str]:
+    """A local run's command line: `--name value` pairs, each the job's (`args`) or Glue's."""
+    raw = parse_argv(argv)
+    check_known(raw, args)
+    return raw
+
+
+def wants_help(argv: list[str]) -> bool:
+    return any(tok in ("-h", "--help") for tok in argv)
+
+
+def help_text(prog: str, summary: str, args: tuple[Arg, ...]) -> str:
+    """`--help`: every argument with its default and meaning, one per line."""
+    width = max(len(a.name) for a in args) + 2
+    lines = [f"usage: {prog} --name value ...", "", summary, "", "arguments (default in brackets):"]
+    for a in args:
+        default = f" [{a.default}]" if a.default else ""
+        lines.append(f"  --{a.name:<{width}}{a.help}{default}")
+    lines.append("")
+    lines.append(
+        "Glue's own arguments (--JOB_NAME, --TempDir, --enable-*, ...) are accepted. README.md has the details."
+    )
+    return "\n".join(lines)
+
+
+def parse_bool(name: str, value: str) -> bool:
+    b = _BOOLS.get(value.lower())
+    if b is None:
+        raise ArgumentError(f"--{name} must be true or false, got {value!r}")
+    return b
+
+
 def _int(name: str, value: str, minimum: int) -> int:
     try:
         n = int(value)
@@ -274,9 +328,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
         raise ArgumentError(
             "--raw_zone_path must differ from --files_path (a rebuild would archive into its own input)"
         )
-    run_once = _BOOL.get(v["run_once"].lower())
-    if run_once is None:
-        raise ArgumentError(f"--run_once must be true or false, got {v['run_once']!r}")
+    run_once = parse_bool("run_once", v["run_once"])
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v["namespace"]):
         raise ArgumentError(f"--namespace must be a plain identifier, got {v['namespace']!r}")
     try:
@@ -325,11 +377,7 @@ def build_policy(v: dict[str, str]) -> MaintenancePolicy:
     def n(name: str, minimum: int) -> int:
         return _int(f"maintenance_{name}", v[f"maintenance_{name}"], minimum)
 
-    remove_orphans = _BOOL.get(v["maintenance_remove_orphans"].lower())
-    if remove_orphans is None:
-        raise ArgumentError(
-            f"--maintenance_remove_orphans must be true or false, got {v['maintenance_remove_orphans']!r}"
-        )
+    remove_orphans = parse_bool("maintenance_remove_orphans", v["maintenance_remove_orphans"])
     policy = MaintenancePolicy(
         target_file_size_mb=n("target_file_size_mb", 1),
         min_input_files=n("min_input_files", 2),

@@ -3,7 +3,6 @@ tables and write them as Markdown (see docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import platform
@@ -14,6 +13,8 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+
+import cli
 
 from .config import Config, make_config
 from .measure import RssSampler, mib
@@ -65,7 +66,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    ap = cli.Parser(prog="scripts/bench", description=__doc__)
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -102,10 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     known = ("mor", "cow", "baseline", "append", "job-append")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
-    sys.path.insert(0, str(args.glue_scripts.resolve()))
-    os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     chosen = args.sections or ("a,b" if args.quick else "a,b,c")
     sections = {s.strip() for s in chosen.split(",") if s.strip()}
+    if not sections or sections - {"a", "b", "c"}:
+        ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c")
+    sys.path.insert(0, str(args.glue_scripts.resolve()))
+    os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("cdclake").setLevel(logging.WARNING)  # one line per batch is too much here
     logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -11,13 +11,14 @@ S3 keys carry the content hash, so an unchanged artifact keeps its key and a red
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import cli
 
 from cdcdeploy import artifacts, templates
 
@@ -145,7 +146,7 @@ def build_artifacts(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/build-artifacts", description=__doc__.split("\n")[0])
+    parser = cli.Parser(prog="scripts/build-artifacts", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default build/)")
     parser.add_argument(
         "--templates-only", action="store_true", help="render the templates and the Lambda zip only (for linting)"

@@ -8,7 +8,6 @@ Glue streaming job unless a run is already active.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import cli
 from botocore.exceptions import ClientError
 
 from cdcdeploy import artifacts, build, templates
@@ -224,7 +224,7 @@ def check_topic_pattern(parameters: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/deploy", description=__doc__.split("\n")[0])
+    parser = cli.Parser(prog="scripts/deploy", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
     parser.add_argument(
         "--region",

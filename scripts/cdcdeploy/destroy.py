@@ -7,13 +7,13 @@ refilled log bucket is emptied and retried.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from typing import Any
 
 import boto3
+import cli
 from botocore.exceptions import ClientError, WaiterError
 
 from cdcdeploy.deploy import active_runs, stack_outputs
@@ -93,7 +93,7 @@ def destroy_stack(session: Any, stack_name: str, bucket_outputs: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/destroy", description=__doc__.split("\n")[0])
+    parser = cli.Parser(prog="scripts/destroy", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-name", default="cdc-lake")
     parser.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
     parser.add_argument("--profile")

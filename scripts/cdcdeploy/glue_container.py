@@ -15,13 +15,14 @@ An absolute path must lie inside the repository; it is rewritten to its place in
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import cli
 
 from cdcdeploy import artifacts
 
@@ -48,20 +49,17 @@ def in_container(path: Path) -> str:
 def job_arguments(job: str, argv: list[str]) -> list[str]:
     """The job's `--name value` arguments, checked the way the job checks them, absolute paths mapped."""
     from cdclake.settings import (  # type: ignore[import-not-found]
+        ARGS,
         MAINTENANCE_JOB_ARGS,
         ArgumentError,
         build_settings,
-        parse_argv,
+        parse_job_argv,
     )
 
     try:
-        raw = parse_argv(argv)
+        raw = parse_job_argv(argv, ARGS if job == "streaming" else MAINTENANCE_JOB_ARGS)
         if job == "streaming":
             build_settings(raw)
-        else:
-            unknown = sorted(set(raw) - {a.name for a in MAINTENANCE_JOB_ARGS})
-            if unknown:
-                raise ArgumentError(f"not arguments of the maintenance job: {', '.join('--' + u for u in unknown)}")
     except ArgumentError as e:
         raise UsageError(str(e)) from None
     for glue_arg in ("JOB_NAME", "JOB_RUN_ID"):
@@ -105,7 +103,7 @@ def docker_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="scripts/glue-container",
         description=__doc__.split("\n")[0],
         usage="%(prog)s [--dry-run] [--profile P] [--job streaming|maintenance] [--image I] -- JOB_ARGUMENTS...",
@@ -122,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("no job arguments: give those of a local run after --, e.g. -- --source files ...")
         job_args = job_arguments(args.job, rest)
     except UsageError as e:
-        parser.print_usage(sys.stderr)
-        print(f"scripts/glue-container: error: {e}", file=sys.stderr)
-        return 2
+        parser.error(str(e))
     cmd = docker_command(args.job, job_args, prepare(args.job), args.profile, args.image)
     if args.dry_run:
         print(shlex.join(cmd))

@@ -10,13 +10,13 @@ idempotent: a change older than what the lake holds is ignored by the MERGE's po
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from typing import Any
 
 import boto3
+import cli
 
 from cdcdeploy.deploy import stack_outputs, start_job_if_idle
 from cdcdeploy.destroy import stop_job
@@ -89,7 +89,7 @@ def replay(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/replay", description=__doc__.split("\n")[0])
+    parser = cli.Parser(prog="scripts/replay", description=__doc__.split("\n")[0])
     parser.add_argument(
         "files_path", help="s3://<lake bucket>/dead-letters/... or s3://<lake bucket>/raw/... to replay"
     )

@@ -73,7 +73,7 @@ def test_wrong_arguments_exit_2_with_the_reason() -> None:
         ),
         ("--", *LOCAL_RUN, "--warehouse", "/elsewhere/wh"): "--warehouse /elsewhere/wh: outside the repository",
         ("--", *LOCAL_RUN, "--JOB_RUN_ID", "x"): "--JOB_RUN_ID is set by scripts/glue-container",
-        ("--job", "maintenance", "--", "--kafka_topics", "t"): "not arguments of the maintenance job: --kafka_topics",
+        ("--job", "maintenance", "--", "--kafka_topics", "t"): "unknown argument --kafka_topics",
         ("--", "source", "files"): "arguments are `--name value` pairs",
     }
     for args, message in cases.items():

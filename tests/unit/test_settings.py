@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cdclake.settings import ARGS, ArgumentError, build_settings, parse_argv
+from cdclake.settings import ARGS, ArgumentError, build_settings, parse_argv, parse_job_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = {"warehouse": "/w", "checkpoint_location": "/c", "dead_letter_path": "/d"}
@@ -69,3 +69,16 @@ def test_readme_documents_every_job_argument_with_its_default():
         assert row, f"README.md has no row for --{a.name}"
         documented = row.group(1).strip().strip("`")
         assert documented == (a.default if a.default else "—"), f"--{a.name}: README says {documented!r}"
+
+
+def test_unknown_argument_is_named_with_the_closest_valid_name():
+    with pytest.raises(ArgumentError, match=re.escape("unknown argument --sourc: did you mean --source?")):
+        parse_job_argv(["--sourc", "files"], ARGS)
+
+
+@pytest.mark.parametrize(
+    "glue_argument",
+    ["--JOB_ID", "--JOB_NAME", "--JOB_RUN_ID", "--TempDir", "--job-bookmark-option", "--enable-metrics", "--conf"],
+)
+def test_glue_own_arguments_are_accepted_on_a_local_command_line(glue_argument):
+    assert parse_job_argv([glue_argument, "x", "--source", "files"], ARGS)["source"] == "files"

@@ -23,12 +23,12 @@ from .logs import configure_logging
 from .maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
 from .session import local_session
 from .settings import (
-    CATALOG_TYPES,
+    MAINTENANCE_CATALOG_ARGS,
     MAINTENANCE_JOB_ARGS,
+    POLICY_NAMES,
     ArgumentError,
     Settings,
     build_policy,
-    parse_bool,
     parse_job_argv,
 )
 
@@ -52,31 +52,18 @@ class MaintenanceJobSettings:
 
 
 def build_job_settings(raw: dict[str, str]) -> MaintenanceJobSettings:
-    known = {a.name for a in JOB_ARGS}
-    v = {a.name: raw.get(a.name, a.default or "") for a in JOB_ARGS}
+    v = {a.name: a.value(raw) for a in JOB_ARGS if a.name not in POLICY_NAMES}
     if not v["warehouse"]:
         raise ArgumentError("--warehouse is required")
-    if v["catalog_type"] not in CATALOG_TYPES:
-        raise ArgumentError(f"--catalog_type must be one of {', '.join(CATALOG_TYPES)}; got {v['catalog_type']!r}")
-    force = parse_bool("force", v["force"])
-    tables = tuple(t.strip() for t in v["tables"].split(",") if t.strip())
-    for t in tables:
-        if not t.replace("_", "").isalnum():
-            raise ArgumentError(f"--tables takes plain table names of the namespace, got {t!r}")
-    policy = build_policy(v)
+    policy = build_policy(raw, tuple(a for a in JOB_ARGS if a.name in POLICY_NAMES))
     if policy.snapshot_retention_minutes < MIN_CONCURRENT_RETENTION_MINUTES:
         raise ArgumentError(
             f"--maintenance_snapshot_retention_minutes must be >= {MIN_CONCURRENT_RETENTION_MINUTES} in the "
             "maintenance job: it runs beside the streaming job, whose MERGE may still read a younger snapshot"
         )
-    catalog = Settings(
-        catalog_name=v["catalog_name"],
-        catalog_type=v["catalog_type"],
-        warehouse=v["warehouse"],
-        namespace=v["namespace"],
-    )
-    extra = {k: val for k, val in raw.items() if k not in known}
-    return MaintenanceJobSettings(catalog, tables, force, policy, extra)
+    catalog = Settings(**{name: v[name] for name in MAINTENANCE_CATALOG_ARGS})
+    extra = {k: val for k, val in raw.items() if k not in {a.name for a in JOB_ARGS}}
+    return MaintenanceJobSettings(catalog, v["tables"], v["force"], policy, extra)
 
 
 def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from .maintenance import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 
@@ -24,54 +26,158 @@ class ArgumentError(ValueError):
     """A job argument is missing or invalid. The message says which one and what is allowed."""
 
 
+# A value parser: (argument name, raw text) -> the typed value; raises ArgumentError naming the argument.
+Parse = Callable[[str, str], Any]
+
+_BOOLS = {"true": True, "false": False}
+
+
+def text(name: str, value: str) -> str:
+    return value
+
+
+def parse_bool(name: str, value: str) -> bool:
+    b = _BOOLS.get(value.lower())
+    if b is None:
+        raise ArgumentError(f"--{name} must be true or false, got {value!r}")
+    return b
+
+
+def integer(minimum: int) -> Parse:
+    def parse(name: str, value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise ArgumentError(f"--{name} must be an integer, got {value!r}") from None
+        if n < minimum:
+            raise ArgumentError(f"--{name} must be >= {minimum}, got {n}")
+        return n
+
+    return parse
+
+
+def choice(allowed: tuple[str, ...]) -> Parse:
+    def parse(name: str, value: str) -> str:
+        if value not in allowed:
+            raise ArgumentError(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
+        return value
+
+    return parse
+
+
+def topics(name: str, value: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in value.split(",") if t.strip())
+
+
+def table_names(name: str, value: str) -> tuple[str, ...]:
+    names = topics(name, value)
+    for t in names:
+        if not t.replace("_", "").isalnum():
+            raise ArgumentError(f"--{name} takes plain table names of the namespace, got {t!r}")
+    return names
+
+
+def identifier(name: str, value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise ArgumentError(f"--{name} must be a plain identifier, got {value!r}")
+    return value
+
+
+def name_template(name: str, value: str) -> str:
+    try:
+        value.format(db="d", table="t")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ArgumentError(f"--{name} may use only {{db}} and {{table}}: {value!r} ({e})") from None
+    return value
+
+
 @dataclass(frozen=True)
 class Arg:
     name: str
     default: str | None
     help: str
+    parse: Parse = text
+
+    def value(self, raw: dict[str, str]) -> Any:
+        """This argument's typed value: the one given in `raw`, else the default."""
+        return self.parse(self.name, raw.get(self.name, self.default or ""))
 
 
-# name, default (None = required in some mode, checked in validate()), help
+# name, default as the command line gives it ("" for a required path: build_settings checks), help, parser
 ARGS: tuple[Arg, ...] = (
-    Arg("source", "kafka", "Where events come from: `kafka` (MSK / any Kafka) or `files` (JSON lines)."),
+    Arg(
+        "source",
+        "kafka",
+        "Where events come from: `kafka` (MSK / any Kafka) or `files` (JSON lines).",
+        parse=choice(SOURCES),
+    ),
     Arg("kafka_bootstrap_servers", "", "Kafka bootstrap servers (host:port,...). Required for `kafka`."),
-    Arg("kafka_topics", "", "Comma-separated topics to read. Use this or `kafka_topic_pattern`."),
+    Arg("kafka_topics", "", "Comma-separated topics to read. Use this or `kafka_topic_pattern`.", parse=topics),
     Arg("kafka_topic_pattern", "", "Java regex of topics to read, e.g. `salesdb\\.salesdb\\..*`."),
-    Arg("kafka_auth", "iam", "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker)."),
-    Arg("starting_offsets", "earliest", "`earliest` or `latest`; used only when no checkpoint exists."),
-    Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch."),
+    Arg(
+        "kafka_auth",
+        "iam",
+        "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker).",
+        parse=choice(("iam", "none")),
+    ),
+    Arg(
+        "starting_offsets",
+        "earliest",
+        "`earliest` or `latest`; used only when no checkpoint exists.",
+        parse=choice(("earliest", "latest")),
+    ),
+    Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch.", parse=integer(1)),
     Arg("files_path", "", "Directory or S3 prefix of JSON-lines files. Required for `files`."),
-    Arg("max_files_per_trigger", "100", "Upper bound of new files per micro-batch (`files`)."),
+    Arg("max_files_per_trigger", "100", "Upper bound of new files per micro-batch (`files`).", parse=integer(1)),
     Arg("catalog_name", "glue_catalog", "Spark catalog name the job's SQL uses (same on Glue and locally)."),
-    Arg("catalog_type", "glue", "`glue` (Glue Data Catalog + S3FileIO) or `hadoop` (local warehouse)."),
+    Arg(
+        "catalog_type",
+        "glue",
+        "`glue` (Glue Data Catalog + S3FileIO) or `hadoop` (local warehouse).",
+        parse=choice(CATALOG_TYPES),
+    ),
     Arg("warehouse", "", "Warehouse root, e.g. s3://bucket/warehouse or a local path. Required."),
-    Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables."),
-    Arg("table_name_template", "{db}_{table}", "Target table name from the source `{db}` and `{table}`."),
-    Arg("write_mode", "merge-on-read", "Row-level write mode of new tables: merge-on-read or copy-on-write."),
+    Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables.", parse=identifier),
+    Arg(
+        "table_name_template",
+        "{db}_{table}",
+        "Target table name from the source `{db}` and `{table}`.",
+        parse=name_template,
+    ),
+    Arg(
+        "write_mode",
+        "merge-on-read",
+        "Row-level write mode of new tables: merge-on-read or copy-on-write.",
+        parse=choice(WRITE_MODES),
+    ),
     Arg(
         "schema_change_policy",
         "evolve",
         "A column type change Iceberg cannot promote in place: `evolve` rewrites the table to the new type in "
         "one commit when every stored value converts exactly, else dead letters; `fail`: such a lossy change "
         "fails the batch; `dead_letter`: every such change goes to the dead letters.",
+        parse=choice(SCHEMA_CHANGE_POLICIES),
     ),
     Arg(
         "dropped_table_policy",
         "keep",
         "A table dropped at the source (MySQL DDL): `keep` keeps the lake table as it was and marks it with the "
         "table property `cdc.source-dropped`; `drop` drops the lake table.",
+        parse=choice(DROP_POLICIES),
     ),
     Arg(
         "dropped_column_policy",
         "keep",
         "A column dropped at the source (MySQL DDL): `keep` keeps the lake column (null for later changes); "
         "`drop` drops it from the lake table.",
+        parse=choice(DROP_POLICIES),
     ),
     Arg(
         "keyless_table_policy",
         "multiset",
         "A table without a primary key: `multiset` keeps exactly the source's rows, duplicates included (the "
         "whole row is its identity); `dead_letter` sends its changes to the dead letters.",
+        parse=choice(KEYLESS_POLICIES),
     ),
     Arg(
         "unavailable_value_placeholder",
@@ -87,85 +193,119 @@ ARGS: tuple[Arg, ...] = (
         "If set, every raw record is archived there in the `files` format before it is applied "
         "(rebuild or backfill a table from it with `--source files`).",
     ),
-    Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds."),
-    Arg("run_once", "false", "`true`: process what is available now, commit, exit 0."),
-    Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work."),
+    Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds.", parse=integer(0)),
+    Arg("run_once", "false", "`true`: process what is available now, commit, exit 0.", parse=parse_bool),
+    Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work.", parse=integer(1)),
     Arg(
         "maintenance_every_batches",
         "0",
         "Table maintenance (README: Maintenance) after every N micro-batches, between batches; `0`: not by count.",
+        parse=integer(0),
     ),
     Arg(
         "maintenance_interval_minutes",
         "60",
         "Table maintenance at most every N minutes, between batches; `0`: not by time (both `0`: never in the job).",
+        parse=integer(0),
     ),
 )
 
 # Limits and settings of table maintenance: the streaming job's and the maintenance job's (same
 # names and defaults in both, except `maintenance_remove_orphans`, see maintenance_job.py).
 POLICY_ARGS: tuple[Arg, ...] = (
-    Arg("maintenance_target_file_size_mb", "128", "Target size of compacted data files (`rewrite_data_files`)."),
-    Arg("maintenance_min_input_files", "5", "A file group is rewritten only if it has at least this many files."),
+    Arg(
+        "maintenance_target_file_size_mb",
+        "128",
+        "Target size of compacted data files (`rewrite_data_files`).",
+        parse=integer(1),
+    ),
+    Arg(
+        "maintenance_min_input_files",
+        "5",
+        "A file group is rewritten only if it has at least this many files.",
+        parse=integer(2),
+    ),
     Arg(
         "maintenance_max_small_files",
         "50",
         "Compaction is due when a table has more data files smaller than 75% of the target size.",
+        parse=integer(1),
     ),
     Arg(
         "maintenance_max_delete_files",
         "20",
         "Compaction and a delete-file rewrite are due when a table has more live delete files than this.",
+        parse=integer(1),
     ),
     Arg(
         "maintenance_delete_file_threshold",
         "5",
         "Compaction also rewrites any data file with at least this many delete files (applying them).",
+        parse=integer(1),
     ),
-    Arg("maintenance_max_snapshots", "200", "Snapshot expiry is due when a table has more snapshots than this."),
+    Arg(
+        "maintenance_max_snapshots",
+        "200",
+        "Snapshot expiry is due when a table has more snapshots than this.",
+        parse=integer(2),
+    ),
     Arg(
         "maintenance_snapshot_retention_minutes",
         "120",
         "Expiry keeps snapshots younger than this (time travel, queries in flight); also due when the oldest "
         "snapshot is twice as old.",
+        parse=integer(0),
     ),
-    Arg("maintenance_retain_last_snapshots", "10", "Expiry always keeps at least this many newest snapshots."),
+    Arg(
+        "maintenance_retain_last_snapshots",
+        "10",
+        "Expiry always keeps at least this many newest snapshots.",
+        parse=integer(1),
+    ),
     Arg(
         "maintenance_max_manifests",
         "100",
         "A manifest rewrite is due when the current snapshot has more manifests than this.",
+        parse=integer(2),
     ),
     Arg(
         "maintenance_remove_orphans",
         "false",
         "`true`: also delete files that no snapshot references (lists the table's whole location).",
+        parse=parse_bool,
     ),
     Arg(
         "maintenance_orphan_min_age_hours",
         "72",
         "Only orphan files older than this are deleted; at least 24 (a younger file may be part of a commit in flight).",
+        parse=integer(MIN_ORPHAN_AGE_HOURS),
     ),
     Arg(
         "maintenance_conflict_retries",
         "5",
         "Re-runs, with exponential backoff, of a maintenance procedure that lost a commit race to a concurrent writer.",
+        parse=integer(0),
     ),
 )
 ARGS = ARGS + POLICY_ARGS
+POLICY_NAMES = frozenset(a.name for a in POLICY_ARGS)
 
 # The scheduled maintenance job's arguments (glue_scripts/cdc_maintenance_job.py, README:
 # Maintenance): the streaming job's catalog arguments, its own two, and the shared limits.
 MAINTENANCE_CATALOG_ARGS = ("catalog_name", "catalog_type", "warehouse", "namespace")
 MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
     *(a for a in ARGS if a.name in MAINTENANCE_CATALOG_ARGS),
-    Arg("tables", "", "Comma-separated table names in the namespace to maintain; empty: every table in it."),
-    Arg("force", "false", "`true`: run every action whatever the table's health (a run by hand)."),
+    Arg(
+        "tables",
+        "",
+        "Comma-separated table names in the namespace to maintain; empty: every table in it.",
+        parse=table_names,
+    ),
+    Arg("force", "false", "`true`: run every action whatever the table's health (a run by hand).", parse=parse_bool),
     # Orphan files are what a scheduled job is for: listing a table's whole location is too slow
     # to do between micro-batches, so there it is on by default.
-    *(Arg(a.name, "true", a.help) if a.name == "maintenance_remove_orphans" else a for a in POLICY_ARGS),
+    *(replace(a, default="true") if a.name == "maintenance_remove_orphans" else a for a in POLICY_ARGS),
 )
-
-_BOOLS = {"true": True, "false": False}
 
 # Glue passes its own arguments to the script with the job's (README: Deploying): `--JOB_ID`,
 # `--JOB_RUN_ID`, `--JOB_NAME`, `--TempDir`, and the hyphenated special parameters
@@ -174,36 +314,42 @@ _BOOLS = {"true": True, "false": False}
 GLUE_PLAIN_NAMES = frozenset({"conf", "class", "security_configuration"})
 
 
+def _default(name: str) -> Any:
+    """A Settings field's default: its argument's default, parsed (stated once, in ARGS)."""
+    (arg,) = (a for a in ARGS if a.name == name)
+    return arg.value({})
+
+
 @dataclass(frozen=True)
 class Settings:
-    source: str = "kafka"
-    kafka_bootstrap_servers: str = ""
-    kafka_topics: tuple[str, ...] = ()
-    kafka_topic_pattern: str = ""
-    kafka_auth: str = "iam"
-    starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int = 100_000
-    files_path: str = ""
-    max_files_per_trigger: int = 100
-    catalog_name: str = "glue_catalog"
-    catalog_type: str = "glue"
-    warehouse: str = ""
-    namespace: str = "cdc"
-    table_name_template: str = "{db}_{table}"
-    write_mode: str = "merge-on-read"
-    schema_change_policy: str = "evolve"
-    dropped_table_policy: str = "keep"
-    dropped_column_policy: str = "keep"
-    keyless_table_policy: str = "multiset"
-    unavailable_value_placeholder: str = "__debezium_unavailable_value"
-    checkpoint_location: str = ""
-    dead_letter_path: str = ""
-    raw_zone_path: str = ""
-    trigger_interval_seconds: int = 10
-    run_once: bool = False
-    shuffle_partitions: int = 8
-    maintenance_every_batches: int = 0
-    maintenance_interval_minutes: int = 60
+    source: str = _default("source")
+    kafka_bootstrap_servers: str = _default("kafka_bootstrap_servers")
+    kafka_topics: tuple[str, ...] = _default("kafka_topics")
+    kafka_topic_pattern: str = _default("kafka_topic_pattern")
+    kafka_auth: str = _default("kafka_auth")
+    starting_offsets: str = _default("starting_offsets")
+    max_offsets_per_trigger: int = _default("max_offsets_per_trigger")
+    files_path: str = _default("files_path")
+    max_files_per_trigger: int = _default("max_files_per_trigger")
+    catalog_name: str = _default("catalog_name")
+    catalog_type: str = _default("catalog_type")
+    warehouse: str = _default("warehouse")
+    namespace: str = _default("namespace")
+    table_name_template: str = _default("table_name_template")
+    write_mode: str = _default("write_mode")
+    schema_change_policy: str = _default("schema_change_policy")
+    dropped_table_policy: str = _default("dropped_table_policy")
+    dropped_column_policy: str = _default("dropped_column_policy")
+    keyless_table_policy: str = _default("keyless_table_policy")
+    unavailable_value_placeholder: str = _default("unavailable_value_placeholder")
+    checkpoint_location: str = _default("checkpoint_location")
+    dead_letter_path: str = _default("dead_letter_path")
+    raw_zone_path: str = _default("raw_zone_path")
+    trigger_interval_seconds: int = _default("trigger_interval_seconds")
+    run_once: bool = _default("run_once")
+    shuffle_partitions: int = _default("shuffle_partitions")
+    maintenance_every_batches: int = _default("maintenance_every_batches")
+    maintenance_interval_minutes: int = _default("maintenance_interval_minutes")
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -278,120 +424,41 @@ def help_text(prog: str, summary: str, args: tuple[Arg, ...]) -> str:
     return "\n".join(lines)
 
 
-def parse_bool(name: str, value: str) -> bool:
-    b = _BOOLS.get(value.lower())
-    if b is None:
-        raise ArgumentError(f"--{name} must be true or false, got {value!r}")
-    return b
-
-
-def _int(name: str, value: str, minimum: int) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ArgumentError(f"--{name} must be an integer, got {value!r}") from None
-    if n < minimum:
-        raise ArgumentError(f"--{name} must be >= {minimum}, got {n}")
-    return n
-
-
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ArgumentError(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
-
-
 def build_settings(raw: dict[str, str]) -> Settings:
     """Validate raw arguments (from parse_argv or awsglue's getResolvedOptions) into Settings."""
     known = {a.name for a in ARGS}
-    v = {a.name: raw.get(a.name, a.default or "") for a in ARGS}
+    v = {a.name: a.value(raw) for a in ARGS if a.name not in POLICY_NAMES}
+    _check_source(v)
+    for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
+        if not v[name]:
+            raise ArgumentError(f"--{name} is required")
+    if v["raw_zone_path"] and v["source"] == "files" and v["raw_zone_path"].rstrip("/") == v["files_path"].rstrip("/"):
+        raise ArgumentError(
+            "--raw_zone_path must differ from --files_path (a rebuild would archive into its own input)"
+        )
     extra = {k: val for k, val in raw.items() if k not in known}
+    return Settings(**v, maintenance=build_policy(raw), extra=extra)
 
-    source = _choice("source", v["source"], SOURCES)
-    topics = tuple(t.strip() for t in v["kafka_topics"].split(",") if t.strip())
-    if source == "kafka":
+
+def _check_source(v: dict[str, Any]) -> None:
+    """What the chosen --source needs."""
+    if v["source"] == "kafka":
         if not v["kafka_bootstrap_servers"]:
             raise ArgumentError("--kafka_bootstrap_servers is required with --source kafka")
-        if bool(topics) == bool(v["kafka_topic_pattern"]):
+        if bool(v["kafka_topics"]) == bool(v["kafka_topic_pattern"]):
             raise ArgumentError("give exactly one of --kafka_topics or --kafka_topic_pattern")
         if v["kafka_topic_pattern"]:
             try:
                 re.compile(v["kafka_topic_pattern"])
             except re.error as e:
                 raise ArgumentError(f"--kafka_topic_pattern is not a valid regex: {e}") from None
-    if source == "files" and not v["files_path"]:
+    if v["source"] == "files" and not v["files_path"]:
         raise ArgumentError("--files_path is required with --source files")
-    for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
-        if not v[name]:
-            raise ArgumentError(f"--{name} is required")
-    if v["raw_zone_path"] and source == "files" and v["raw_zone_path"].rstrip("/") == v["files_path"].rstrip("/"):
-        raise ArgumentError(
-            "--raw_zone_path must differ from --files_path (a rebuild would archive into its own input)"
-        )
-    run_once = parse_bool("run_once", v["run_once"])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v["namespace"]):
-        raise ArgumentError(f"--namespace must be a plain identifier, got {v['namespace']!r}")
-    try:
-        v["table_name_template"].format(db="d", table="t")
-    except (KeyError, IndexError, ValueError) as e:
-        raise ArgumentError(
-            f"--table_name_template may use only {{db}} and {{table}}: {v['table_name_template']!r} ({e})"
-        ) from None
-    return Settings(
-        source=source,
-        kafka_bootstrap_servers=v["kafka_bootstrap_servers"],
-        kafka_topics=topics,
-        kafka_topic_pattern=v["kafka_topic_pattern"],
-        kafka_auth=_choice("kafka_auth", v["kafka_auth"], ("iam", "none")),
-        starting_offsets=_choice("starting_offsets", v["starting_offsets"], ("earliest", "latest")),
-        max_offsets_per_trigger=_int("max_offsets_per_trigger", v["max_offsets_per_trigger"], 1),
-        files_path=v["files_path"],
-        max_files_per_trigger=_int("max_files_per_trigger", v["max_files_per_trigger"], 1),
-        catalog_name=v["catalog_name"],
-        catalog_type=_choice("catalog_type", v["catalog_type"], CATALOG_TYPES),
-        warehouse=v["warehouse"],
-        namespace=v["namespace"],
-        table_name_template=v["table_name_template"],
-        write_mode=_choice("write_mode", v["write_mode"], WRITE_MODES),
-        schema_change_policy=_choice("schema_change_policy", v["schema_change_policy"], SCHEMA_CHANGE_POLICIES),
-        dropped_table_policy=_choice("dropped_table_policy", v["dropped_table_policy"], DROP_POLICIES),
-        dropped_column_policy=_choice("dropped_column_policy", v["dropped_column_policy"], DROP_POLICIES),
-        keyless_table_policy=_choice("keyless_table_policy", v["keyless_table_policy"], KEYLESS_POLICIES),
-        unavailable_value_placeholder=v["unavailable_value_placeholder"],
-        checkpoint_location=v["checkpoint_location"],
-        dead_letter_path=v["dead_letter_path"],
-        raw_zone_path=v["raw_zone_path"],
-        trigger_interval_seconds=_int("trigger_interval_seconds", v["trigger_interval_seconds"], 0),
-        run_once=run_once,
-        shuffle_partitions=_int("shuffle_partitions", v["shuffle_partitions"], 1),
-        maintenance_every_batches=_int("maintenance_every_batches", v["maintenance_every_batches"], 0),
-        maintenance_interval_minutes=_int("maintenance_interval_minutes", v["maintenance_interval_minutes"], 0),
-        maintenance=build_policy(v),
-        extra=extra,
-    )
 
 
-def build_policy(v: dict[str, str]) -> MaintenancePolicy:
-    """Validate the `maintenance_*` limits (raw values, defaults filled in) into a policy."""
-
-    def n(name: str, minimum: int) -> int:
-        return _int(f"maintenance_{name}", v[f"maintenance_{name}"], minimum)
-
-    remove_orphans = parse_bool("maintenance_remove_orphans", v["maintenance_remove_orphans"])
-    policy = MaintenancePolicy(
-        target_file_size_mb=n("target_file_size_mb", 1),
-        min_input_files=n("min_input_files", 2),
-        max_small_files=n("max_small_files", 1),
-        max_delete_files=n("max_delete_files", 1),
-        delete_file_threshold=n("delete_file_threshold", 1),
-        max_snapshots=n("max_snapshots", 2),
-        snapshot_retention_minutes=n("snapshot_retention_minutes", 0),
-        retain_last_snapshots=n("retain_last_snapshots", 1),
-        max_manifests=n("max_manifests", 2),
-        remove_orphans=remove_orphans,
-        orphan_min_age_hours=n("orphan_min_age_hours", MIN_ORPHAN_AGE_HOURS),
-        conflict_retries=n("conflict_retries", 0),
-    )
+def build_policy(raw: dict[str, str], args: tuple[Arg, ...] = POLICY_ARGS) -> MaintenancePolicy:
+    """Validate the `maintenance_*` limits (given, else the defaults of `args`) into a policy."""
+    policy = MaintenancePolicy(**{a.name.removeprefix("maintenance_"): a.value(raw) for a in args})
     if policy.retain_last_snapshots >= policy.max_snapshots:
         raise ArgumentError(
             "--maintenance_retain_last_snapshots must be below --maintenance_max_snapshots "

@@ -51,17 +51,7 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
         finally:
             in_batch.clear()
 
-    writer = (
-        open_stream(spark, settings)
-        .writeStream.queryName("cdc-iceberg")
-        .foreachBatch(each_batch)
-        .option("checkpointLocation", settings.checkpoint_location)
-    )
-    if settings.run_once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
-    query = writer.start()
+    query = _start_query(spark, settings, each_batch)
     log.info(
         "streaming from %s into %s.%s (checkpoint %s, %s)",
         settings.source,
@@ -84,6 +74,20 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _start_query(spark: SparkSession, settings: Settings, each_batch: Callable[[DataFrame, int], None]) -> Any:
+    writer = (
+        open_stream(spark, settings)
+        .writeStream.queryName("cdc-iceberg")
+        .foreachBatch(each_batch)
+        .option("checkpointLocation", settings.checkpoint_location)
+    )
+    if settings.run_once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+    return writer.start()
 
 
 def _await(query: Any, seconds: int) -> bool:

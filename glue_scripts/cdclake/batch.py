@@ -62,6 +62,7 @@ class TableReport:
     deletes: int = 0
     keys: int = 0
     dead: int = 0
+    dead_reasons: dict[str, int] = field(default_factory=dict)
     schema: str = ""
     truncated: bool = False
     source_dropped: str = ""  # what a DROP TABLE at the source did: "kept, marked" or "dropped"
@@ -94,6 +95,14 @@ class BatchReport:
     tables: list[TableReport] = field(default_factory=list)
     behind_seconds: float | None = None
     seconds: float = 0.0
+
+    def dead_letter_reasons(self) -> str:
+        """Every reason of the batch's dead letters with its count: the batch's own (records that
+        reach no table), then each table's, so the log says why without opening the files."""
+        parts = [f"{k} ({v})" for k, v in sorted(self.dead_reasons.items())]
+        for t in self.tables:
+            parts += [f"{t.table.split('.')[-1]}: {k} ({v})" for k, v in sorted(t.dead_reasons.items())]
+        return "; ".join(parts)
 
     def line(self) -> str:
         head = (
@@ -326,7 +335,7 @@ class BatchProcessor:
                 batch_id,
                 report.dead,
                 report.dead_letter_folder,
-                "; ".join(f"{k} ({v})" for k, v in sorted(report.dead_reasons.items())),
+                report.dead_letter_reasons(),
             )
         if newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - newest_source_ts)
@@ -379,6 +388,7 @@ class BatchProcessor:
                 log.error("table %s: %d event(s) rejected to dead letters: %s", ident, g.events, reason)
             dead.append(as_dead_letters(group_rows(batch.full, g), reason, batch_id))
             tr.dead += g.events
+            tr.dead_reasons[reason] = tr.dead_reasons.get(reason, 0) + g.events
 
         state = self._table_state(ident)
         # Renames and drops after an event was written, for events read after the statement.
@@ -488,7 +498,8 @@ class BatchProcessor:
         try:
             unavailable = placeholder_columns(plan.final, self.settings.unavailable_value_placeholder)
             counts = (
-                decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op")
+                # Grouped by the decode error too (null when decoded): the reasons come with the counts.
+                decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op", "_decode_error")
                 .agg(
                     F.count(F.lit(1)).alias("count"),
                     F.max(has_placeholder(unavailable, self.settings.unavailable_value_placeholder)).alias("_unavail"),
@@ -498,6 +509,9 @@ class BatchProcessor:
             bad = sum(r["count"] for r in counts if not r["ok"])
             if bad:
                 tr.dead += bad
+                for r in counts:
+                    if not r["ok"]:
+                        tr.dead_reasons[r["_decode_error"]] = tr.dead_reasons.get(r["_decode_error"], 0) + r["count"]
                 log.error("table %s: %d event(s) could not be decoded; sent to dead letters", ident, bad)
                 # Decoded again from the uncached records (they hold the key and value text). A
                 # local checkpoint makes them a leaf of the plan: without it the optimizer merges the

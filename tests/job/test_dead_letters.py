@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from cdc_events import Events, customer, load
 
 
-def test_malformed_records_go_to_dead_letters_with_reason_and_position(lake):
+def test_malformed_records_go_to_dead_letters_with_reason_and_position_and_the_batch_log_names_each_reason(
+    lake, caplog
+):
+    caplog.set_level(logging.WARNING, logger="cdclake")
     ev = Events()
     good = ev.record("c", {"id": 1}, customer(1))
     key = json.dumps(load("mariadb/c_insert.json")["key"])
@@ -37,6 +41,15 @@ def test_malformed_records_go_to_dead_letters_with_reason_and_position(lake):
         "could not decode column(s): created_at (io.debezium.time.ZonedTimestamp value does not fit timestamp)"
     )
     assert reasons[5] == "row image does not match its declared schema"
+    # The batch's warning line names every reason with its count, the tables' ones by table.
+    [line] = [r.getMessage() for r in caplog.records if "written to dead letters" in r.getMessage()]
+    assert line.endswith(
+        ": payload has no Debezium `op` field (1); value is not a JSON object (1); "
+        "inventory_customers: could not decode column(s): created_at "
+        "(io.debezium.time.ZonedTimestamp value does not fit timestamp) (1); "
+        "inventory_customers: record has no JSON key (does the table have a primary key?) (1); "
+        "inventory_customers: row image does not match its declared schema (1)"
+    ), line
 
 
 def test_dead_letters_of_a_rerun_batch_are_not_duplicated(lake):

@@ -27,8 +27,8 @@ os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
 import lake  # noqa: E402
 import local_job  # noqa: E402
-import local_stack as stack  # noqa: E402
 import reconcile  # noqa: E402
+from localstack import commands, plumbing, sources  # noqa: E402
 
 SQL = ROOT / "sql"
 STEPS = 7
@@ -44,11 +44,11 @@ def check(results: list[reconcile.TableResult]) -> bool:
     return all(r.ok for r in results)
 
 
-def apply(s: stack.Settings, file: Path, wait: float = 120) -> bool:
+def apply(s: plumbing.Settings, file: Path, wait: float = 120) -> bool:
     t0 = time.monotonic()
-    stack.run_sql(s, file.read_text(), stack.DATABASE)
+    s.engine.run_sql(s, file.read_text(), plumbing.DATABASE)
     print(f"  ran {file.relative_to(ROOT)}; waiting for the lake to catch up ...", flush=True)
-    ok = check(reconcile.reconcile_until(s, None, stack.DATABASE, wait))
+    ok = check(reconcile.reconcile_until(s, None, plumbing.DATABASE, wait))
     print(f"  source and lake equal {time.monotonic() - t0:.1f}s after the SQL was sent" if ok else "  NOT equal")
     return ok
 
@@ -64,7 +64,7 @@ def show_table(con, location: Path, columns: str, order: str, limit: int = 8) ->
         print("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
 
 
-def latency_probe(s: stack.Settings, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
+def latency_probe(s: plumbing.Settings, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
     """Source commit -> visible in the lake, measured from outside: each probe UPDATE sets a unique
     `updated_at`; a reader polls the Iceberg table (DuckDB) until it sees that value."""
     sent: dict[str, float] = {}
@@ -89,11 +89,11 @@ def latency_probe(s: stack.Settings, con, location: Path, changes: int = 20, eve
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     base = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    ids = [int(x) for x in stack.run_sql(s, "SELECT cust_id FROM customer ORDER BY cust_id;", stack.DATABASE).split()]
+    ids = [int(x) for x in s.engine.run_sql(s, "SELECT cust_id FROM customer ORDER BY cust_id;", plumbing.DATABASE).split()]
     for i in range(changes):
         marker = base.replace(year=2030).isoformat(sep=" ") + f".{i + 1:06d}"
         cust_id = ids[i % len(ids)]
-        stack.run_sql(s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {cust_id};", stack.DATABASE)
+        s.engine.run_sql(s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {cust_id};", plumbing.DATABASE)
         sent[marker] = time.time()  # the UPDATE has committed when the client returns
         time.sleep(every)
     done.set()
@@ -106,29 +106,29 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def run(keep: bool, source: str | None = None) -> int:
-    s = stack.Settings.from_env(source)
+    s = sources.settings(source)
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
     # PostgreSQL: its own scenario files, and lake tables named by schema (public_customer).
     pg = s.source == "postgres"
-    sql_dir, prefix = (SQL / "postgres", "public") if pg else (SQL, stack.DATABASE)
+    sql_dir, prefix = (SQL / "postgres", "public") if pg else (SQL, plumbing.DATABASE)
     source_text = "PostgreSQL 15 (wal_level=logical, pgoutput)" if pg else "MariaDB (binlog ROW)"
 
     try:
         step(1, f"fresh local stack in {s.state}: {source_text} -> Kafka Connect + Debezium -> Apache Kafka")
-        with stack.state_lock(s):
-            stack.cmd_down(s, [])
+        with plumbing.state_lock(s):
+            commands.cmd_down(s, [])
         shutil.rmtree(s.state, ignore_errors=True)
-        with stack.state_lock(s):
-            stack.cmd_up(s, [sql_dir / "01_create_customer.sql"])
+        with plumbing.state_lock(s):
+            commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
         print("  " + " ".join(local_job.job_command(s, [])), flush=True)
         local_job.start(s, [])
 
         step(3, f"snapshot: salesdb.{'public.' if pg else ''}customer's 30 rows reach the Iceberg table")
-        ok &= check(reconcile.reconcile_until(s, None, stack.DATABASE, 120))
+        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120))
 
         step(4, "inserts, updates (one row twice in a transaction) and deletes: sql/02_changes.sql")
         ok &= apply(s, sql_dir / "02_changes.sql")
@@ -168,7 +168,7 @@ def run(keep: bool, source: str | None = None) -> int:
             ok = False
             print("  latency probe: no change became visible")
         print("  final reconciliation (row count + per-row checksum over all columns):")
-        ok &= check(reconcile.reconcile_until(s, None, stack.DATABASE, 120))
+        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120))
         print(
             f"\n[demo] {'PASS' if ok else 'FAIL'}: source and lake {'match' if ok else 'DIFFER'} "
             f"({time.monotonic() - t_start:.0f} s)"
@@ -180,9 +180,9 @@ def run(keep: bool, source: str | None = None) -> int:
                 "scripts/local-job logs | scripts/reconcile | scripts/apply-sql FILE"
             )
         else:
-            stack.stop(s, local_job.COMPONENT)
-            with stack.state_lock(s):
-                stack.cmd_down(s, [])
+            plumbing.stop(s, local_job.COMPONENT)
+            with plumbing.state_lock(s):
+                commands.cmd_down(s, [])
             print(f"[demo] stopped; the lake stays in {paths.warehouse} (make demo KEEP=1 leaves it running)")
     return 0 if ok else 1
 
@@ -192,13 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the stack and the job running")
     parser.add_argument(
         "--source",
-        choices=sorted(stack.SOURCES),
+        choices=sorted(sources.ENGINES),
         help="mysql (MariaDB, default) or postgres; default $CDC_STACK_SOURCE",
     )
     args = parser.parse_args(argv)
     try:
         return run(args.keep, args.source)
-    except stack.StackError as exc:
+    except plumbing.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cli
-import local_stack as stack
+from localstack import commands, plumbing, sources
 
 COMPONENT = "job"
 NAMESPACE = "cdc"
-SCRIPT = stack.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 
 
 @dataclass(frozen=True)
@@ -38,24 +38,21 @@ class LakePaths:
     dead_letters: Path
 
     @classmethod
-    def of(cls, s: stack.Settings) -> LakePaths:
+    def of(cls, s: plumbing.Settings) -> LakePaths:
         root = s.path("lake")
         return cls(root / "warehouse", root / "checkpoints" / "cdc-job", root / "dead-letters")
 
 
-def topic_pattern(s: stack.Settings) -> str:
-    """The stack source's change topics: <prefix>.<database>.<table> for MySQL, plus the connector's
+def topic_pattern(s: plumbing.Settings) -> str:
+    """The job's --kafka_topic_pattern, the source engine's JOB_TOPIC_PATTERN: the change topics
+    <prefix>.<database>.<table> for MySQL, plus the connector's
     schema-change topic <prefix> (its DDL carries column renames and dropped tables; the template's
     KafkaTopicPattern default is the same regex), and <prefix>.<schema>.<table> for PostgreSQL (no
     DDL in its events; its heartbeat topic stays outside)."""
-    if s.source == "postgres":
-        import local_stack_pg
-
-        return rf"{stack.TOPIC_PREFIX}\.{local_stack_pg.SCHEMA}\..*"
-    return rf"{stack.TOPIC_PREFIX}(\.{stack.DATABASE}\..*)?"
+    return s.engine.JOB_TOPIC_PATTERN
 
 
-def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
+def job_command(s: plumbing.Settings, extra: list[str]) -> list[str]:
     p = LakePaths.of(s)
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
     return [
@@ -76,38 +73,38 @@ def job_command(s: stack.Settings, extra: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def start(s: stack.Settings, extra: list[str]) -> int:
-    rec = stack.live_record(s, COMPONENT)
+def start(s: plumbing.Settings, extra: list[str]) -> int:
+    rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
-        stack.say(f"job: already running (pid {rec.pid})")
+        plumbing.say(f"job: already running (pid {rec.pid})")
         return 0
-    if not stack.tcp_open(s.ports["kafka"]):
-        raise stack.StackError(
+    if not plumbing.tcp_open(s.ports["kafka"]):
+        raise plumbing.StackError(
             f"the broker is not listening on 127.0.0.1:{s.ports['kafka']}: start the stack first (scripts/local-stack up)"
         )
     for d in (s.path("logs"), s.path("run")):
         d.mkdir(parents=True, exist_ok=True)
     env_python = s.local / "venv" / "bin" / "python"
     if not env_python.exists():
-        raise stack.StackError(f"no virtualenv at {env_python}: run make setup")
-    proc = stack.launch(s, COMPONENT, job_command(s, extra), port=0)
+        raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
+    proc = plumbing.launch(s, COMPONENT, job_command(s, extra), port=0)
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:
         if proc.poll() is not None:
             s.record(COMPONENT).unlink(missing_ok=True)
-            raise stack.StackError(
+            raise plumbing.StackError(
                 f"the job exited with code {proc.returncode}; last lines of {s.log(COMPONENT)}:\n"
-                + stack.log_tail(s, COMPONENT)
+                + plumbing.log_tail(s, COMPONENT)
             )
         if "streaming from kafka into" in _run_log(s):
-            stack.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
+            plumbing.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
             return 0
         time.sleep(0.3)
-    raise stack.StackError(f"the job did not start streaming within {s.timeout:.0f}s:\n{stack.log_tail(s, COMPONENT)}")
+    raise plumbing.StackError(f"the job did not start streaming within {s.timeout:.0f}s:\n{plumbing.log_tail(s, COMPONENT)}")
 
 
-def _run_log(s: stack.Settings) -> str:
+def _run_log(s: plumbing.Settings) -> str:
     """The job's log since its latest start."""
     try:
         text = s.log(COMPONENT).read_text(errors="replace")
@@ -116,22 +113,22 @@ def _run_log(s: stack.Settings) -> str:
     return text.rsplit(f"scripts/local-stack starts {COMPONENT}", 1)[-1]
 
 
-def kill(s: stack.Settings) -> int:
-    rec = stack.live_record(s, COMPONENT)
+def kill(s: plumbing.Settings) -> int:
+    rec = plumbing.live_record(s, COMPONENT)
     if rec is None:
-        stack.say("job: not running")
+        plumbing.say("job: not running")
         return 0
     with suppress(ProcessLookupError):
         os.kill(rec.pid, signal.SIGKILL)
     while rec.alive():
         time.sleep(0.05)
     s.record(COMPONENT).unlink(missing_ok=True)
-    stack.say(f"job: killed pid {rec.pid} (SIGKILL)")
+    plumbing.say(f"job: killed pid {rec.pid} (SIGKILL)")
     return 0
 
 
-def status(s: stack.Settings) -> int:
-    rec = stack.live_record(s, COMPONENT)
+def status(s: plumbing.Settings) -> int:
+    rec = plumbing.live_record(s, COMPONENT)
     if rec is None:
         print("job        stopped")
         return 3
@@ -147,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--source",
-        choices=sorted(stack.SOURCES),
+        choices=sorted(sources.ENGINES),
         help="whose topics the job reads: mysql (default) or postgres; default $CDC_STACK_SOURCE",
     )
     st = sub.add_parser("start", parents=[common], help="start the job in the background")
@@ -161,12 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     logs.add_argument("-f", "--follow", action="store_true")
     args = parser.parse_args(argv)
     try:
-        s = stack.Settings.from_env(args.source)
+        s = sources.settings(args.source)
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
             return start(s, extra)
         if args.command == "stop":
-            stack.stop(s, COMPONENT)
+            plumbing.stop(s, COMPONENT)
             return 0
         if args.command == "kill":
             return kill(s)
@@ -175,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "command":
             print(" ".join(job_command(s, [])))
             return 0
-        return stack.cmd_logs(s, COMPONENT, args.lines, args.follow)
-    except stack.StackError as exc:
+        return commands.cmd_logs(s, COMPONENT, args.lines, args.follow)
+    except plumbing.StackError as exc:
         print(f"[job] ERROR: {exc}", file=sys.stderr)
         return 1
 

@@ -38,8 +38,9 @@ import cli
 import duckdb
 import lake
 import local_job
-import local_stack as stack
 import pymysql
+from localstack import commands, mariadb, postgres, sources
+from localstack.plumbing import DATABASE, Settings, StackError, live_record, os_user
 
 
 def normalise(value: Any) -> Any:
@@ -242,14 +243,14 @@ def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, pos
 class Source:
     """The local MariaDB, as the administrator over its Unix socket (UTC session)."""
 
-    def __init__(self, s: stack.Settings, database: str) -> None:
-        if stack.live_record(s, "mariadb") is None:
-            raise stack.StackError("MariaDB is not running: scripts/local-stack up")
+    def __init__(self, s: Settings, database: str) -> None:
+        if live_record(s, mariadb.COMPONENT) is None:
+            raise StackError("MariaDB is not running: scripts/local-stack up")
         self.database = database
         self.lake_prefix = database  # lake tables are <namespace>.<database>_<table>
         self.conn = pymysql.connect(
-            unix_socket=str(s.socket),
-            user=stack.mariadb_admin_user(),
+            unix_socket=str(mariadb.socket_path(s)),
+            user=os_user(),
             database=database,
             init_command="SET time_zone='+00:00'",
         )
@@ -283,27 +284,26 @@ class PostgresSource:
     """The local PostgreSQL, as the administrator over its Unix socket (UTC session), schema `public`.
     Its lake tables are <namespace>.<schema>_<table>, as the job names PostgreSQL tables."""
 
-    def __init__(self, s: stack.Settings, database: str) -> None:
-        import local_stack_pg as pg
+    def __init__(self, s: Settings, database: str) -> None:
         import psycopg
 
-        if stack.live_record(s, pg.COMPONENT) is None:
-            raise stack.StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
+        if live_record(s, postgres.COMPONENT) is None:
+            raise StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
         self.database = database
-        self.schema = pg.SCHEMA
-        self.lake_prefix = pg.SCHEMA
+        self.schema = postgres.SCHEMA
+        self.lake_prefix = postgres.SCHEMA
         try:
             # autocommit: every read sees the latest committed data
             self.conn = psycopg.connect(
-                host=str(pg.pg_dir(s)),
-                port=pg.current_port(s),
-                user=pg.admin_role(),
+                host=str(postgres.pg_dir(s)),
+                port=postgres.current_port(s),
+                user=os_user(),
                 dbname=database,
                 autocommit=True,
                 options="-c TimeZone=UTC",
             )
         except psycopg.Error as exc:
-            raise stack.StackError(f"PostgreSQL: {exc}") from None
+            raise StackError(f"PostgreSQL: {exc}") from None
 
     def tables(self) -> dict[str, list[str]]:
         """Every table of the schema -> its primary key columns in key order ([] for a table without one)."""
@@ -374,8 +374,12 @@ def lake_only(
     return out
 
 
-def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> list[TableResult]:
-    source = PostgresSource(s, database) if s.source == "postgres" else Source(s, database)
+# How each source engine's database is read, by the engine's component.
+READERS: dict[str, type[Source | PostgresSource]] = {mariadb.COMPONENT: Source, postgres.COMPONENT: PostgresSource}
+
+
+def reconcile(s: Settings, tables: list[str] | None, database: str) -> list[TableResult]:
+    source = READERS[s.engine.COMPONENT](s, database)
     try:
         keyed = source.tables()
         con = lake.connect()
@@ -384,13 +388,13 @@ def reconcile(s: stack.Settings, tables: list[str] | None, database: str) -> lis
         wanted = tables or sorted(keyed) + sorted(gone)
         unknown = [t for t in wanted if t not in keyed and t not in gone]
         if unknown:
-            raise stack.StackError(f"no such table in {database}: {', '.join(unknown)}")
+            raise StackError(f"no such table in {database}: {', '.join(unknown)}")
         return [compare(source, con, paths, t, keyed[t]) if t in keyed else gone[t] for t in wanted]
     finally:
         source.conn.close()
 
 
-def reconcile_until(s: stack.Settings, tables: list[str] | None, database: str, wait: float) -> list[TableResult]:
+def reconcile_until(s: Settings, tables: list[str] | None, database: str, wait: float) -> list[TableResult]:
     deadline = time.monotonic() + wait
     while True:
         results = reconcile(s, tables, database)
@@ -414,23 +418,23 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
     if apply_sql:
         parser.add_argument("file", help="SQL file to run against the local MariaDB or PostgreSQL (database salesdb)")
     parser.add_argument("--table", action="append", help="only this source table (repeatable)")
-    parser.add_argument("--database", default=stack.DATABASE)
+    parser.add_argument("--database", default=DATABASE)
     parser.add_argument(
-        "--source", choices=sorted(stack.SOURCES), help="mysql (default) or postgres; default $CDC_STACK_SOURCE"
+        "--source", choices=sorted(sources.ENGINES), help="mysql (default) or postgres; default $CDC_STACK_SOURCE"
     )
     parser.add_argument("--wait", type=float, default=120.0 if apply_sql else 0.0, help="seconds to wait for the lake")
     args = parser.parse_args(argv)
     try:
-        s = stack.Settings.from_env(args.source)
+        s = sources.settings(args.source)
         if apply_sql:
             t0 = time.monotonic()
-            stack.cmd_sql(s, args.file, None, args.database)
+            commands.cmd_sql(s, args.file, None, args.database)
             print(
                 f"[reconcile] ran {args.file} in {time.monotonic() - t0:.1f}s; waiting for the lake (up to {args.wait:.0f}s)"
             )
         t0 = time.monotonic()
         results = reconcile_until(s, args.table, args.database, args.wait)
-    except (stack.StackError, pymysql.MySQLError, *_postgres_errors()) as exc:
+    except (StackError, pymysql.MySQLError, *_postgres_errors()) as exc:
         print(f"[reconcile] ERROR: {exc}", file=sys.stderr)
         return 2
     for r in results:

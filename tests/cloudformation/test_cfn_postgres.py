@@ -170,7 +170,7 @@ def test_the_client_script_is_valid_bash(pg_template: dict[str, Any], tmp_path: 
 def test_the_clients_scram_verifier_is_the_one_postgres_checks(pg_template: dict[str, Any]) -> None:
     # Run the script's own verifier code, then derive the verifier independently from its salt.
     sys.path.insert(0, str(templates.ROOT / "scripts"))
-    import local_stack_pg
+    from localstack import postgres
 
     script = pg_user_data(pg_template)[0]
     code = re.search(r"python3 -c '\n(.*?)'\)", script, re.S)
@@ -181,7 +181,7 @@ def test_the_clients_scram_verifier_is_the_one_postgres_checks(pg_template: dict
     import base64
 
     salt = base64.b64decode(out.split("$")[1].split(":")[1])
-    assert out == local_stack_pg.scram_verifier("s3cret-Pw", salt=salt)
+    assert out == postgres.scram_verifier("s3cret-Pw", salt=salt)
 
 
 def test_no_secret_is_a_literal_in_the_postgres_variant(pg_template: dict[str, Any]) -> None:

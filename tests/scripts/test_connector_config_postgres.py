@@ -14,8 +14,7 @@ TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import connector_config  # noqa: E402
-import local_stack  # noqa: E402
-import local_stack_pg  # noqa: E402
+from localstack import postgres, sources  # noqa: E402
 
 VALUES = {
     "DB_HOST": "127.0.0.1",
@@ -60,8 +59,8 @@ def test_the_local_stack_registers_the_template_plus_only_topic_creation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
-    s = local_stack.Settings.from_env("postgres")
-    config = local_stack_pg.connector_config(s, 15432, 19092)
+    s = sources.settings("postgres")
+    config = postgres.connector_config(s, 15432, 19092)
     rendered = connector_config.render(TEMPLATE, {**VALUES, "DB_PASSWORD": config["database.password"]})
 
     assert {k: v for k, v in config.items() if not k.startswith("topic.creation.")} == rendered
@@ -70,17 +69,17 @@ def test_the_local_stack_registers_the_template_plus_only_topic_creation(
 
 
 def test_the_debezium_password_reaches_postgres_only_as_a_scram_verifier() -> None:
-    verifier = local_stack_pg.scram_verifier("secret-pw", salt=b"0123456789abcdef")
+    verifier = postgres.scram_verifier("secret-pw", salt=b"0123456789abcdef")
     assert verifier.startswith("SCRAM-SHA-256$4096:") and "secret-pw" not in verifier
     # The same password and salt always give the same verifier (RFC 7677 derivation, no randomness).
-    assert verifier == local_stack_pg.scram_verifier("secret-pw", salt=b"0123456789abcdef")
+    assert verifier == postgres.scram_verifier("secret-pw", salt=b"0123456789abcdef")
 
 
 def test_the_publication_publishes_truncate_in_both_environments() -> None:
     """Both places create the publication without a publish option, so PostgreSQL's default
     (insert, update, delete, truncate) applies and a TRUNCATE reaches the connector."""
     sources = {
-        "local": (ROOT / "scripts" / "local_stack_pg.py").read_text(),
+        "local": (ROOT / "scripts" / "localstack" / "postgres.py").read_text(),
         "cloudformation": (ROOT / "cloudformation" / "cdc-pipeline.yaml").read_text(),
     }
     for where, text in sources.items():

@@ -12,6 +12,7 @@ Roles in database salesdb:
                  $CDC_STACK_DIR/secrets/debezium-postgres.properties (0600)
 The connector's filtered publication is why debezium must share the tables' owner: PostgreSQL lets
 only a table's owner add it to a publication, and the connector sets the table list at every start.
+The SourceEngine functions (localstack/plumbing.py) are the ones `up`, `status` and `sql` call.
 """
 
 from __future__ import annotations
@@ -22,17 +23,45 @@ import hmac
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-import local_stack as stack
 from connector_config import render
 
-TEMPLATE = stack.ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
+from localstack import connect, plumbing
+from localstack.plumbing import (
+    DATABASE,
+    ROOT,
+    TOPIC_PREFIX,
+    Record,
+    Settings,
+    Shutdown,
+    StackError,
+    launch,
+    live_record,
+    log_tail,
+    wait_until,
+)
+
+NAME = "PostgreSQL"
 COMPONENT = "postgres"
-DATABASE = stack.DATABASE
+DESCRIPTION = "PostgreSQL (logical decoding source)"
+PORT_ENV = "CDC_STACK_POSTGRES_PORT"
+DEFAULT_PORT = 15432
+CONNECTOR = "salesdb-pg-cdc"
+PLUGIN = "debezium-connector-postgres"
+TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 SCHEMA = "public"  # what the connector captures (schema.include.list); topics <prefix>.public.<table>
+TOPIC_NAMESPACE = SCHEMA
+# The change topics only: no DDL in its events, and its heartbeat topic stays outside.
+JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}\.{SCHEMA}\..*"
+UP_COMMAND = "scripts/local-stack up --source postgres"
+# SIGTERM is PostgreSQL's "smart" shutdown, which waits for clients (Debezium never leaves); SIGINT
+# is its "fast" one: clients are disconnected, the shutdown checkpoint is written.
+SHUTDOWN = Shutdown(signal.SIGINT, grace=60.0)
 OWNER_ROLE = f"{DATABASE}_owner"  # as on AWS: <database>_owner (sql/postgres/ files SET ROLE to it)
 PUBLICATION = "dbz_publication"
 SLOT = "salesdb_cdc"
@@ -51,7 +80,7 @@ def bindir() -> Path:
     for c in candidates:
         if (c / "postgres").exists() and (c / "initdb").exists():
             return c
-    raise stack.StackError(
+    raise StackError(
         "PostgreSQL server binaries (postgres, initdb) not found: run scripts/setup-stack "
         "(installs the distribution's postgresql-<major>), or point CDC_STACK_PG_BINDIR at their directory"
     )
@@ -60,48 +89,48 @@ def bindir() -> Path:
 def psql() -> str:
     found = shutil.which("psql") or str(bindir() / "psql")
     if not Path(found).exists():
-        raise stack.StackError("psql not found: run scripts/setup-stack (installs postgresql-client-<major>)")
+        raise StackError("psql not found: run scripts/setup-stack (installs postgresql-client-<major>)")
     return found
 
 
-def check_prerequisites(s: stack.Settings) -> None:
+def check_prerequisites(s: Settings) -> None:
     bindir()
     psql()
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(SERVER_OS_USER)
         except KeyError:
-            raise stack.StackError(
+            raise StackError(
                 f"PostgreSQL refuses to run as root and there is no OS user {SERVER_OS_USER!r} to run it as: "
                 "install the postgresql server package (scripts/setup-stack does; it creates that user) "
                 "or run the stack as an ordinary user"
             ) from None
     if len(str(socket_path(s, s.ports[COMPONENT]))) > 100:  # unix socket paths are limited to 107 bytes
-        raise stack.StackError(
+        raise StackError(
             f"the PostgreSQL socket path {socket_path(s, s.ports[COMPONENT])} is too long: use a shorter CDC_STACK_DIR"
         )
 
 
 # ---------------------------------------------------------------------------------------- layout
-def pg_dir(s: stack.Settings) -> Path:
+def pg_dir(s: Settings) -> Path:
     return s.path("postgres")
 
 
-def data_dir(s: stack.Settings) -> Path:
+def data_dir(s: Settings) -> Path:
     return pg_dir(s) / "data"
 
 
-def socket_path(s: stack.Settings, port: int) -> Path:
+def socket_path(s: Settings, port: int) -> Path:
     return pg_dir(s) / f".s.PGSQL.{port}"
 
 
-def secret_file(s: stack.Settings) -> Path:
-    return s.path("secrets", "debezium-postgres.properties")
+def secret_file(s: Settings) -> Path:
+    return s.secrets_dir / "debezium-postgres.properties"
 
 
 def admin_role() -> str:
     # The OS user running the stack is the superuser, over the socket only (peer authentication).
-    return stack.mariadb_admin_user()
+    return plumbing.os_user()
 
 
 def server_user() -> pwd.struct_passwd | None:
@@ -109,8 +138,8 @@ def server_user() -> pwd.struct_passwd | None:
     return pwd.getpwnam(SERVER_OS_USER) if os.geteuid() == 0 else None
 
 
-def current_port(s: stack.Settings) -> int:
-    rec = stack.live_record(s, COMPONENT)
+def current_port(s: Settings) -> int:
+    rec = live_record(s, COMPONENT)
     return rec.port if rec else s.ports[COMPONENT]
 
 
@@ -119,7 +148,7 @@ def _as_server_user() -> dict:
     return {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
-def _prepare_dir(s: stack.Settings) -> None:
+def _prepare_dir(s: Settings) -> None:
     """The server's directory belongs to the server's OS user, and that user must reach it."""
     d = pg_dir(s)
     d.mkdir(parents=True, exist_ok=True)
@@ -131,13 +160,13 @@ def _prepare_dir(s: stack.Settings) -> None:
             os.chown(p, user.pw_uid, user.pw_gid, follow_symlinks=False)
     probe = subprocess.run(["test", "-w", str(d)], **_as_server_user())
     if probe.returncode != 0:
-        raise stack.StackError(
+        raise StackError(
             f"PostgreSQL runs as OS user {user.pw_name} (it refuses root) and cannot reach {d}: "
             f"let it traverse every parent directory (chmod o+x), or use a CDC_STACK_DIR under such a path"
         )
 
 
-def write_config(s: stack.Settings, port: int) -> Path:
+def write_config(s: Settings, port: int) -> Path:
     """postgresql.conf, pg_hba.conf next to the data directory; rewritten on every start."""
     d = pg_dir(s)
     conf = d / "postgresql.conf"
@@ -181,12 +210,12 @@ host    {DATABASE:<8} debezium       127.0.0.1/32  scram-sha-256
 
 
 # ---------------------------------------------------------------------------------------- SQL
-def psql_cmd(s: stack.Settings, database: str, *args: str) -> list[str]:
+def psql_cmd(s: Settings, database: str, *args: str) -> list[str]:
     port = current_port(s)
     return [psql(), "-X", "-h", str(pg_dir(s)), "-p", str(port), "-U", admin_role(), "-d", database, *args]
 
 
-def run_sql(s: stack.Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
+def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
     """Runs SQL as the administrator over the socket; the SQL goes through stdin, never argv.
     Output like the mariadb client's batch mode: tab-separated rows, no header."""
     cmd = psql_cmd(s, database or DATABASE, "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-f", "-")
@@ -194,22 +223,22 @@ def run_sql(s: stack.Settings, sql: str, database: str | None = None, timeout: f
     try:
         res = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        raise stack.StackError(f"PostgreSQL did not answer within {timeout:.0f}s") from None
+        raise StackError(f"PostgreSQL did not answer within {timeout:.0f}s") from None
     if res.returncode != 0:
-        raise stack.StackError(f"PostgreSQL: {res.stderr.strip()}")
+        raise StackError(f"PostgreSQL: {res.stderr.strip()}")
     return res.stdout
 
 
-def health(s: stack.Settings) -> tuple[bool, str]:
+def health(s: Settings) -> tuple[bool, str]:
     try:
         out = run_sql(s, "SELECT current_setting('server_version');", database="postgres", timeout=5).strip()
-    except stack.StackError as exc:
+    except StackError as exc:
         return False, str(exc)
     return True, f"server_version = {out}"
 
 
 # ---------------------------------------------------------------------------------------- start
-def start(s: stack.Settings, port: int) -> bool:
+def start(s: Settings, port: int) -> bool:
     """Starts postgres; initialises the data directory first if there is none. Returns whether new."""
     _prepare_dir(s)
     conf = write_config(s, port)
@@ -230,27 +259,25 @@ def start(s: stack.Settings, port: int) -> bool:
         with s.log(COMPONENT).open("ab") as logf:
             res = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT, timeout=s.timeout, **_as_server_user())
         if res.returncode != 0:
-            raise stack.StackError(
-                f"initdb failed (exit {res.returncode}); last lines:\n{stack.log_tail(s, COMPONENT)}"
-            )
+            raise StackError(f"initdb failed (exit {res.returncode}); last lines:\n{log_tail(s, COMPONENT)}")
     problems = auto_conf_problems(s)
     if problems:
         # PostgreSQL itself refuses to start with a logical slot and wal_level below logical.
-        raise stack.StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
+        raise StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
     say(f"starting PostgreSQL on 127.0.0.1:{port}")
     cmd = [str(bindir() / "postgres"), "-D", str(data), "-c", f"config_file={conf}"]
-    proc = stack.launch(s, COMPONENT, cmd, port, **_as_server_user())
-    secs = stack.wait_until(s, COMPONENT, lambda: health(s), proc, "a working SQL connection")
+    proc = launch(s, COMPONENT, cmd, port, **_as_server_user())
+    secs = wait_until(s, COMPONENT, lambda: health(s), proc, "a working SQL connection", SHUTDOWN)
     say(f"ready in {secs:.1f}s (pid {proc.pid})")
     return fresh
 
 
 def say(message: str) -> None:
-    stack.say(f"{COMPONENT}: {message}")
+    plumbing.say(f"{COMPONENT}: {message}")
 
 
-def debezium_password(s: stack.Settings) -> str:
-    return stack.debezium_password(s, secret_file(s))
+def debezium_password(s: Settings) -> str:
+    return plumbing.debezium_password(secret_file(s), NAME)
 
 
 def scram_verifier(password: str, salt: bytes | None = None, iterations: int = 4096) -> str:
@@ -265,7 +292,7 @@ def scram_verifier(password: str, salt: bytes | None = None, iterations: int = 4
     return f"SCRAM-SHA-256${iterations}:{b64(salt).decode()}${b64(stored).decode()}:{b64(server_key).decode()}"
 
 
-def bootstrap(s: stack.Settings) -> None:
+def bootstrap(s: Settings) -> None:
     """Idempotent: database salesdb, the owner role, the Debezium user and the (empty) publication."""
     if not run_sql(s, f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';", database="postgres").strip():
         run_sql(s, f"CREATE DATABASE {DATABASE};", database="postgres")
@@ -298,7 +325,7 @@ def bootstrap(s: stack.Settings) -> None:
     )
 
 
-def auto_conf_problems(s: stack.Settings) -> list[str]:
+def auto_conf_problems(s: Settings) -> list[str]:
     """ALTER SYSTEM settings (data/postgresql.auto.conf, which wins over our postgresql.conf) that
     break CDC, found before the server starts: with a slot, a wrong wal_level stops it starting."""
     f = data_dir(s) / "postgresql.auto.conf"
@@ -329,7 +356,7 @@ def auto_conf_problems(s: stack.Settings) -> list[str]:
     return problems
 
 
-def cdc_problems(s: stack.Settings, port: int) -> list[str]:
+def cdc_problems(s: Settings, port: int) -> list[str]:
     """What keeps Debezium from decoding this server's WAL, as instructions."""
     rows = run_sql(
         s,
@@ -361,7 +388,7 @@ def cdc_problems(s: stack.Settings, port: int) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------- tables
-def table_problems(s: stack.Settings) -> list[str]:
+def table_problems(s: Settings) -> list[str]:
     """Warnings about the captured schema's tables, each with what to do.
 
     REPLICA IDENTITY FULL: without it PostgreSQL logs no before image; the lake still applies updates
@@ -410,12 +437,7 @@ def table_problems(s: stack.Settings) -> list[str]:
     return out
 
 
-def warn_about_tables(s: stack.Settings) -> None:
-    for problem in table_problems(s):
-        print(f"[stack] WARNING: {problem}", file=sys.stderr, flush=True)
-
-
-def captured_table_count(s: stack.Settings) -> int:
+def captured_table_count(s: Settings) -> int:
     out = run_sql(
         s,
         f"SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -425,30 +447,27 @@ def captured_table_count(s: stack.Settings) -> int:
 
 
 # ---------------------------------------------------------------------------------------- connector
-def connector_config(s: stack.Settings, pg_port: int, kafka_port: int) -> dict:
-    """The template's settings with local values; Kafka Connect creates the change topics (1 partition
-    by default, as on AWS) rather than the broker's auto-creation."""
+def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
+    """The template's settings with local values, plus Kafka Connect's topic creation."""
     config = render(
         TEMPLATE,
         {
             "DB_HOST": "127.0.0.1",
-            "DB_PORT": str(pg_port),
+            "DB_PORT": str(source_port),
             "DB_USER": "debezium",
             # A config-provider reference: the worker reads the password from the 0600 file itself.
             "DB_PASSWORD": f"${{file:{secret_file(s)}:password}}",
             "DB_NAME": DATABASE,
             "SCHEMA_INCLUDE_LIST": SCHEMA,
-            "TOPIC_PREFIX": stack.TOPIC_PREFIX,
+            "TOPIC_PREFIX": TOPIC_PREFIX,
             "SLOT_NAME": SLOT,
             "PUBLICATION_NAME": PUBLICATION,
         },
     )
-    config["topic.creation.default.partitions"] = str(s.topic_partitions)
-    config["topic.creation.default.replication.factor"] = "1"
-    return config
+    return {**config, **connect.topic_creation(s)}
 
 
-def up(s: stack.Settings, running: stack.Record | None, port: int, init_sql: list[Path]) -> bool:
+def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> bool:
     """The source half of `up`: PostgreSQL running, bootstrapped and fit for CDC. Returns whether
     it was (re)started, so that a running connector task reconnects now."""
     fresh = started = False
@@ -458,7 +477,7 @@ def up(s: stack.Settings, running: stack.Record | None, port: int, init_sql: lis
     else:
         ok, detail = health(s)
         if not ok:
-            raise stack.StackError(
+            raise StackError(
                 f"postgres (pid {running.pid}) is running but unhealthy: {detail}\n"
                 "try scripts/local-stack down postgres && scripts/local-stack up --source postgres"
             )
@@ -472,9 +491,9 @@ def up(s: stack.Settings, running: stack.Record | None, port: int, init_sql: lis
         say("existing data directory, --init-sql skipped (it runs only on a new one)")
     problems = cdc_problems(s, port)
     if problems:
-        raise stack.StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
+        raise StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
     if captured_table_count(s) == 0:
-        raise stack.StackError(
+        raise StackError(
             f"schema {DATABASE}.{SCHEMA} has no table yet, and the connector's filtered publication needs at "
             "least one: create one (e.g. scripts/local-stack sql --source postgres "
             "sql/postgres/01_create_customer.sql), then run up again"
@@ -482,22 +501,10 @@ def up(s: stack.Settings, running: stack.Record | None, port: int, init_sql: lis
     return started
 
 
-def cmd_sql(s: stack.Settings, file: str | None, statement: str | None, database: str) -> int:
-    if stack.live_record(s, COMPONENT) is None:
-        raise stack.StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
-    if statement is not None:
-        sql = statement
-    elif file == "-":
-        sql = sys.stdin.read()
-    else:
-        try:
-            sql = Path(file or "").read_text()
-        except OSError as exc:
-            raise stack.StackError(f"cannot read {file}: {exc.strerror}") from None
+def sql_session(s: Settings, sql: str, database: str) -> int:
     # Output goes straight to the terminal; like the mariadb client, tab-separated with a header line
     # when it is not a terminal. An error stops the run.
     fmt = [] if sys.stdout.isatty() else ["-A", "-F", "\t", "-P", "footer=off"]
-    res = subprocess.run(psql_cmd(s, database, *fmt, "-v", "ON_ERROR_STOP=1", "-f", "-"), input=sql, text=True)
-    if res.returncode == 0:
-        warn_about_tables(s)
-    return res.returncode
+    return subprocess.run(
+        psql_cmd(s, database, *fmt, "-v", "ON_ERROR_STOP=1", "-f", "-"), input=sql, text=True
+    ).returncode

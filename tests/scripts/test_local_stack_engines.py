@@ -1,0 +1,63 @@
+"""scripts/localstack/: every source engine module provides the whole SourceEngine interface, with
+the same parameters, so that the stack can call whichever --source chose; and the broker's cluster
+id has the format of Kafka's own `kafka-storage random-uuid`."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import re
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from localstack import kafka, plumbing, sources  # noqa: E402
+
+FUNCTIONS = {n: f for n, f in vars(plumbing.SourceEngine).items() if inspect.isfunction(f) and not n.startswith("_")}
+CONSTANTS = set(plumbing.SourceEngine.__annotations__)
+
+
+@pytest.mark.parametrize("source", sorted(sources.ENGINES))
+def test_each_engine_defines_every_name_of_the_source_engine_interface(source: str) -> None:
+    engine = sources.ENGINES[source]
+    assert FUNCTIONS and CONSTANTS
+    missing = sorted(n for n in [*FUNCTIONS, *CONSTANTS] if not hasattr(engine, n))
+    assert not missing, f"{engine.__name__} lacks {missing}"
+    for name, declared in FUNCTIONS.items():
+        expected = [p for p in inspect.signature(declared).parameters if p != "self"]
+        assert list(inspect.signature(getattr(engine, name)).parameters) == expected, f"{engine.__name__}.{name}"
+
+
+def test_the_engines_have_their_own_component_port_connector_and_plugin() -> None:
+    engines = list(sources.ENGINES.values())
+    for attribute in ("COMPONENT", "PORT_ENV", "DEFAULT_PORT", "CONNECTOR", "PLUGIN", "TEMPLATE"):
+        values = [getattr(e, attribute) for e in engines]
+        assert len(set(values)) == len(values), attribute
+    assert {e.COMPONENT for e in engines}.isdisjoint({"kafka", "connect", "job"})
+    for e in engines:
+        assert sources.of_component(e.COMPONENT) is e
+    assert sources.of_component("kafka") is None
+
+
+def test_the_settings_carry_the_engine_the_source_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    for source, engine in sources.ENGINES.items():
+        s = sources.settings(source)
+        assert s.engine is engine and s.components == (engine.COMPONENT, "kafka", "connect")
+        assert s.connector == engine.CONNECTOR and s.ports[engine.COMPONENT] == engine.DEFAULT_PORT
+    with pytest.raises(plumbing.StackError, match="choose one of mysql, postgres"):
+        sources.settings("oracle")
+
+
+def test_the_kafka_cluster_id_has_the_format_of_kafka_storage_random_uuid() -> None:
+    # 2,000 draws: an id starting with "-" (1 in 64) would be among them if it were not drawn again.
+    ids = {kafka.new_cluster_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for cluster_id in ids:
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id) and not cluster_id.startswith("-"), cluster_id
+        assert uuid.UUID(bytes=base64.urlsafe_b64decode(cluster_id + "==")).version == 4

@@ -1,0 +1,137 @@
+"""Every project module imports on its own, and no two project modules import each other in a cycle.
+
+A module that imports only after some other module was imported first, or that a cycle hands out
+half-initialised, fails for whoever imports it first. So each module of glue_scripts/ and scripts/
+(package modules included) is imported alone, in a fresh interpreter with both folders on its path;
+and the import graph of the project's own modules, read from their source with `ast` (imports inside
+functions too: they run sooner or later; not those under `if TYPE_CHECKING:`), has no cycle."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROOTS = (ROOT / "glue_scripts", ROOT / "scripts")
+
+
+def project_modules() -> dict[str, Path]:
+    """Module name -> file, for every module under ROOTS (a package is its __init__.py)."""
+    modules = {}
+    for root in ROOTS:
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            # A file in a folder without __init__.py is no importable module of the project.
+            if all((root.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+                modules[".".join(parts)] = path
+    return modules
+
+
+def import_alone(name: str, cwd: Path) -> str | None:
+    """None when `import name` succeeds in a fresh interpreter, else the end of its error output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, ROOTS))}
+    res = subprocess.run(
+        [sys.executable, "-c", f"import {name}"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    if res.returncode == 0:
+        return None
+    return "\n".join(res.stderr.strip().splitlines()[-3:]) or f"exit code {res.returncode}"
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules a module imports at run time, each as named: `import a.b` is a.b,
+    `from a import b` is a.b when that is a module, else a; relative imports are resolved against
+    the module. The parent packages Python runs on the way are left out: a package whose __init__
+    imports its own modules is no cycle of those modules."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)] if package else []
+                base = ".".join([*anchor, *([base] if base else [])])
+            out.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+    return out & modules.keys()
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: imported_modules(name, path, modules) for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as [a, b, ..., a], or None. A module importing itself is a cycle too."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := walk(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := walk(node)):
+            return cycle
+    return None
+
+
+def test_every_project_module_imports_on_its_own(tmp_path: Path) -> None:
+    modules = project_modules()
+    # The enumeration itself: top-level modules and package modules of both folders.
+    assert {"cdc_iceberg_job", "cdclake", "cdclake.job", "local_stack", "localstack.commands"} <= set(modules)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        errors = dict(zip(modules, pool.map(lambda n: import_alone(n, tmp_path), modules), strict=True))
+    failed = {name: error for name, error in errors.items() if error is not None}
+    assert not failed, "\n".join(f"import {name} failed on its own:\n{error}" for name, error in failed.items())
+
+
+def test_no_project_modules_import_each_other_in_a_cycle() -> None:
+    cycle = find_cycle(import_graph(project_modules()))
+    assert cycle is None, f"import cycle: {' -> '.join(cycle or [])}"
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_level_import_and_a_relative_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    import pkg.c\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\nfrom .a import x\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n")
+    modules = {f"pkg.{p.stem}" if p.stem != "__init__" else "pkg": p for p in pkg.glob("*.py")}
+    graph = import_graph(modules)
+    assert graph["pkg.d"] == set()  # type-checking imports do not run
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
+    graph["pkg.b"] = set()
+    assert find_cycle(graph) is None
+    assert find_cycle({"m": {"m"}}) == ["m", "m"]

@@ -89,11 +89,15 @@ def latency_probe(s: plumbing.Settings, con, location: Path, changes: int = 20, 
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     base = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    ids = [int(x) for x in s.engine.run_sql(s, "SELECT cust_id FROM customer ORDER BY cust_id;", plumbing.DATABASE).split()]
+    ids = [
+        int(x) for x in s.engine.run_sql(s, "SELECT cust_id FROM customer ORDER BY cust_id;", plumbing.DATABASE).split()
+    ]
     for i in range(changes):
         marker = base.replace(year=2030).isoformat(sep=" ") + f".{i + 1:06d}"
         cust_id = ids[i % len(ids)]
-        s.engine.run_sql(s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {cust_id};", plumbing.DATABASE)
+        s.engine.run_sql(
+            s, f"UPDATE customer SET updated_at = '{marker}' WHERE cust_id = {cust_id};", plumbing.DATABASE
+        )
         sent[marker] = time.time()  # the UPDATE has committed when the client returns
         time.sleep(every)
     done.set()

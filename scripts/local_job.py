@@ -101,7 +101,9 @@ def start(s: plumbing.Settings, extra: list[str]) -> int:
             plumbing.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
             return 0
         time.sleep(0.3)
-    raise plumbing.StackError(f"the job did not start streaming within {s.timeout:.0f}s:\n{plumbing.log_tail(s, COMPONENT)}")
+    raise plumbing.StackError(
+        f"the job did not start streaming within {s.timeout:.0f}s:\n{plumbing.log_tail(s, COMPONENT)}"
+    )
 
 
 def _run_log(s: plumbing.Settings) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Variables that say where things are installed, or ask for an explicit developer action; every
-# other CDC_* / AWS_* variable changes what the code under test does.
-KEPT_VARIABLES = frozenset({"CDC_LOCAL_DIR", "CDC_JARS_DIR", "CDC_MAVEN_SETTINGS", "CDC_CAPTURE_FIXTURES"})
+# Variables that say where things are installed, ask for an explicit developer action, or tune the
+# JVMs' JIT and collector (speed only); every other CDC_* / AWS_* variable changes what the code
+# under test does.
+KEPT_VARIABLES = frozenset(
+    {"CDC_LOCAL_DIR", "CDC_JARS_DIR", "CDC_MAVEN_SETTINGS", "CDC_CAPTURE_FIXTURES", "CDC_JVM_OPTIONS"}
+)
 
 
 def behaviour_variables(environ: Mapping[str, str]) -> list[str]:

@@ -18,6 +18,11 @@ from clean_env import behaviour_variables  # noqa: E402  (needs the path above)
 
 # Cleared at import, before any fixture builds a subprocess environment from os.environ.
 CLEARED = {k: os.environ.pop(k) for k in behaviour_variables(dict(os.environ))}
+# Every JVM the suite starts (Spark in-process and in job subprocesses, the stacks' Kafka and Connect)
+# is short-lived and shares two cores with the others: C1-only JIT and the serial collector take
+# about a third less CPU per JVM than the defaults (docs/BENCHMARKS.md, section j). An exported
+# CDC_JVM_OPTIONS wins (e.g. " " for the JDK's defaults).
+os.environ.setdefault("CDC_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 def pytest_report_header() -> str:

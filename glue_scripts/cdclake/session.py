@@ -46,6 +46,11 @@ def catalog_conf(s: Settings) -> dict[str, str]:
 # never read it.
 CATALOG_PROPERTIES_ENV = "CDC_CATALOG_PROPERTIES"
 
+# Local runs only: extra flags for the local Spark driver JVM (and the local stack's Kafka JVMs).
+# The test suite sets C1-only JIT and the serial collector: its JVMs live for seconds to minutes,
+# and on two cores C2 compilation of code that runs once costs more CPU than it saves.
+JVM_OPTIONS_ENV = "CDC_JVM_OPTIONS"
+
 
 def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Spark settings for the extra catalog properties of `CATALOG_PROPERTIES_ENV` (none when unset).
@@ -92,6 +97,8 @@ def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str 
     # Local services listen on loopback only (by default Spark binds the host's address).
     b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
+    if os.environ.get(JVM_OPTIONS_ENV, "").strip():
+        b = b.config("spark.driver.extraJavaOptions", os.environ[JVM_OPTIONS_ENV].strip())
     for k, v in {**catalog_conf(s), **local_catalog_overrides(s)}.items():
         b = b.config(k, v)
     spark = b.getOrCreate()

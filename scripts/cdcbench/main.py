@@ -1,4 +1,4 @@
-"""`scripts/bench [--quick] [--sections a,b,c] [--markdown FILE]`: run the benchmarks, print the
+"""`scripts/bench [--quick] [--sections a,b,c,j] [--markdown FILE]`: run the benchmarks, print the
 tables and write them as Markdown (see docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--sections",
-        help="comma-separated subset of a (apply), b (growth), c (end to end); default a,b,c, with --quick a,b",
+        help="comma-separated subset of a (apply), b (growth), c (end to end), j (JIT flags of short-lived "
+        "JVMs); default a,b,c, with --quick a,b",
     )
     ap.add_argument(
         "--markdown", type=Path, help="where to write the Markdown copy (default: .local/bench/results-<mode>.md)"
@@ -105,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("a,b" if args.quick else "a,b,c")
     sections = {s.strip() for s in chosen.split(",") if s.strip()}
-    if not sections or sections - {"a", "b", "c"}:
-        ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c")
+    if not sections or sections - {"a", "b", "c", "j"}:
+        ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c, j")
     sys.path.insert(0, str(args.glue_scripts.resolve()))
     os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -126,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg = replace(cfg, compare_rev=rev, compare_package=package)
     started = time.monotonic()
 
+    jvm_tables: list[Table] = []
+    if "j" in sections:  # before the benchmark's own JVM starts: its workers start theirs
+        from . import jvmflags
+
+        jvm_tables = jvmflags.run(cfg)
     os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
     from cdclake.session import local_session
@@ -151,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         tables.extend(new)
 
     print("\n" + tables[0].text(), flush=True)
+    emit(jvm_tables)
     if "a" in sections:
         from . import apply
 

@@ -4,6 +4,8 @@ configuration, log directory and health; and the JVM command line Kafka Connect 
 from __future__ import annotations
 
 import base64
+import os
+import shlex
 import shutil
 import subprocess
 import uuid
@@ -106,6 +108,7 @@ def java_cmd(s: Settings, heap: str, log4j: Path, *args: str) -> list[str]:
     return [
         java_binary(),
         f"-Xmx{heap}",
+        *shlex.split(os.environ.get("CDC_JVM_OPTIONS", "")),  # as for Spark (cdclake.session.JVM_OPTIONS_ENV)
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dlog4j.configuration=file:{log4j}",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,8 @@ def session(work: Path, jdbc_url: str, jdbc_jar: str, name: str):
         .config(f"{p}.warehouse", str(work / "warehouse"))
         .config(f"{p}.cache-enabled", "false")
     )
+    if os.environ.get("CDC_JVM_OPTIONS"):  # the suite's JIT flags (tests/conftest.py)
+        b = b.config("spark.driver.extraJavaOptions", os.environ["CDC_JVM_OPTIONS"])
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -293,29 +293,61 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     logical = field.get("name")
     logical = logical if isinstance(logical, str) else None  # not a logical name: the physical type decides
     params = _parameters(field)
+    spec = _logical_spec(name, logical, params)
+    return spec if spec is not None else _physical_spec(name, ctype, logical, params)
 
+
+def _logical_spec(name: str, logical: str | None, params: dict[str, str]) -> ColumnSpec | None:
+    """The spec of a column whose logical name decides its type; None for the other columns."""
     if logical == DECIMAL:
-        scale = int(params.get("scale", "0"))
-        precision = int(params.get("connect.decimal.precision", "38"))
-        if scale < 0:
-            # PostgreSQL 15's numeric(p, -s): no Spark or Iceberg decimal has a negative scale.
-            raise UnsupportedSchema(f"column {name!r}: decimal scale {scale} is negative")
-        if precision > MAX_DECIMAL_PRECISION or scale > MAX_DECIMAL_PRECISION:
-            return ColumnSpec(
-                name,
-                T.StringType(),
-                T.StringType(),
-                (lambda c, s=scale: wide_decimal_text(c, F.lit(s)),),
-                logical,
-            )
-        precision = max(precision, scale, 1)
+        return _decimal_spec(name, params)
+    temporal = _temporal_spec(name, logical)
+    if temporal is not None:
+        return temporal
+    if logical == VARIABLE_SCALE_DECIMAL:
+        vsd = T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", T.StringType())])
+        return ColumnSpec(
+            name,
+            vsd,
+            T.StringType(),
+            (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale")),),
+            logical,
+        )
+    if logical == BITS:
+        length = int(params["length"]) if params.get("length", "").isdigit() else None
+        return ColumnSpec(
+            name, T.StringType(), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n),), logical
+        )
+    return None
+
+
+def _decimal_spec(name: str, params: dict[str, str]) -> ColumnSpec:
+    """A Connect Decimal: a lake decimal up to 38 digits, exact decimal text beyond."""
+    scale = int(params.get("scale", "0"))
+    precision = int(params.get("connect.decimal.precision", "38"))
+    if scale < 0:
+        # PostgreSQL 15's numeric(p, -s): no Spark or Iceberg decimal has a negative scale.
+        raise UnsupportedSchema(f"column {name!r}: decimal scale {scale} is negative")
+    if precision > MAX_DECIMAL_PRECISION or scale > MAX_DECIMAL_PRECISION:
         return ColumnSpec(
             name,
             T.StringType(),
-            T.DecimalType(precision, scale),
-            _decimal_stages(precision, scale),
-            logical,
+            T.StringType(),
+            (lambda c, s=scale: wide_decimal_text(c, F.lit(s)),),
+            DECIMAL,
         )
+    precision = max(precision, scale, 1)
+    return ColumnSpec(
+        name,
+        T.StringType(),
+        T.DecimalType(precision, scale),
+        _decimal_stages(precision, scale),
+        DECIMAL,
+    )
+
+
+def _temporal_spec(name: str, logical: str | None) -> ColumnSpec | None:
+    """Dates, timestamps and times by their logical name; None for any other column."""
     if logical in _DATE_NAMES:
         return ColumnSpec(name, T.IntegerType(), T.DateType(), (F.date_from_unix_date,), logical)
     if logical in _TIMESTAMP_NTZ:
@@ -332,20 +364,11 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
         return ColumnSpec(
             name, T.LongType(), T.StringType(), (lambda c, g=to_us: _micros_to_time_string(g(c)),), logical
         )
-    if logical == VARIABLE_SCALE_DECIMAL:
-        vsd = T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", T.StringType())])
-        return ColumnSpec(
-            name,
-            vsd,
-            T.StringType(),
-            (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale")),),
-            logical,
-        )
-    if logical == BITS:
-        length = int(params["length"]) if params.get("length", "").isdigit() else None
-        return ColumnSpec(
-            name, T.StringType(), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n),), logical
-        )
+    return None
+
+
+def _physical_spec(name: str, ctype: str, logical: str | None, params: dict[str, str]) -> ColumnSpec:
+    """A column without a logical name this module maps: its Connect type decides."""
     if ctype == "bytes":
         return ColumnSpec(name, T.StringType(), T.BinaryType(), (_unbase64,), logical)
     if ctype == "string":

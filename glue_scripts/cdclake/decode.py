@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -98,6 +98,23 @@ class SchemaGroup:
             self.error = f"unsupported schema: {e}"
 
 
+def resolve_groups(spark: SparkSession, classified: DataFrame, groups: list[SchemaGroup]) -> None:
+    """Resolve the groups not resolved yet, oldest schema first (`groups` is sorted in place, so
+    that widening follows the source). A group without a schema has its column types inferred
+    from its row images in `classified` (one Spark action)."""
+    groups.sort(key=lambda g: g.max_seq)
+    for g in groups:
+        if g.columns is None and g.error is None:
+            g.resolve(infer=lambda grp: _infer(spark, classified, grp))
+
+
+def _infer(spark: SparkSession, classified: DataFrame, g: SchemaGroup) -> list[T.StructField]:
+    """Schemaless fallback: infer column types from this group's row images (JSON values)."""
+    images = group_rows(classified, g).select(F.coalesce("_after_json", "_before_json"))
+    inferred = spark.read.option("primitivesAsString", "false").json(images.rdd.map(lambda r: r[0]))
+    return list(inferred.schema.fields)
+
+
 def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
     if group.key_schema is not None:
         return [column_spec(f) for f in json.loads(schema_json(group.key_schema))["fields"]]
@@ -127,15 +144,29 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         op = F.col("_cdc_op")
         rows = rows.withColumn("_cdc_op", F.explode(F.when(op == "u", F.array(F.lit("d"), op)).otherwise(F.array(op))))
     raw_keep = [c for c in RAW_KEEP if c in rows.columns]
+    df = _converted(_parsed(rows, group, raw_keep), group, [*raw_keep, "_cdc_op", "_cdc_seq", "_cdc_source_ts"])
+    return df.select(
+        *[F.col(f"__v{i}").cast(ddl(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
+        "_cdc_op",
+        "_cdc_seq",
+        F.col("offset").alias("_cdc_offset"),
+        "_cdc_source_ts",
+        _decode_error(group).alias("_decode_error"),
+        *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
+    )
+
+
+def _parsed(rows: DataFrame, group: SchemaGroup, raw_keep: list[str]) -> DataFrame:
+    """The group's records with their row image (`_img`) and Kafka key (`_key`) parsed."""
+    assert group.columns is not None
     image_type = T.StructType(
         [T.StructField(c.name, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
     )
-    key_specs = _key_specs(group)
-    key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in key_specs])
+    key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in _key_specs(group)])
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
     image_json = F.when(F.col("_cdc_op") == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
-    df = rows.select(
+    return rows.select(
         *raw_keep,
         "_cdc_op",
         "_cdc_seq",
@@ -143,9 +174,13 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         F.from_json(image_json, image_type, opts).alias("_img"),
         F.from_json("_key_json", key_type).alias("_key"),
     )
+
+
+def _converted(df: DataFrame, group: SchemaGroup, carry: list[str]) -> DataFrame:
+    """`carry`, the parsed value of every column as `__r<i>` (kept for error detection) and its
+    conversion as `__v<i>`, one projection per conversion stage (see ColumnSpec.stages)."""
+    assert group.columns is not None and group.keys is not None
     key_lower = {k.lower() for k in group.keys}
-    carry = [*raw_keep, "_cdc_op", "_cdc_seq", "_cdc_source_ts"]
-    # Stage 0: the parsed JSON value of every column (`__r<i>`, kept for error detection).
     raws = []
     for i, spec in enumerate(group.columns):
         raw = F.col("_img").getField(spec.name)
@@ -156,7 +191,6 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     corrupt = F.col("_img").getField(_CORRUPT).isNotNull().alias("__corrupt")
     df = df.select(*carry, img_ok, corrupt, *raws)
     df = df.select("*", *[F.col(f"__r{i}").alias(f"__v{i}") for i in range(len(group.columns))])
-    # Conversion stages, one projection each (see ColumnSpec.stages).
     depth = max((len(c.stages) for c in group.columns), default=0)
     for level in range(depth):
         cols = []
@@ -164,6 +198,12 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
             v = F.col(f"__v{i}")
             cols.append((spec.stages[level](v) if level < len(spec.stages) else v).alias(f"__v{i}"))
         df = df.select(*[c for c in df.columns if not c.startswith("__v")], *cols)
+    return df
+
+
+def _decode_error(group: SchemaGroup) -> Column:
+    """Why a converted row cannot be applied (null when it can), over `_converted`'s columns."""
+    assert group.columns is not None and group.keys is not None
     # Named with the connector's type and the lake type, e.g. PostgreSQL's 'infinity' timestamps.
     errors = [
         F.when(
@@ -177,7 +217,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     ]
     index = {spec.name.lower(): i for i, spec in enumerate(group.columns)}
     key_null = [F.when(F.col(f"__r{index[k.lower()]}").isNull(), F.lit(k)) for k in group.keys]
-    decode_error = (
+    return (
         F.when(~F.col("__img") & (F.col("_cdc_op") != "d"), F.lit("row image is missing"))
         .when(
             ~F.col("__img") & F.lit(not group.keys),
@@ -194,15 +234,6 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
             F.concat_ws(",", *errors) != "",
             F.concat(F.lit("could not decode column(s): "), F.concat_ws(", ", *errors)),
         )
-    )
-    return df.select(
-        *[F.col(f"__v{i}").cast(ddl(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
-        "_cdc_op",
-        "_cdc_seq",
-        F.col("offset").alias("_cdc_offset"),
-        "_cdc_source_ts",
-        decode_error.alias("_decode_error"),
-        *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
     )
 
 

@@ -120,8 +120,9 @@ def _split_compact(text: Column, parts: Column) -> tuple[Column, Column, Column]
     return compact, F.when(head != _COMPACT_PREFIX + "null", head), payload
 
 
-def classify(raw: DataFrame) -> DataFrame:
-    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
+def _read_envelopes(raw: DataFrame) -> DataFrame:
+    """The raw columns plus the value's schema and payload text, the key's, their validity and
+    `_p`, the parsed payload."""
     # Values: the cut of a compact envelope and one parse of its payload; only records that are
     # not compact JsonConverter output (or whose cut payload does not parse) take the full parse.
     df = raw.select(*RAW_COLUMNS, F.split(F.col("value"), _COMPACT_SEP, 2).alias("_vparts"))
@@ -152,10 +153,14 @@ def classify(raw: DataFrame) -> DataFrame:
     )
     slow_p = F.when(~fast, F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE))
     df = df.withColumn("_p", F.when(fast, F.col("_vcp_p")).otherwise(slow_p))
-    op = F.col("_p.op")
-    src = F.col("_p.source")
+    return df
+
+
+def _status_reason(op: Column, src: Column) -> Column:
+    """(status, reason) of a record read by `_read_envelopes`, as a struct (col1, col2); the first
+    condition that holds decides."""
     payload_null = F.col("_payload_json").isNull() | (F.trim(F.col("_payload_json")) == "null")
-    status_reason = (
+    return (
         F.when(
             F.col("topic").isNull(),
             F.struct(F.lit(DEAD), F.lit("not a {topic, partition, offset, key, value} JSON record")),
@@ -188,6 +193,14 @@ def classify(raw: DataFrame) -> DataFrame:
         )
         .otherwise(F.struct(F.lit(CHANGE), F.lit(None).cast("string")))
     )
+
+
+def classify(raw: DataFrame) -> DataFrame:
+    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
+    df = _read_envelopes(raw)
+    op = F.col("_p.op")
+    src = F.col("_p.source")
+    status_reason = _status_reason(op, src)
     # The `{db}` of the target name is what names the table's namespace in the source, as in the
     # Debezium topic <prefix>.<db-or-schema>.<table>: MySQL's database, PostgreSQL's schema. A
     # PostgreSQL `source.db` is the connector's one database, the same for every table: with it,

@@ -19,10 +19,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
-import cdclake.batch
-from cdclake.batch import BatchProcessor
+from cdclake.batch import BatchProcessor, Writes
 from pyspark.sql import DataFrame, SparkSession
 
 from . import generator as G
@@ -45,8 +43,9 @@ MOR, COW, BASE, APPEND, JOB_APPEND = (
 
 
 def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:
-    """Stands in for cdclake.merge.merge_changes (whatever else it is passed: key and column lists,
-    TOAST placeholder handling) and appends the batch's newest changes instead."""
+    """The job's keyed write (`Writes.keyed`, by default cdclake.merge.merge_changes), whatever else
+    it is passed (key and column lists, TOAST placeholder handling), as an append of the batch's
+    newest changes."""
     changes.writeTo(table).append()
 
 
@@ -73,11 +72,12 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
     wanted = {KEYS[k] for k in cfg.methods}
     out: list[Method] = []
 
-    def job(namespace: str, **overrides: str) -> tuple[str, BatchProcessor]:
+    def job(namespace: str, writes: Writes | None = None, **overrides: str) -> tuple[str, BatchProcessor]:
         settings = TB.job_settings(
             w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **overrides
         )
-        return TB.create_job_table(spark, settings, cfg.table_rows, template, w), BatchProcessor(spark, settings)
+        table = TB.create_job_table(spark, settings, cfg.table_rows, template, w)
+        return table, BatchProcessor(spark, settings, writes)
 
     if MOR in wanted:
         table, mor = job("apply_mor", write_mode="merge-on-read")
@@ -106,16 +106,11 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
         base = BaselineProcessor(spark, base_table)
         out.append(Method(BASE, base_table, lambda raw, _d, b: base.process(raw, b), True))
     if wanted & {APPEND, JOB_APPEND}:
-        append_table, appending = job("apply_append")
-
-        def job_appending(raw: DataFrame, batch_id: int) -> None:
-            with mock.patch.object(cdclake.batch, "merge_changes", _append_instead):
-                appending.process(raw, batch_id)
-
+        append_table, appending = job("apply_append", Writes(keyed=_append_instead))
         if APPEND in wanted:
             out.append(Method(APPEND, append_table, lambda _r, dec, _b: dec.writeTo(append_table).append(), False))
         if JOB_APPEND in wanted:
-            out.append(Method(JOB_APPEND, append_table, lambda raw, _d, b: job_appending(raw, b), False))
+            out.append(Method(JOB_APPEND, append_table, lambda raw, _d, b: appending.process(raw, b), False))
     return out
 
 

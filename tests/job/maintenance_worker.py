@@ -73,9 +73,8 @@ def session(work: Path, jdbc_url: str, jdbc_jar: str, name: str):
 
 
 def stream(work: Path, spark, counter: ConflictCounter) -> None:
-    import cdclake.batch
-    import cdclake.merge
-    from cdclake.batch import BatchProcessor
+    from cdclake.batch import BatchProcessor, Writes
+    from cdclake.merge import merge_changes
     from cdclake.records import RAW_SCHEMA
     from cdclake.settings import build_settings
 
@@ -90,9 +89,8 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
             "dead_letter_path": str(work / "dead"),
         }
     )
-    processor = BatchProcessor(spark, settings)
     barrier = MergeBarrier(work / "barrier")
-    cdclake.batch.merge_changes = barrier.wrap(cdclake.merge.merge_changes)
+    processor = BatchProcessor(spark, settings, writes=Writes(keyed=barrier.wrap(merge_changes)))
     w = Workload(seed=9, keys=30)
 
     def apply(batch_id: int, records: list) -> None:

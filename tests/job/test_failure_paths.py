@@ -17,46 +17,48 @@ from cdc_workload import Workload
 
 
 def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commits_nothing_and_the_batch_reruns(
-    lake, monkeypatch, caplog
+    lake, caplog
 ):
-    import cdclake.batch
+    from cdclake.batch import BatchProcessor, Writes
+    from cdclake.merge import merge_changes
     from pyspark.sql import functions as F
 
+    failing = False
+    attempts = []
+
+    def merge(table, changes, *args):
+        if failing:
+            # A real failure inside the MERGE's Spark job (as a lost executor or an S3 error would
+            # be): the source rows raise when the MERGE computes them, after the MERGE has started.
+            attempts.append(table)
+            changes = changes.withColumn("_cdc_op", F.raise_error(F.lit("injected: S3 read failed")))
+        merge_changes(table, changes, *args)
+
+    lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
     ev = Events()
     ev.record("c", {"id": 1}, customer(1, "Ann"))
     ev.record("c", {"id": 2}, customer(2, "Bob"))
     lake.apply(ev.take())
     snapshots = lake.snapshots()
     ident = lake.table()
-    assert ident in lake.processor._tables  # the table's schema is cached between batches
+    assert ident in lake.processor.tables._states  # the table's schema is cached between batches
 
     ev.record("u", {"id": 1}, customer(1, "Ann-2"))
     ev.record("d", {"id": 2}, before=customer(2, "Bob"))
     ev.record("c", {"id": 3}, customer(3, "Cy"))
     batch = ev.take()
 
-    real_merge = cdclake.batch.merge_changes
-    attempts = []
-
-    def failing_merge(table, changes, *args, **kwargs):
-        # A real failure inside the MERGE's Spark job (as a lost executor or an S3 error would be):
-        # the source rows raise when the MERGE computes them, after the MERGE has started.
-        attempts.append(table)
-        real_merge(
-            table, changes.withColumn("_cdc_op", F.raise_error(F.lit("injected: S3 read failed"))), *args, **kwargs
-        )
-
-    monkeypatch.setattr(cdclake.batch, "merge_changes", failing_merge)
+    failing = True
     caplog.set_level(logging.WARNING, logger="cdclake")
     with pytest.raises(Exception, match="injected: S3 read failed"):
         lake.apply(batch, batch_id=7)
     assert attempts == [ident]  # not a conflict: no second attempt
     assert not [r for r in caplog.records if "commit conflict" in r.getMessage()]
-    assert lake.processor._tables == {}  # cached table state dropped: the catalog is the truth again
+    assert lake.processor.tables._states == {}  # cached table state dropped: the catalog is the truth again
     assert lake.snapshots() == snapshots  # nothing committed
     lake.assert_rows({1: "Ann", 2: "Bob"})
 
-    monkeypatch.setattr(cdclake.batch, "merge_changes", real_merge)
+    failing = False
     lake.apply(batch, batch_id=7)  # what the restarted job does: the same batch again
     lake.assert_rows({1: "Ann-2", 3: "Cy"})
     assert lake.snapshots() == snapshots + 1

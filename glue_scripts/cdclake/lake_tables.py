@@ -1,0 +1,316 @@
+"""The lake tables as the job knows them, and the DDL it runs on them.
+
+`LakeTables` caches each table's columns, key and recorded column changes between batches, so a
+steady stream makes no catalog call except the MERGE itself. It creates and evolves tables
+(CREATE / ALTER / REPLACE … AS SELECT, source defaults backfilled), applies the source's column
+renames and drops (ddl.py), and does what --dropped_table_policy says for a table dropped at the
+source. `read_statements` reads a batch's schema-change events per table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import ddl as D
+from .decode import META_NAMES, SchemaGroup
+from .evolution import (
+    BACKFILL_PREFIX,
+    Columns,
+    SchemaPlan,
+    apply_plan,
+    backfill_defaults,
+    default_sql,
+    rewrite_table,
+)
+from .merge import create_table, drop_identifier_fields, truncate_before
+from .report import TableReport
+from .settings import Settings
+from .sqltext import quote, sql_string
+
+log = logging.getLogger("cdclake")
+
+
+@dataclass
+class TableState:
+    columns: Columns  # data columns, without _cdc_* metadata
+    keys: list[str]
+    pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
+    column_changes: list[D.ColumnChange] = field(default_factory=list)  # applied renames and drops
+    dropped_seq: int | None = None  # position of a DROP TABLE at the source that the lake table outlived
+
+
+@dataclass
+class TableDDL:
+    """What the batch's schema-change events say about one table."""
+
+    changes: list[D.ColumnChange] = field(default_factory=list)
+    drop_seq: int | None = None
+    drop_ts: float | None = None
+    create_seq: int | None = None
+
+
+def read_statements(classified: DataFrame) -> dict[tuple[str, str], TableDDL]:
+    """Column renames/drops and table drops of the batch's schema-change events, per table
+    (MySQL; one more Spark action, only in batches that have schema-change events)."""
+    rows = (
+        classified.where(F.col("_ddl").isNotNull())
+        .select("_ddl", "_ddl_tables", "_cdc_seq", F.col("_cdc_source_ts").cast("double").alias("ts"))
+        .collect()
+    )
+    out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
+    for r in rows:
+        seq = int(r["_cdc_seq"])
+        for change in r["_ddl_tables"] or []:
+            for db, tbl in D.table_ids([change["id"]]):
+                if change["type"] == "DROP":
+                    t = out[(db, tbl)]
+                    if t.drop_seq is None or seq > t.drop_seq:
+                        t.drop_seq, t.drop_ts = seq, r["ts"]
+                elif change["type"] == "CREATE":
+                    t = out[(db, tbl)]
+                    t.create_seq = max(seq, t.create_seq or 0)
+                elif change["type"] == "ALTER":
+                    out[(db, tbl)].changes += [D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
+    return dict(out)
+
+
+def newest_drop(stmt: TableDDL | None, state: TableState | None) -> int | None:
+    """Position of the newest DROP TABLE at the source: this batch's, or one the table is marked with."""
+    return max((x for x in (stmt.drop_seq if stmt else None, state.dropped_seq if state else None) if x), default=None)
+
+
+class LakeTables:
+    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+        self.spark = spark
+        self.settings = settings
+        self._states: dict[str, TableState | None] = {}
+        # --dropped_table_policy drop: lake tables this process dropped, with the DROP's position
+        # (a late event older than it must not bring the table back).
+        self._dropped: dict[str, int] = {}
+        # Renames read before the job has created the table (kept until it does, in this process).
+        self._early: dict[str, list[D.ColumnChange]] = defaultdict(list)
+
+    # ------------------------------------------------------------------ cached state
+    def state(self, ident: str) -> TableState | None:
+        """The table's state (None: no such table), from the catalog on first use."""
+        if ident not in self._states:
+            self._states[ident] = self._load(ident) if self.spark.catalog.tableExists(ident) else None
+        return self._states[ident]
+
+    def _load(self, ident: str) -> TableState:
+        schema = self.spark.table(ident).schema
+        cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
+        props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
+        keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
+        drop_identifier_fields(self.spark, ident, keys)
+        pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
+        dropped = props.get(D.SOURCE_DROPPED_POSITION_PROPERTY)
+        return TableState(
+            cols,
+            keys,
+            pending,
+            D.loads(props.get(D.COLUMN_CHANGES_PROPERTY)),
+            int(dropped) if dropped else None,
+        )
+
+    def forget(self, ident: str | None = None) -> None:
+        """Drop cached table state (after a failure, the catalog is the truth)."""
+        if ident is None:
+            self._states.clear()
+        else:
+            self._states.pop(ident, None)
+
+    def dropped_after(self, ident: str, seq: int) -> bool:
+        """--dropped_table_policy drop: this process dropped the table at a position after `seq`."""
+        return ident in self._dropped and seq <= self._dropped[ident]
+
+    def known_changes(self, ident: str, state: TableState | None, stmt: TableDDL | None) -> list[D.ColumnChange]:
+        """Renames and drops after an event was written, for events read after the statement: the
+        table's recorded ones, or for a table not created yet the ones read so far (taken)."""
+        if state is not None:
+            return state.column_changes
+        return self._early.pop(ident, []) + self._recorded(stmt.changes if stmt else [])
+
+    # ------------------------------------------------------------------ create and evolve
+    def evolve(
+        self,
+        ident: str,
+        state: TableState | None,
+        plan: SchemaPlan,
+        keys: list[str],
+        fills: dict[str, str],
+        known: list[D.ColumnChange],
+    ) -> str:
+        """Bring the table to `plan` (CREATE, or ALTER and rewrite) and give existing rows the
+        source defaults of added columns (`fills`) and of a backfill a crash left pending. Returns
+        the plan's description when the table changed, else ""."""
+        # A new table has no existing rows to backfill.
+        pending = dict(state.pending_backfill) if state is not None else {}
+        if plan.create:
+            create_table(self.spark, ident, plan.final, keys, self.settings.write_mode)
+            log.info(
+                "table %s created: key %s, %d columns", ident, keys or "none (rows as a multiset)", len(plan.final)
+            )
+            if known:
+                self._record_column_changes(ident, known)
+        elif plan.changed:
+            added = {n.lower() for n, _ in plan.add}
+            new_defaults = {n: e for n, e in fills.items() if n.lower() in added}
+            apply_plan(self.spark, ident, plan, new_defaults)
+            pending.update(new_defaults)
+            if plan.rewrite:
+                rewrite_table(self.spark, ident, plan)
+            log.info("table %s schema evolved: %s", ident, plan.describe())
+        if pending:
+            backfill_defaults(self.spark, ident, pending)
+            log.info("table %s: existing rows given the source default of %s", ident, ", ".join(pending))
+        if not (plan.changed or pending):
+            return ""
+        self._states[ident] = TableState(
+            plan.final, keys, column_changes=known, dropped_seq=state.dropped_seq if state else None
+        )
+        return plan.describe()
+
+    def new_column_defaults(self, plan: SchemaPlan, groups: list[SchemaGroup]) -> dict[str, str]:
+        """Source defaults (SQL literals) of columns that some of this batch's schema groups lack
+        because they were added at the source meanwhile."""
+        if plan.create:
+            names = {n.lower() for n, _ in plan.final}
+            new = {n for n in names if any(n not in {c.lower() for c, _ in g.lake_columns()} for g in groups)}
+        else:
+            new = {n.lower() for n, _ in plan.add}
+        out: dict[str, str] = {}
+        for g in reversed(groups):  # the newest schema knows the current default
+            for spec in g.columns or []:
+                name = g.renamed.get(spec.name, spec.name)
+                if name.lower() in new and name not in out and spec.name not in g.ignored:
+                    expr = default_sql(self.spark, spec)
+                    if expr is not None:
+                        out[name] = expr
+            new -= {n.lower() for n, _ in g.lake_columns()}
+        return out
+
+    # ------------------------------------------------------------------ column renames and drops
+    def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
+        """The changes the lake keeps: renames always, drops only when it drops columns too."""
+        return [c for c in changes if c.kind == D.RENAME or self.settings.dropped_column_policy == "drop"]
+
+    def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
+        value = sql_string(D.dumps(changes))
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({sql_string(D.COLUMN_CHANGES_PROPERTY)}={value})")
+
+    def apply_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> str:
+        """Apply column renames (and drops, --dropped_column_policy drop) to an existing lake table,
+        in source order; each is a no-op when already applied. Returns what was done, for the log."""
+        state = self.state(ident)
+        assert state is not None
+        todo = [c for c in sorted(self._recorded(changes), key=lambda c: c.seq) if c not in state.column_changes]
+        if not todo:
+            return ""
+        done = []
+        keys = list(state.keys)
+        for ch in todo:
+            done += self._apply_column_change(ident, ch, keys)
+            if ch.kind == D.RENAME and ch.new:
+                keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
+        if keys != state.keys:
+            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('cdc.primary-key'={sql_string(','.join(keys))})")
+        self._record_column_changes(ident, state.column_changes + todo)
+        self.forget(ident)  # the catalog is the truth for the new column names
+        if done:
+            log.info("table %s: source DDL applied: %s", ident, ", ".join(done))
+        return ", ".join(done)
+
+    def _apply_column_change(self, ident: str, ch: D.ColumnChange, keys: list[str]) -> list[str]:
+        """One rename or drop, against the table as it is now; what was done, for the log."""
+        lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
+        old = lake.get(ch.old.lower())
+        if ch.kind == D.RENAME and ch.new:
+            new = lake.get(ch.new.lower())
+            if old and not new:
+                # Metadata only: Iceberg columns have ids, the data files follow.
+                self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(old)} TO {quote(ch.new)}")
+                return [f"{old}->{ch.new} (renamed)"]
+            if old and new:
+                # Events with the new name were applied before the statement was read, and added
+                # it as a column: rows last written before the rename hold their value under the
+                # old name. Re-running this is harmless: the old column is dropped last.
+                self.spark.sql(
+                    f"UPDATE {ident} SET {quote(new)} = {quote(old)} WHERE _cdc_seq IS NULL OR _cdc_seq < {ch.seq}"
+                )
+                self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
+                return [f"{old}->{new} (renamed after its new name had arrived)"]
+        elif ch.kind == D.DROP and old and old.lower() not in {k.lower() for k in keys}:
+            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
+            return [f"-{old} (dropped)"]
+        return []
+
+    def apply_statements(self, ident: str, stmt: TableDDL) -> TableReport | None:
+        """A batch's statements for a table without data events in the batch."""
+        if self.state(ident) is None:
+            self._early[ident] += self._recorded(stmt.changes)
+            return None
+        tr = TableReport(ident)
+        if stmt.changes:
+            tr.schema = self.apply_column_changes(ident, stmt.changes)
+        self.after_drop(ident, stmt, False, False, tr)
+        return tr if tr.schema or tr.truncated or tr.source_dropped else None
+
+    # ------------------------------------------------------------------ tables dropped at the source
+    def after_drop(self, ident: str, stmt: TableDDL | None, recreated: bool, truncated: bool, tr: TableReport) -> None:
+        """A DROP TABLE at the source (this batch's, or one the lake table is marked with), once the
+        batch's changes of the table are applied. `recreated`: the batch showed the table created
+        again after the drop; `truncated`: the rows older than the drop are deleted already."""
+        state = self.state(ident)
+        if state is None:
+            return
+        drop = newest_drop(stmt, state)
+        if drop is None:
+            return
+        if not recreated and stmt is not None and stmt.drop_seq is not None:
+            # The new table's events may have been read before the statement.
+            recreated = bool(self.spark.sql(f"SELECT 1 FROM {ident} WHERE _cdc_seq > {drop} LIMIT 1").count())
+        if not recreated:
+            recreated = stmt is not None and (stmt.create_seq or 0) > drop
+        if recreated:
+            if not truncated:
+                # What remains of the dropped table goes: the new one started empty.
+                truncate_before(self.spark, ident, drop)
+                tr.truncated = True
+            if state.dropped_seq is not None:
+                self._unmark_dropped(ident)
+        elif stmt is not None and stmt.drop_seq is not None:
+            tr.source_dropped = self._source_dropped(ident, stmt)
+
+    def _source_dropped(self, ident: str, stmt: TableDDL) -> str:
+        """--dropped_table_policy: keep the lake table and mark it, or drop it."""
+        assert stmt.drop_seq is not None
+        if self.settings.dropped_table_policy == "drop":
+            self.spark.sql(f"DROP TABLE IF EXISTS {ident}")
+            self._states[ident] = None
+            self._dropped[ident] = stmt.drop_seq
+            log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ident)
+            return "dropped"
+        when = datetime.fromtimestamp(stmt.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        props = {D.SOURCE_DROPPED_PROPERTY: when, D.SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
+        self.spark.sql(
+            f"ALTER TABLE {ident} SET TBLPROPERTIES ({', '.join(f'{sql_string(k)}={sql_string(v)}' for k, v in props.items())})"
+        )
+        self.forget(ident)
+        log.warning(
+            "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, D.SOURCE_DROPPED_PROPERTY
+        )
+        return "kept, marked"
+
+    def _unmark_dropped(self, ident: str) -> None:
+        keys = ", ".join(sql_string(k) for k in (D.SOURCE_DROPPED_PROPERTY, D.SOURCE_DROPPED_POSITION_PROPERTY))
+        self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
+        self.forget(ident)
+        log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)

@@ -1,0 +1,320 @@
+"""One table's change events of a micro-batch, applied in one commit.
+
+    schema groups ──screen──> groups the table can take (the others: dead letters, with the reason)
+        ──plan schema──> CREATE / ALTER / rewrite (lake_tables.py)
+        ──decode, conform──> count ops and decode errors (1 Spark action, on the persisted decode)
+        ──newest per key (TOASTed values carried) or net count per row image──> the write (1 commit)
+
+The write is a `Writes`: by default `merge.merge_changes` for a table with a primary key and
+`keyless.merge_multiset` for one without. Everything that cannot be applied comes back to the
+caller as dead letters (DataFrames, lazy) with the table's report.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import ddl as D
+from .deadletter import as_dead_letters
+from .decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, resolve_groups, to_lake_names
+from .evolution import Columns, SchemaPlan, plan_schema
+from .keyless import merge_multiset
+from .lake_tables import LakeTables, TableDDL, TableState, newest_drop
+from .merge import merge_changes, truncate_before
+from .ordering import latest_per_key
+from .report import TableReport
+from .settings import Settings
+from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
+
+log = logging.getLogger("cdclake")
+
+# (table, newest change per key, key columns, data columns, TOAST placeholders to keep: column -> SQL literal)
+KeyedWrite = Callable[[str, DataFrame, list[str], list[str], dict[str, str] | None], None]
+# (table, changes, data columns, the columns that identify a row image)
+KeylessWrite = Callable[[str, DataFrame, list[str], list[str]], None]
+
+
+@dataclass(frozen=True)
+class Writes:
+    """How a table's changes reach it, in one commit per table per batch. The benchmark passes an
+    append here to measure everything but the row-level write."""
+
+    keyed: KeyedWrite = merge_changes
+    keyless: KeylessWrite = merge_multiset
+
+
+@dataclass
+class ClassifiedBatch:
+    batch_id: int
+    full: DataFrame  # classified records, as computed from the raw batch
+    cached: DataFrame  # the same rows, persisted, without the record's key and value text
+
+
+@dataclass
+class Rejection:
+    """Events of a schema group that go to the dead letters, and why."""
+
+    group: SchemaGroup
+    reason: str
+    loud: bool = True  # logged per group (False: the caller logged one line for several)
+
+
+@dataclass
+class TableOutcome:
+    report: TableReport
+    dead_letters: list[DataFrame] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    """One table within one batch."""
+
+    ident: str
+    batch: ClassifiedBatch
+    stmt: TableDDL | None
+    report: TableReport
+    started: float
+
+
+class TableWriter:
+    def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables, writes: Writes) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.tables = tables
+        self.writes = writes
+
+    def apply(
+        self,
+        batch: ClassifiedBatch,
+        table: tuple[str, str],
+        groups: list[SchemaGroup],
+        truncate_seq: int | None,
+        stmt: TableDDL | None,
+    ) -> TableOutcome:
+        """Apply the batch's schema groups of one source table (and its truncate, and the drop or
+        column changes its statements name)."""
+        ident = self.settings.table_identifier(*table)
+        run = _Run(ident, batch, stmt, TableReport(ident, events=sum(g.events for g in groups)), time.monotonic())
+        resolve_groups(self.spark, batch.cached, groups)
+        renamed = ""
+        if stmt is not None and stmt.changes and self.tables.state(ident) is not None:
+            renamed = self.tables.apply_column_changes(ident, stmt.changes)
+        state = self.tables.state(ident)
+        known = self.tables.known_changes(ident, state, stmt)
+        good, rejected = self._screen(ident, groups, state, known)
+        dead = self._reject(run, rejected)
+        if not good:
+            run.report.schema = renamed
+            return self._finish(run, dead)
+        keys = state.keys if state is not None and state.keys else good[-1].lake_keys()
+        plan, good, rejected = self._plan(ident, state, good)
+        dead += self._reject(run, rejected)
+        if not good:
+            return self._finish(run, dead)
+        fills = self.tables.new_column_defaults(plan, good)
+        evolved = self.tables.evolve(ident, state, plan, keys, fills, known)
+        run.report.schema = "; ".join(x for x in (renamed, evolved) if x)
+        # A DROP TABLE at the source: the table's events newer than it are of a table created again
+        # under the same name, which started empty (like a truncate at the drop).
+        drop_seq = newest_drop(stmt, state)
+        recreated = drop_seq is not None and (
+            any(g.max_seq > drop_seq for g in good) or (stmt is not None and (stmt.create_seq or 0) > drop_seq)
+        )
+        if recreated:
+            truncate_seq = max(truncate_seq or 0, drop_seq)
+        dead += self._write(run, good, plan.final, fills, keys, truncate_seq)
+        return self._finish(run, dead, recreated)
+
+    def _finish(self, run: _Run, dead: list[DataFrame], recreated: bool = False) -> TableOutcome:
+        self.tables.after_drop(run.ident, run.stmt, recreated, recreated, run.report)
+        run.report.seconds = time.monotonic() - run.started
+        return TableOutcome(run.report, dead)
+
+    # ------------------------------------------------------------------ which groups the table takes
+    def _screen(
+        self, ident: str, groups: list[SchemaGroup], state: TableState | None, known: list[D.ColumnChange]
+    ) -> tuple[list[SchemaGroup], list[Rejection]]:
+        """The groups the table can take, in the lake's column names, and the rejected ones."""
+        good: list[SchemaGroup] = []
+        rejected: list[Rejection] = []
+        for g in groups:
+            if not g.error:
+                g.renamed, g.ignored = D.translation(known, [c.name for c in g.columns or []], g.max_seq)
+            if not g.error and self.tables.dropped_after(ident, g.max_seq):
+                # --dropped_table_policy drop: events of the table older than its DROP, read late.
+                log.warning("table %s: %d event(s) older than the table's drop at the source ignored", ident, g.events)
+                continue
+            reason = g.error or self._key_problem(g, groups, state)
+            if reason:
+                rejected.append(Rejection(g, reason))
+            else:
+                good.append(g)
+        return good, rejected
+
+    def _key_problem(self, g: SchemaGroup, groups: list[SchemaGroup], state: TableState | None) -> str | None:
+        """Why the group's key does not fit the table (None: it does)."""
+        if self.settings.keyless_table_policy == "dead_letter" and not g.keys:
+            return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
+        if (
+            state is not None
+            and state.columns
+            and [k.lower() for k in g.lake_keys()] != [k.lower() for k in state.keys]
+        ) or (state is None and bool(g.keys) != bool(next((x.keys for x in groups if x.keys), g.keys))):
+            if not g.keys:
+                return "record has no JSON key (does the table have a primary key?)"
+            return f"primary key changed: lake table has {state.keys if state else []}, event has {g.keys}"
+        return None
+
+    def _plan(
+        self, ident: str, state: TableState | None, good: list[SchemaGroup]
+    ) -> tuple[SchemaPlan, list[SchemaGroup], list[Rejection]]:
+        """The lake schema for the groups; the groups it takes and those a lossy change rejects."""
+        plan = plan_schema(
+            state.columns if state is not None else None,
+            [g.lake_columns() for g in good],
+            self.settings.schema_change_policy,
+            ident,
+        )
+        if plan.lossy:
+            # One loud line per table, however many schema versions carried the change.
+            n = sum(good[i].events for i in plan.lossy)
+            reasons = "; ".join(sorted(set(plan.lossy.values())))
+            log.error(
+                "table %s: %d event(s) rejected to dead letters, the table stops following: %s", ident, n, reasons
+            )
+        rejected = [Rejection(good[i], reason, loud=i not in plan.lossy) for i, reason in plan.rejected.items()]
+        return plan, [g for i, g in enumerate(good) if i not in plan.rejected], rejected
+
+    def _reject(self, run: _Run, rejected: list[Rejection]) -> list[DataFrame]:
+        """The rejected groups' records as dead letters, counted in the table's report."""
+        out = []
+        tr = run.report
+        for r in rejected:
+            g = r.group
+            if r.loud:
+                log.error("table %s: %d event(s) rejected to dead letters: %s", run.ident, g.events, r.reason)
+            out.append(as_dead_letters(group_rows(run.batch.full, g), r.reason, run.batch.batch_id))
+            tr.dead += g.events
+            tr.dead_reasons[r.reason] = tr.dead_reasons.get(r.reason, 0) + g.events
+        return out
+
+    # ------------------------------------------------------------------ decode and write
+    def _write(
+        self,
+        run: _Run,
+        good: list[SchemaGroup],
+        columns: Columns,
+        fills: dict[str, str],
+        keys: list[str],
+        truncate_seq: int | None,
+    ) -> list[DataFrame]:
+        """Decode the groups, write what decodes, and return the rest as dead letters."""
+        decoded = _decoded(run.batch.cached, good, columns, fills).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = self._counts(decoded, columns)
+            dead = self._undecodable(run, counts, good, columns, fills)
+            changes = decoded.where(F.col("_decode_error").isNull()).drop(
+                "_decode_error", *[f"_raw_{c}" for c in RAW_KEEP]
+            )
+            if truncate_seq is not None:
+                truncate_before(self.spark, run.ident, truncate_seq)
+                changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
+                run.report.truncated = True
+            changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
+            toasted = any(r["ok"] and r["_unavail"] for r in counts)
+            self._merge(run.ident, changes, keys, columns, good, toasted)
+            _count_ops(run.report, counts, keys)
+        finally:
+            decoded.unpersist()
+        return dead
+
+    def _counts(self, decoded: DataFrame, columns: Columns) -> list[Any]:
+        """Events per op and decode error (null when decoded), and whether any holds a TOAST
+        placeholder: the table's one Spark action besides the write."""
+        placeholder = self.settings.unavailable_value_placeholder
+        unavailable = placeholder_columns(columns, placeholder)
+        return (
+            # Grouped by the decode error too (null when decoded): the reasons come with the counts.
+            decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op", "_decode_error")
+            .agg(
+                F.count(F.lit(1)).alias("count"),
+                F.max(has_placeholder(unavailable, placeholder)).alias("_unavail"),
+            )
+            .collect()
+        )
+
+    def _undecodable(
+        self, run: _Run, counts: list[Any], good: list[SchemaGroup], columns: Columns, fills: dict[str, str]
+    ) -> list[DataFrame]:
+        """The events that did not decode, as dead letters, counted in the table's report."""
+        bad = sum(r["count"] for r in counts if not r["ok"])
+        if not bad:
+            return []
+        tr = run.report
+        tr.dead += bad
+        for r in counts:
+            if not r["ok"]:
+                tr.dead_reasons[r["_decode_error"]] = tr.dead_reasons.get(r["_decode_error"], 0) + r["count"]
+        log.error("table %s: %d event(s) could not be decoded; sent to dead letters", run.ident, bad)
+        # Decoded again from the uncached records (they hold the key and value text). A local
+        # checkpoint makes them a leaf of the plan: without it the optimizer merges the envelope
+        # parsing into every decoded column and spends minutes planning a handful of rows.
+        again = _decoded(run.batch.full.localCheckpoint(eager=False), good, columns, fills)
+        errors = again.where(F.col("_decode_error").isNotNull())
+        return [as_dead_letters(errors, F.col("_decode_error"), run.batch.batch_id, "_raw_")]
+
+    def _merge(
+        self,
+        ident: str,
+        changes: DataFrame,
+        keys: list[str],
+        columns: Columns,
+        good: list[SchemaGroup],
+        toasted: bool,
+    ) -> None:
+        """Write the decoded changes: newest per key, or per row image for a table without a key."""
+        names = [n for n, _ in columns]
+        if not keys:
+            # A row is identified by the columns every event of the batch carries (a column
+            # dropped at the source and kept in the lake is not compared).
+            shared = set.intersection(*[{n.lower() for n, _ in g.lake_columns()} for g in good])
+            self.writes.keyless(ident, changes, names, [n for n in names if n.lower() in shared])
+            return
+        newest = latest_per_key(changes, keys)
+        keep = None
+        if toasted:
+            # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
+            placeholder = self.settings.unavailable_value_placeholder
+            unavailable = placeholder_columns(columns, placeholder)
+            newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
+            keep = keep_existing(unavailable, placeholder)
+        self.writes.keyed(ident, newest, keys, names, keep)
+
+
+def _decoded(classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]) -> DataFrame:
+    """The groups' events decoded and conformed to the lake columns, as one DataFrame."""
+    return reduce(
+        DataFrame.unionByName,
+        [conform(to_lake_names(decode_group(classified, g), g), columns, fills) for g in groups],
+    )
+
+
+def _count_ops(tr: TableReport, counts: list[Any], keys: list[str]) -> None:
+    """The table's inserts, updates and deletes, from the counts (not computed again)."""
+    ops: dict[str, int] = defaultdict(int)
+    for r in counts:
+        if r["ok"]:
+            ops[r["_cdc_op"]] += r["count"]
+    # A keyless update was counted as a delete of `before` too (decode.py).
+    tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"] - (0 if keys else ops["u"])

@@ -1,0 +1,49 @@
+"""Every function of the Glue job's code fits on a screen: at most 60 lines, nested ones included
+(a nested function counts in its own length and in its parent's)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_LINES = 60
+
+
+def long_functions(source: str, name: str, limit: int = MAX_LINES) -> list[str]:
+    """`file:line name (n lines)` of every function in `source` longer than `limit` lines,
+    decorators and docstring included."""
+    out = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = node.end_lineno - first + 1
+            if lines > limit:
+                out.append(f"{name}:{node.lineno} {node.name} ({lines} lines)")
+    return out
+
+
+def test_no_function_in_glue_scripts_is_longer_than_60_lines():
+    files = sorted((ROOT / "glue_scripts").rglob("*.py"))
+    assert files
+    found = [f for p in files for f in long_functions(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))]
+    assert not found, "split these into well-named helpers:\n" + "\n".join(found)
+
+
+def _function(name: str, statements: int, indent: str = "", inner: list[str] | None = None) -> list[str]:
+    """A function of `statements` assignments (+ a nested function) and a return."""
+    body = [f"{indent}    x{i} = {i}" for i in range(statements)]
+    return [f"{indent}def {name}():", *body, *(inner or []), f"{indent}    return 1"]
+
+
+def test_the_check_counts_nested_and_decorated_functions_and_methods():
+    lines = [
+        *_function("exactly_60", 58),
+        "@staticmethod",
+        *_function("decorated_61", 58),
+        "class C:",
+        *_function("method_63", 0, "    ", inner=_function("inner_61", 59, "        ")),
+    ]
+    found = long_functions("\n".join(lines), "m.py")
+    assert [f.split()[1] for f in found] == ["decorated_61", "method_63", "inner_61"]
+    assert found[0] == "m.py:62 decorated_61 (61 lines)"

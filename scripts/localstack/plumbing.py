@@ -334,7 +334,11 @@ def log_tail(s: Settings, component: str, lines: int = 25) -> str:
     starts = [i for i, line in enumerate(text) if line.startswith("===== ")]
     run = text[starts[-1] + 1 :] if starts else text
     tail = run[-lines:]
-    errors = [line for line in run[: -lines or None] if " ERROR " in line or "[ERROR]" in line][:3]
+    head = run[: -lines or None]
+    first = next((i for i, line in enumerate(head) if " ERROR " in line or "[ERROR]" in line), None)
+    # With the lines before it: a process often says why only in the notes that precede its first
+    # error (MariaDB's "[ERROR] Aborting" follows the reason).
+    errors = head[max(0, first - 8) : first + 3] if first is not None else []
     shown = ([*errors, "    ..."] if errors else []) + tail
     return "\n".join(f"    {line}" for line in shown)
 

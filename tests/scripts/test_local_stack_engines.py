@@ -61,3 +61,17 @@ def test_the_kafka_cluster_id_has_the_format_of_kafka_storage_random_uuid() -> N
     for cluster_id in ids:
         assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id) and not cluster_id.startswith("-"), cluster_id
         assert uuid.UUID(bytes=base64.urlsafe_b64decode(cluster_id + "==")).version == 4
+
+
+def test_a_failed_start_shows_the_notes_before_the_first_error_and_the_end_of_the_log(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from localstack.plumbing import log_tail
+
+    log = tmp_path / "mariadb.log"
+    help_text = [f"help line {i}" for i in range(30)]  # what mariadb-install-db prints after failing
+    before = ["old run [ERROR] not this one", "===== start", "[Note] starting", "[Note] io_uring failed: the reason"]
+    log.write_text("\n".join([*before, "[ERROR] Aborting", *help_text]))
+    shown = log_tail(SimpleNamespace(log=lambda component: log), "mariadb")  # type: ignore[arg-type]
+    assert "io_uring failed: the reason" in shown and "[ERROR] Aborting" in shown
+    assert "help line 29" in shown and "not this one" not in shown

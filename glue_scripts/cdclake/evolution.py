@@ -23,6 +23,7 @@ Column names match case-insensitively, as in Spark and Athena.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -237,13 +238,22 @@ def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
     value = spark.range(1).select(spec.convert(F.lit(spec.default)).cast(spec.spark_type).alias("v")).first()["v"]
     if value is None:
         return None
-    if isinstance(value, str):
-        literal = sql_string(value)
-    elif isinstance(value, bool):
-        literal = "TRUE" if value else "FALSE"
-    else:
-        literal = repr(value) if isinstance(value, float) else str(value)
-    return f"CAST({literal} AS {spec.spark_type.simpleString()})"
+    return f"CAST({_literal(value)} AS {spec.spark_type.simpleString()})"
+
+
+def _literal(value: object) -> str:
+    """SQL text of a Python value Spark returned. Floats and decimals go as quoted text: a bare
+    `nan` or `inf` is no SQL literal, and a cast from text is exact (repr is the shortest text
+    that reads back as the same float; a decimal keeps every digit)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return sql_string({"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(repr(value), repr(value)))
+    if isinstance(value, Decimal):
+        return sql_string(format(value, "f"))
+    return sql_string(str(value))
 
 
 BACKFILL_PREFIX = "cdc.backfill."

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 from decimal import Decimal
 
 import pytest
@@ -136,6 +137,55 @@ def test_added_column_without_default_leaves_existing_rows_null(lake):
     ev.record("c", {"id": 2}, customer(2, nickname="Bo"), value_schema=_with_extra("nickname", "string"))
     lake.apply(ev.take())
     lake.assert_rows({1: None, 2: "Bo"}, column="nickname")
+
+
+def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kind(lake):
+    # PostgreSQL allows NaN and infinite float defaults, and a decimal default may hold more
+    # digits than a double: each must reach the old rows exactly, not as a rounded or bare literal.
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    lake.apply(ev.take())
+    decimal_type = {
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1,
+        "parameters": {"scale": "2", "connect.decimal.precision": "20"},
+    }
+    extra = [
+        {"type": "float64", "optional": True, "field": "ratio", "default": "NaN"},
+        {"type": "float64", "optional": True, "field": "ceiling", "default": "Infinity"},
+        {"type": "float64", "optional": True, "field": "tenth", "default": 0.1},
+        {"type": "int64", "optional": True, "field": "big", "default": 9007199254740993},
+        {"type": "boolean", "optional": True, "field": "flag", "default": True},
+        {"type": "string", "optional": True, "field": "note", "default": "it's \\ here"},
+        {
+            "type": "bytes",
+            "optional": True,
+            "field": "price",
+            "default": decimal_b64("123456789012345678.91", 2),
+            **decimal_type,
+        },
+    ]
+    schema = with_row_fields(BASE, [*row_fields(BASE), *extra])
+    values = {
+        "ratio": 1.5,
+        "ceiling": 2.5,
+        "tenth": 0.5,
+        "big": 7,
+        "flag": False,
+        "note": "n",
+        "price": decimal_b64("1.00", 2),
+    }
+    ev.record("c", {"id": 2}, customer(2, **values), value_schema=schema)
+    report = lake.apply(ev.take())
+    assert report.dead == 0, report
+    old = lake.by_id()[1]
+    assert math.isnan(old["ratio"])
+    assert old["ceiling"] == math.inf
+    assert old["tenth"] == 0.1
+    assert old["big"] == 9007199254740993
+    assert old["flag"] is True
+    assert old["note"] == "it's \\ here"
+    assert old["price"] == Decimal("123456789012345678.91")
 
 
 def test_backfill_left_pending_by_a_crash_is_finished_on_the_next_batch(lake):

@@ -110,12 +110,12 @@ class TableWriter:
         renamed = ""
         if stmt is not None and stmt.changes and self.tables.state(ident) is not None:
             renamed = self.tables.apply_column_changes(ident, stmt.changes)
+        run.report.schema = renamed  # reported even when every group is rejected below
         state = self.tables.state(ident)
         known = self.tables.known_changes(ident, state, stmt)
         good, rejected = self._screen(ident, groups, state, known)
         dead = self._reject(run, rejected)
         if not good:
-            run.report.schema = renamed
             return self._finish(run, dead)
         keys = state.keys if state is not None and state.keys else good[-1].lake_keys()
         plan, good, rejected = self._plan(ident, state, good)

@@ -59,6 +59,22 @@ def test_a_rename_with_data_before_and_after_it_in_one_batch_renames_the_lake_co
     assert files_before & files_after
 
 
+def test_a_rename_is_applied_and_reported_when_every_event_beside_it_is_dead_lettered(lake):
+    ev = Events()
+    seed(lake, ev)
+    ev.schema_change(RENAME)
+    bad = renamed_schema()  # and `email_address` turned into an int: no safe conversion
+    for f in row_fields(bad):
+        if f["field"] == "email_address":
+            f["type"] = "int32"
+    ev.record("u", {"id": 2}, renamed_row(2, "After", "x") | {"email_address": 42}, value_schema=bad)
+    report = lake.apply(ev.take())
+    assert report.dead == 1
+    assert "email->email_address (renamed)" in report.tables[0].schema
+    assert columns(lake) == ["id", "first_name", "last_name", "email_address", "balance", "created_at"]
+    lake.assert_rows({1: "old1@example.com", 2: "old2@example.com", 3: "old3@example.com"}, column="email_address")
+
+
 def test_a_rename_read_before_the_data_applies_to_events_written_before_it_that_are_read_later(lake):
     ev = Events()
     seed(lake, ev)

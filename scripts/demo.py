@@ -30,7 +30,6 @@ import local_job  # noqa: E402
 import reconcile  # noqa: E402
 from localstack import commands, plumbing, sources  # noqa: E402
 
-SQL = ROOT / "sql"
 STEPS = 7
 
 
@@ -114,13 +113,11 @@ def run(keep: bool, source: str | None = None) -> int:
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
-    # PostgreSQL: its own scenario files, and lake tables named by schema (public_customer).
-    pg = s.source == "postgres"
-    sql_dir, prefix = (SQL / "postgres", "public") if pg else (SQL, plumbing.DATABASE)
-    source_text = "PostgreSQL 15 (wal_level=logical, pgoutput)" if pg else "MariaDB (binlog ROW)"
+    # Each engine has its scenario files in its dialect; lake tables are named <namespace>_<table>.
+    sql_dir, prefix = s.engine.SCENARIO, s.engine.TOPIC_NAMESPACE
 
     try:
-        step(1, f"fresh local stack in {s.state}: {source_text} -> Kafka Connect + Debezium -> Apache Kafka")
+        step(1, f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka")
         with plumbing.state_lock(s):
             commands.cmd_down(s, [])
         shutil.rmtree(s.state, ignore_errors=True)
@@ -131,7 +128,7 @@ def run(keep: bool, source: str | None = None) -> int:
         print("  " + " ".join(local_job.job_command(s, [])), flush=True)
         local_job.start(s, [])
 
-        step(3, f"snapshot: salesdb.{'public.' if pg else ''}customer's 30 rows reach the Iceberg table")
+        step(3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the Iceberg table")
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120))
 
         step(4, "inserts, updates (one row twice in a transaction) and deletes: sql/02_changes.sql")

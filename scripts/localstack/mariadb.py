@@ -42,6 +42,8 @@ CONNECTOR = "salesdb-cdc"
 PLUGIN = "debezium-connector-mysql"
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-mysql.json"
 TOPIC_NAMESPACE = DATABASE  # topics <prefix>.<database>.<table>
+SOURCE_NAMESPACE = DATABASE
+SCENARIO = ROOT / "sql"
 # The change topics plus the connector's schema-change topic <prefix>: its DDL carries column renames
 # and dropped tables (the template's KafkaTopicPattern default is the same regex).
 JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}(\.{DATABASE}\..*)?"

@@ -65,7 +65,9 @@ class SourceEngine(Protocol):
     CONNECTOR: str  # the connector's default name (CDC_STACK_CONNECTOR overrides it)
     PLUGIN: str  # the Debezium plugin folder under .local/connect/plugins
     TEMPLATE: Path  # the connector configuration shared with the AWS deployment
-    TOPIC_NAMESPACE: str  # change topics are <prefix>.<namespace>.<table>
+    TOPIC_NAMESPACE: str  # change topics are <prefix>.<namespace>.<table>; lake tables <namespace>_<table>
+    SOURCE_NAMESPACE: str  # a table's qualified name at the source is <this>.<table>
+    SCENARIO: Path  # the demo's SQL files, in this engine's dialect
     JOB_TOPIC_PATTERN: str  # what the job reads of this source's topics (--kafka_topic_pattern)
     UP_COMMAND: str  # how the user starts a stack with this source
     SHUTDOWN: Shutdown

@@ -56,6 +56,8 @@ PLUGIN = "debezium-connector-postgres"
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 SCHEMA = "public"  # what the connector captures (schema.include.list); topics <prefix>.public.<table>
 TOPIC_NAMESPACE = SCHEMA
+SOURCE_NAMESPACE = f"{DATABASE}.{SCHEMA}"
+SCENARIO = ROOT / "sql" / "postgres"
 # The change topics only: no DDL in its events, and its heartbeat topic stays outside.
 JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}\.{SCHEMA}\..*"
 UP_COMMAND = "scripts/local-stack up --source postgres"

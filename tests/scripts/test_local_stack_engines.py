@@ -44,6 +44,14 @@ def test_the_engines_have_their_own_component_port_connector_and_plugin() -> Non
     assert sources.of_component("kafka") is None
 
 
+def test_each_engine_has_the_demo_scenario_in_its_own_dialect() -> None:
+    files = ["01_create_customer.sql", "02_changes.sql", "03_add_status_column.sql", "04_second_table.sql"]
+    scenarios = {e.SCENARIO for e in sources.ENGINES.values()}
+    assert len(scenarios) == len(sources.ENGINES)
+    for folder in scenarios:
+        assert sorted(p.name for p in folder.glob("0*.sql")) == files, folder
+
+
 def test_the_settings_carry_the_engine_the_source_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
     for source, engine in sources.ENGINES.items():

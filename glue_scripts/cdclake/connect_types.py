@@ -35,6 +35,7 @@ PostgreSQL (tests/fixtures/debezium/*/all_types_*.json, tests/type_matrix.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -393,7 +394,29 @@ def row_columns(envelope_schema: dict[str, Any]) -> list[ColumnSpec]:
     image = fields.get("after") or fields.get("before")
     if not image or image.get("type") != "struct" or not image.get("fields"):
         raise UnsupportedSchema("envelope schema has no before/after struct with fields")
-    return [column_spec(f) for f in _list(image["fields"], "row image fields")]
+    specs = [column_spec(f) for f in _list(image["fields"], "row image fields")]
+    if (fields.get("source") or {}).get("name") == MYSQL_SOURCE:
+        specs = [
+            replace(spec, default=mysql_string_default(spec.default))
+            if f.get("type") == "string" and isinstance(spec.default, str)
+            else spec
+            for f, spec in zip(image["fields"], specs, strict=True)
+        ]
+    return specs
+
+
+MYSQL_SOURCE = "io.debezium.connector.mysql.Source"
+# MySQL's backslash escapes in string literals; \% and \_ keep their backslash (LIKE patterns).
+_MYSQL_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+_MYSQL_ESCAPE = re.compile(r"''|\\(.)", re.DOTALL)
+
+
+def mysql_string_default(text: str) -> str:
+    """The value of a MySQL string column's default from Debezium's MySQL connector, which sends the
+    quoted literal of the DDL without applying its escapes (`DEFAULT 'it''s'` arrives as `it''s`,
+    `'a\\'b'` as `a\\'b`; a double-quoted literal as if single-quoted). Rows an ADD COLUMN fills get
+    the default without a binlog event, so the lake must apply the escapes as MySQL did."""
+    return _MYSQL_ESCAPE.sub(lambda m: "'" if m.group(0) == "''" else _MYSQL_ESCAPES.get(m.group(1), m.group(1)), text)
 
 
 def key_columns(key_schema: dict[str, Any] | None) -> list[str]:

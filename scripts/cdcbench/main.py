@@ -33,7 +33,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
     pins = versions()
     jvm = (
         f"Iceberg {pins['iceberg']}, spark-sql-kafka {pins['spark-sql-kafka']}, "
-        f"Apache Kafka {pins['kafka']} (broker and Connect), Debezium {pins['debezium']} (pom.xml)"
+        f"Apache Kafka {pins['kafka']} (broker and Connect), Debezium {pins['debezium-mysql']} MySQL / {pins['debezium-postgres']} PostgreSQL (pom.xml)"
     )
     cpu = next(
         (

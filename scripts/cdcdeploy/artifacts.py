@@ -99,7 +99,7 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
     folder = plugin_folder(engine)
     entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in profile_jars(profile)]
     notes = (
-        f"Debezium {label} connector {runtime.versions()['debezium']} for MSK Connect: the jars of profile "
+        f"Debezium {label} connector {runtime.versions()[profile]} for MSK Connect: the jars of profile "
         f"{profile} of pom.xml, resolved from Maven Central by scripts/runtime.py.\n"
         "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )

@@ -51,7 +51,7 @@ def test_plugin_zip_holds_exactly_the_jars_the_local_kafka_connect_loads(plugin_
 
 
 def test_plugin_zip_carries_the_manifests_debezium_version(plugin_zip: artifacts.Built) -> None:
-    version = runtime.versions()["debezium"]
+    version = runtime.versions()["debezium-mysql"]
     jars = [n.split("/", 1)[1] for n in zip_jars(plugin_zip)]
     assert f"debezium-connector-mysql-{version}.jar" in jars
     assert not any(j.startswith("debezium-connector-postgres") for j in jars)
@@ -61,7 +61,7 @@ def test_plugin_zip_carries_the_manifests_debezium_version(plugin_zip: artifacts
 
 def test_the_shipped_mysql_connector_reads_the_binlog_position_of_mysql_8_4(plugin_zip: artifacts.Built) -> None:
     """MySQL 8.4 removed SHOW MASTER STATUS; the connector in the zip must know SHOW BINARY LOG STATUS."""
-    version = runtime.versions()["debezium"]
+    version = runtime.versions()["debezium-mysql"]
     connector = zip_jars(plugin_zip)[f"debezium-connector-mysql/debezium-connector-mysql-{version}.jar"]
     with zipfile.ZipFile(io.BytesIO(connector)) as jar:
         classes = b"".join(jar.read(n) for n in jar.namelist() if n.startswith("io/debezium/connector/mysql/jdbc/"))
@@ -173,7 +173,7 @@ def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpat
             return cls.getDeclaredConstructor(no_args).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
 
         connector = new("io.debezium.connector.mysql.MySqlConnector")
-        assert connector.version() == runtime.versions()["debezium"]
+        assert connector.version() == runtime.versions()["debezium-mysql"]
         (conn,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::KafkaConnect::Connector"]
         config = {
             k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "1")

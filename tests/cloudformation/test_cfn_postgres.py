@@ -205,7 +205,7 @@ def test_the_postgres_plugin_zip_holds_exactly_the_manifests_postgres_connector_
         assert all(n.startswith(f"{folder.name}/") for n in zf.namelist())
     assert jars == {f"{folder.name}/{j.name}": j.read_bytes() for j in runtime.jars("debezium-postgres")}
     names = [n.split("/", 1)[1] for n in jars]
-    assert f"debezium-connector-postgres-{runtime.versions()['debezium']}.jar" in names
+    assert f"debezium-connector-postgres-{runtime.versions()['debezium-postgres']}.jar" in names
     for provided in ("kafka-clients", "connect-", "slf4j", "debezium-connector-mysql"):
         assert not any(j.startswith(provided) for j in names), provided
     assert artifacts.build_plugin_zip(pg_plugin_zip.path.with_name("again.zip"), "postgres").sha256 == (
@@ -252,7 +252,7 @@ def test_the_postgres_plugin_alone_loads_and_validates_its_msk_configuration(
         connector = cls.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(
             gateway.new_array(jvm.java.lang.Object, 0)
         )
-        assert connector.version() == runtime.versions()["debezium"]
+        assert connector.version() == runtime.versions()["debezium-postgres"]
         config = {
             k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "x")
             for k, v in pg_connector(pg_template)["Properties"]["ConnectorConfiguration"].items()

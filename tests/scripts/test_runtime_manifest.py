@@ -43,8 +43,8 @@ def test_resolved_jars_carry_the_pinned_versions() -> None:
     assert f"aws-msk-iam-auth-{pins['aws-msk-iam-auth']}-all.jar" in names
     assert f"kafka_2.13-{pins['kafka']}.jar" in names
     assert f"connect-runtime-{pins['kafka']}.jar" in names
-    assert f"debezium-connector-mysql-{pins['debezium']}.jar" in names
-    assert f"debezium-connector-postgres-{pins['debezium']}.jar" in names
+    assert f"debezium-connector-mysql-{pins['debezium-mysql']}.jar" in names
+    assert f"debezium-connector-postgres-{pins['debezium-postgres']}.jar" in names
 
 
 def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:

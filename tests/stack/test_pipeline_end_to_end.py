@@ -435,6 +435,11 @@ def test_mariadb_restart_then_changes_still_reconcile(job: Stack) -> None:
 def test_schema_change_while_the_job_is_down_is_applied_on_restart(job: Stack) -> None:
     run(job, "local-job", "stop")
     job.sql("ALTER TABLE customer ADD COLUMN vip TINYINT NOT NULL DEFAULT 0")
+    # Defaults the old rows get without a binlog event: a quoted quote, a float, 20 digits.
+    job.sql(
+        "ALTER TABLE customer ADD COLUMN remark VARCHAR(20) DEFAULT 'it''s new', "
+        "ADD COLUMN ratio DOUBLE DEFAULT 0.1, ADD COLUMN credit DECIMAL(20,2) DEFAULT 123456789012345678.91"
+    )
     job.sql("UPDATE customer SET vip = 1 WHERE cust_id = 6")
     start_job(job)
     reconciled(job)

@@ -84,6 +84,18 @@ def test_add_column_with_a_default_reaches_the_lake(pg_job: Stack) -> None:
     assert "OK" in out  # the per-row checksum includes `status` ('Green' for the rows nobody touched)
 
 
+def test_added_columns_give_old_rows_a_quoted_text_a_nan_and_a_20_digit_default_exactly(pg_job: Stack) -> None:
+    # PostgreSQL writes no change for the rows an ADD COLUMN fills with its default: the lake has to
+    # take the default from the connector's schema, which must parse `'it''s'` as it's.
+    pg_job.sql(
+        "ALTER TABLE customer ADD COLUMN remark text DEFAULT 'it''s new';"
+        "ALTER TABLE customer ADD COLUMN score double precision DEFAULT 'NaN';"
+        "ALTER TABLE customer ADD COLUMN credit numeric(20,2) DEFAULT 123456789012345678.91;"
+        "UPDATE customer SET remark = 'changed' WHERE cust_id = 3;"
+    )
+    reconciled(pg_job, "--source", "postgres", "--table", "customer")
+
+
 def test_a_second_table_with_a_composite_key_created_while_streaming_is_captured(pg_job: Stack) -> None:
     out = apply(pg_job, PG_SQL / "04_second_table.sql")
     assert "orders" in out and "source       7  lake       7  OK" in out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
-from cdclake.connect_types import UnsupportedSchema, column_spec, key_columns, row_columns
+from cdc_events import load
+from cdclake.connect_types import UnsupportedSchema, column_spec, key_columns, mysql_string_default, row_columns
 from pyspark.sql import types as T
 
 INT, LONG, FLOAT, DOUBLE = T.IntegerType(), T.LongType(), T.FloatType(), T.DoubleType()
@@ -114,6 +116,46 @@ def test_logical_types_keep_their_connect_name_for_error_messages():
 def test_the_source_default_is_carried_as_encoded():
     schema = decimal(10, 2) | {"default": "AJY="}
     assert column_spec(schema).default == "AJY="
+
+
+# A real MariaDB event (Debezium's MySQL connector) after ADD COLUMN ... DEFAULT with quotes and
+# escapes; row 2 was updated only in `remark`, so its other new columns hold the stored defaults.
+QUOTED_DEFAULTS = "mariadb/u_update_after_add_quoted_defaults.json"
+
+
+def test_mysql_string_defaults_are_the_values_mysql_stored_not_the_literals_of_the_ddl():
+    value = load(QUOTED_DEFAULTS)["value"]
+    after = value["payload"]["after"]
+    defaults = {c.name: c.default for c in row_columns(value["schema"])}
+    assert defaults["remark"] == "it's new"  # DEFAULT 'it''s new' (this row's remark was updated)
+    for column in ("r2", "r3", "r4", "r5", "r6", "r7", "r8"):
+        assert defaults[column] == after[column], column
+
+
+@pytest.mark.parametrize(
+    "sent, stored",
+    [
+        ("it''s", "it's"),
+        ("a\\'b", "a'b"),
+        ("x''''y", "x''y"),
+        ("tab\\there", "tab\there"),
+        ("two\\\\\\\\back", "two\\\\back"),
+        ("like\\%\\_", "like\\%\\_"),
+        ('q\\"', 'q"'),
+        ("nul\\0 sub\\Z", "nul\0 sub\x1a"),
+        ("", ""),
+    ],
+)
+def test_mysql_string_default_applies_the_escapes_of_a_mysql_string_literal(sent, stored):
+    assert mysql_string_default(sent) == stored
+
+
+def test_defaults_of_other_connectors_are_taken_as_sent():
+    value = copy.deepcopy(load(QUOTED_DEFAULTS)["value"])
+    for f in value["schema"]["fields"]:
+        if f["field"] == "source":
+            f["name"] = "io.debezium.connector.postgresql.Source"
+    assert {c.name: c.default for c in row_columns(value["schema"])}["remark"] == "it''s new"
 
 
 @pytest.mark.parametrize(

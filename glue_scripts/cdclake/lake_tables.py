@@ -96,6 +96,8 @@ class LakeTables:
         self._dropped: dict[str, int] = {}
         # Renames read before the job has created the table (kept until it does, in this process).
         self._early: dict[str, list[D.ColumnChange]] = defaultdict(list)
+        # Tables created again at the source with another primary key: replaced at their creation.
+        self._replacing: set[str] = set()
 
     # ------------------------------------------------------------------ cached state
     def state(self, ident: str) -> TableState | None:
@@ -127,6 +129,14 @@ class LakeTables:
         else:
             self._states.pop(ident, None)
 
+    def replace_when_created(self, ident: str, drop_seq: int) -> None:
+        """The source table was dropped (at `drop_seq`) and created again with another primary key,
+        which the lake table cannot take: the table's next CREATE replaces it, and events of the
+        dropped table read late are ignored."""
+        self._replacing.add(ident)
+        self._dropped[ident] = drop_seq
+        self._states[ident] = None
+
     def dropped_after(self, ident: str, seq: int) -> bool:
         """--dropped_table_policy drop: this process dropped the table at a position after `seq`."""
         return ident in self._dropped and seq <= self._dropped[ident]
@@ -154,10 +164,18 @@ class LakeTables:
         # A new table has no existing rows to backfill.
         pending = dict(state.pending_backfill) if state is not None else {}
         if plan.create:
-            create_table(self.spark, ident, plan.final, keys, self.settings.write_mode)
+            replace = ident in self._replacing
+            create_table(self.spark, ident, plan.final, keys, self.settings.write_mode, replace)
             log.info(
-                "table %s created: key %s, %d columns", ident, keys or "none (rows as a multiset)", len(plan.final)
+                "table %s %s: key %s, %d columns",
+                ident,
+                "replaced (created again at the source with another key)" if replace else "created",
+                keys or "none (rows as a multiset)",
+                len(plan.final),
             )
+            if replace:
+                self._replacing.discard(ident)
+                self._forget_source_history(ident)
             if known:
                 self._record_column_changes(ident, known)
         elif plan.changed:
@@ -308,6 +326,14 @@ class LakeTables:
             "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, D.SOURCE_DROPPED_PROPERTY
         )
         return "kept, marked"
+
+    def _forget_source_history(self, ident: str) -> None:
+        """Remove what a replaced table carried over of the dropped one (REPLACE TABLE keeps table
+        properties): its drop mark, recorded column changes and pending backfills."""
+        props = [r["key"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()]
+        stale = [k for k in props if k.startswith("cdc.") and k != "cdc.primary-key"]
+        if stale:
+            self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, stale))})")
 
     def _unmark_dropped(self, ident: str) -> None:
         keys = ", ".join(sql_string(k) for k in (D.SOURCE_DROPPED_PROPERTY, D.SOURCE_DROPPED_POSITION_PROPERTY))

@@ -30,8 +30,10 @@ def create_table(
     columns: list[tuple[str, T.DataType]],
     keys: list[str],
     write_mode: str,
+    replace: bool = False,
 ) -> None:
     """Create an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
+    `replace`: replace an existing table in one commit (its snapshots stay in the metadata).
 
     The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue 5.0) a
     merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId 1 as an
@@ -53,7 +55,8 @@ def create_table(
         "cdc.primary-key": ",".join(keys),
     }
     tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
+    create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
+    spark.sql(f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
 
 
 def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> bool:

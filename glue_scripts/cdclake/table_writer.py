@@ -112,6 +112,9 @@ class TableWriter:
             renamed = self.tables.apply_column_changes(ident, stmt.changes)
         run.report.schema = renamed  # reported even when every group is rejected below
         state = self.tables.state(ident)
+        if (drop := _recreated_with_another_key(state, stmt, groups)) is not None:
+            self.tables.replace_when_created(ident, drop)
+            state = None
         known = self.tables.known_changes(ident, state, stmt)
         good, rejected = self._screen(ident, groups, state, known)
         dead = self._reject(run, rejected)
@@ -300,6 +303,19 @@ class TableWriter:
             newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
             keep = keep_existing(unavailable, placeholder)
         self.writes.keyed(ident, newest, keys, names, keep)
+
+
+def _recreated_with_another_key(
+    state: TableState | None, stmt: TableDDL | None, groups: list[SchemaGroup]
+) -> int | None:
+    """The position of the DROP TABLE when the batch has events of the table created again after it
+    with another primary key (or without one, or with one now): the lake table cannot take them."""
+    drop = newest_drop(stmt, state)
+    newer = [g for g in groups if not g.error and drop is not None and g.max_seq > drop]
+    if state is None or not newer:
+        return None
+    keys = max(newer, key=lambda g: g.max_seq).keys or []
+    return drop if [k.lower() for k in keys] != [k.lower() for k in state.keys] else None
 
 
 def _decoded(classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]) -> DataFrame:

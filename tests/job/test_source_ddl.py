@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from cdc_events import Events, customer, row_fields, value_schema_of, with_row_fields
+import pytest
+from cdc_events import Events, customer, load, row_fields, value_schema_of, with_row_fields
 
 BASE = value_schema_of("mariadb/c_insert.json")
 
@@ -204,3 +205,35 @@ def test_a_dropped_table_created_again_without_rows_yet_is_empty_in_the_lake(lak
     assert lake.ids() == []
     props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
     assert "cdc.source-dropped" not in props
+
+
+def _composite_key() -> dict:
+    schema = copy.deepcopy(load("mariadb/c_insert.json")["key"]["schema"])
+    schema["fields"].append({"type": "string", "optional": False, "field": "first_name"})
+    return schema
+
+
+@pytest.mark.parametrize("same_batch", [True, False], ids=["drop-and-create-in-one-batch", "create-in-a-later-batch"])
+def test_a_table_created_again_with_another_primary_key_replaces_the_lake_table(lake, same_batch):
+    ev = Events()
+    seed(lake, ev)
+    ev.schema_change("DROP TABLE `customers`", change="DROP")
+    if not same_batch:
+        lake.apply(ev.take())
+    ev.schema_change(
+        "CREATE TABLE customers (id INT, first_name VARCHAR(10), PRIMARY KEY (id, first_name))", change="CREATE"
+    )
+    key = _composite_key()
+    ev.record("c", {"id": 9, "first_name": "Nine"}, customer(9, "Nine"), key_schema=key)
+    ev.record("c", {"id": 9, "first_name": "Nina"}, customer(9, "Nina"), key_schema=key)
+    report = lake.apply(ev.take())
+    assert report.dead == 0
+    lake.assert_rows([{"id": 9, "first_name": "Nina"}, {"id": 9, "first_name": "Nine"}], key=("id", "first_name"))
+    props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert props["cdc.primary-key"] == "id,first_name"
+    assert not {"cdc.source-dropped", "cdc.source-dropped-position"} & set(props)
+    # The new table takes updates and deletes by its key; a restarted job reads it as it is now.
+    fresh = type(lake)(lake.spark, lake.settings.warehouse, lake.dead_dir.parent, namespace=lake.namespace)
+    ev.record("d", {"id": 9, "first_name": "Nine"}, customer(9, "Nine"), key_schema=key)
+    assert fresh.apply(ev.take()).dead == 0
+    lake.assert_rows([{"id": 9, "first_name": "Nina"}], key=("id", "first_name"))

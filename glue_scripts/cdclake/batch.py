@@ -29,7 +29,7 @@ from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import SchemaGroup, resolve_groups
 from .evolution import plan_schema
-from .lake_tables import LakeTables, TableDDL, read_statements
+from .lake_tables import LakeTables, TableDDL, follow_renames, read_statements
 from .merge import truncate_before
 from .report import BatchReport, TableReport
 from .settings import Settings
@@ -113,15 +113,19 @@ class BatchProcessor:
         dead: list[DataFrame] = []
         if summary.dead:
             dead.append(as_dead_letters(batch.full.where(F.col("_status") == E.DEAD), F.col("_reason"), batch.batch_id))
-        statements = read_statements(batch.cached) if summary.schema_events else {}
+        statements, renames = read_statements(batch.cached) if summary.schema_events else ({}, [])
+        tables, truncated = summary.tables, summary.truncated
+        if renames:
+            report.tables += self.tables.rename_tables(renames)
+            tables, truncated = follow_renames(tables, truncated, renames)
         if s.schema_change_policy == "fail":
-            self._fail_on_lossy_change(batch, summary.tables)
-        for table, groups in sorted(summary.tables.items()):
-            outcome = self._writer.apply(batch, table, groups, summary.truncated.get(table), statements.get(table))
+            self._fail_on_lossy_change(batch, tables)
+        for table, groups in sorted(tables.items()):
+            outcome = self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
             report.tables.append(outcome.report)
             report.dead += outcome.report.dead
             dead += outcome.dead_letters
-        report.tables += self._without_changes(summary, statements)
+        report.tables += self._without_changes(tables, truncated, statements)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
@@ -136,17 +140,22 @@ class BatchProcessor:
         if summary.newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - summary.newest_source_ts)
 
-    def _without_changes(self, summary: BatchSummary, statements: dict[tuple[str, str], TableDDL]) -> list[TableReport]:
+    def _without_changes(
+        self,
+        tables: dict[tuple[str, str], list[SchemaGroup]],
+        truncated: dict[tuple[str, str], int],
+        statements: dict[tuple[str, str], TableDDL],
+    ) -> list[TableReport]:
         """Truncates and statements of tables that have no change events in the batch."""
         out = []
-        for table, seq in summary.truncated.items():
-            if table not in summary.tables:
+        for table, seq in truncated.items():
+            if table not in tables:
                 ident = self.settings.table_identifier(*table)
                 if self.tables.state(ident) is not None:
                     truncate_before(self.spark, ident, seq)
                     out.append(TableReport(ident, truncated=True))
         for table, stmt in sorted(statements.items()):
-            if table not in summary.tables:
+            if table not in tables:
                 tr = self.tables.apply_statements(self.settings.table_identifier(*table), stmt)
                 if tr is not None:
                     out.append(tr)

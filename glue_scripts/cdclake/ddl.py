@@ -201,3 +201,40 @@ def _lake_name(changes: list[ColumnChange], lower: str) -> str:
         if ch.new and ch.new.lower() == lower:
             return ch.new
     return lower
+
+
+def table_renames(ddl: str, database: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """((db, old), (db, new)) of every table a `RENAME TABLE a TO b[, c TO d]` or an
+    `ALTER TABLE a ... RENAME [TO|AS] b` statement renames, in order; unqualified names are in
+    `database` (the statement's). [] for any other statement."""
+    tokens = _tokens(ddl)
+    out = []
+    if len(tokens) > 1 and tokens[0].kw("RENAME") and tokens[1].kw("TABLE", "TABLES"):
+        for c in _clauses(tokens[2:]):
+            old, i = _table_name(c, 0, database)
+            if old and i < len(c) and c[i].kw("TO"):
+                new, _ = _table_name(c, i + 1, database)
+                if new:
+                    out.append((old, new))
+        return out
+    i = 1 if tokens and tokens[0].kw("ALTER") else len(tokens)
+    while i < len(tokens) and tokens[i].kw("ONLINE", "IGNORE"):
+        i += 1
+    if not (i < len(tokens) and tokens[i].kw("TABLE")):
+        return []
+    old, i = _table_name(tokens, _skip_if_exists(tokens, i + 1), database)
+    for c in _clauses(tokens[i:]):
+        if old and len(c) >= 2 and c[0].kw("RENAME") and not c[1].kw("COLUMN", "INDEX", "KEY"):
+            new, _ = _table_name(c, 2 if c[1].kw("TO", "AS") else 1, database)
+            if new:
+                out.append((old, new))
+    return out
+
+
+def _table_name(tokens: list[_Tok], i: int, database: str) -> tuple[tuple[str, str] | None, int]:
+    """A `[db.]table` name at tokens[i], and the index after it."""
+    if i >= len(tokens) or (not tokens[i].quoted and not re.match(r"[\w$\u0080-\uffff]", tokens[i].text)):
+        return None, i
+    if i + 2 < len(tokens) and tokens[i + 1].text == "." and not tokens[i + 1].quoted:
+        return (tokens[i].text, tokens[i + 2].text), i + 3
+    return (database, tokens[i].text), i + 1

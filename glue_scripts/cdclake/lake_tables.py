@@ -56,17 +56,28 @@ class TableDDL:
     create_seq: int | None = None
 
 
-def read_statements(classified: DataFrame) -> dict[tuple[str, str], TableDDL]:
-    """Column renames/drops and table drops of the batch's schema-change events, per table
-    (MySQL; one more Spark action, only in batches that have schema-change events)."""
+@dataclass(frozen=True)
+class TableRename:
+    old: tuple[str, str]  # (db, table) at the source
+    new: tuple[str, str]
+    seq: int  # the statement's position
+
+
+def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableDDL], list[TableRename]]:
+    """Column renames/drops and table drops of the batch's schema-change events, per table, and the
+    table renames in source order (MySQL; one more Spark action, only in batches that have
+    schema-change events)."""
     rows = (
         classified.where(F.col("_ddl").isNotNull())
-        .select("_ddl", "_ddl_tables", "_cdc_seq", F.col("_cdc_source_ts").cast("double").alias("ts"))
+        .select("_ddl", "_ddl_tables", "_src_db", "_cdc_seq", F.col("_cdc_source_ts").cast("double").alias("ts"))
+        .orderBy("_cdc_seq")
         .collect()
     )
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
+    renames: list[TableRename] = []
     for r in rows:
         seq = int(r["_cdc_seq"])
+        renames += [TableRename(old, new, seq) for old, new in D.table_renames(r["_ddl"], r["_src_db"] or "")]
         for change in r["_ddl_tables"] or []:
             for db, tbl in D.table_ids([change["id"]]):
                 if change["type"] == "DROP":
@@ -78,7 +89,31 @@ def read_statements(classified: DataFrame) -> dict[tuple[str, str], TableDDL]:
                     t.create_seq = max(seq, t.create_seq or 0)
                 elif change["type"] == "ALTER":
                     out[(db, tbl)].changes += [D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
-    return dict(out)
+    return dict(out), renames
+
+
+def follow_renames(
+    tables: dict[tuple[str, str], list[SchemaGroup]], truncated: dict[tuple[str, str], int], renames: list[TableRename]
+) -> tuple[dict[tuple[str, str], list[SchemaGroup]], dict[tuple[str, str], int]]:
+    """The batch's schema groups and truncates by the table they belong to once the batch's
+    RENAME TABLE statements are applied: events written before a rename go to the new name (a
+    group's events are all of one source table, so its newest position decides)."""
+
+    def now_named(table: tuple[str, str], seq: int) -> tuple[str, str]:
+        for r in renames:
+            if r.seq > seq and r.old == table:
+                table = r.new
+        return table
+
+    groups: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
+    for table, gs in tables.items():
+        for g in gs:
+            groups[now_named(table, g.max_seq)].append(g)
+    moved: dict[tuple[str, str], int] = {}
+    for table, seq in truncated.items():
+        target = now_named(table, seq)
+        moved[target] = max(seq, moved.get(target, 0))
+    return dict(groups), moved
 
 
 def newest_drop(stmt: TableDDL | None, state: TableState | None) -> int | None:
@@ -128,6 +163,37 @@ class LakeTables:
             self._states.clear()
         else:
             self._states.pop(ident, None)
+
+    def rename_tables(self, renames: list[TableRename]) -> list[TableReport]:
+        """The batch's RENAME TABLE statements, in source order (`RENAME TABLE t TO t_old, t_new TO t`
+        as online schema change tools run it included): each old name's lake table becomes the new
+        name's, rows and table properties, in one CREATE TABLE AS SELECT commit (the same on every
+        catalog; the Hadoop catalog cannot rename), then the old one is dropped."""
+        out = []
+        for r in renames:
+            old, new = self.settings.table_identifier(*r.old), self.settings.table_identifier(*r.new)
+            if old == new or self.state(old) is None:
+                continue
+            if self.state(new) is not None:
+                log.error(
+                    "table %s: renamed from %s at the source, but the lake has both: the new name's events were "
+                    "applied before the RENAME statement was read; rebuild %s from the raw zone or a new snapshot",
+                    new,
+                    old,
+                    new,
+                )
+                continue
+            props = {p["key"]: p["value"] for p in self.spark.sql(f"SHOW TBLPROPERTIES {old}").collect()}
+            kept = {k: v for k, v in props.items() if k.startswith(("cdc.", "write.", "commit.", "history."))}
+            kept["format-version"] = props.get("format-version", "2")
+            tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in kept.items())
+            self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
+            self.spark.sql(f"DROP TABLE {old}")
+            self.forget(new)
+            self._states[old] = None
+            log.warning("table %s: renamed from %s at the source; the lake table moved with its rows", new, old)
+            out.append(TableReport(new, schema=f"renamed from {old.rsplit('.', 1)[-1]}"))
+        return out
 
     def replace_when_created(self, ident: str, drop_seq: int) -> None:
         """The source table was dropped (at `drop_seq`) and created again with another primary key,

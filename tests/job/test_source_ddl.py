@@ -237,3 +237,45 @@ def test_a_table_created_again_with_another_primary_key_replaces_the_lake_table(
     ev.record("d", {"id": 9, "first_name": "Nine"}, customer(9, "Nine"), key_schema=key)
     assert fresh.apply(ev.take()).dead == 0
     lake.assert_rows([{"id": 9, "first_name": "Nina"}], key=("id", "first_name"))
+
+
+def test_a_table_renamed_at_the_source_moves_to_its_new_name_with_its_rows(lake):
+    ev = Events()
+    seed(lake, ev)
+    clients = Events(topic="mdb.inventory.clients", table="clients")
+    ev.record("u", {"id": 1}, customer(1, "Before"), pos=10_000)
+    ev.schema_change("RENAME TABLE customers TO clients", pos=10_100)
+    clients.record("c", {"id": 4}, customer(4, "After"), pos=10_200)
+    clients.record("u", {"id": 2}, customer(2, "Moved"), pos=10_300)
+    report = lake.apply(ev.take() + clients.take())
+    assert report.dead == 0
+    assert "renamed from inventory_customers" in {t.schema for t in report.tables}
+    lake.assert_rows({1: "Before", 2: "Moved", 3: "Sally", 4: "After"}, name="inventory_clients")
+    assert not lake.spark.catalog.tableExists(lake.table())
+    props = {
+        r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table('inventory_clients')}").collect()
+    }
+    assert props["cdc.primary-key"] == "id" and props["write.delete.mode"] == "merge-on-read"
+
+
+def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_source(lake):
+    # What pt-online-schema-change and gh-ost do: copy into a new table (triggers or the binlog keep
+    # it current), swap the two names in one RENAME TABLE, drop the old table.
+    ev = Events()
+    seed(lake, ev)
+    shadow = Events(topic="mdb.inventory._customers_new", table="_customers_new")
+    for i in (1, 2, 3):
+        shadow.record("c", {"id": i}, customer(i, f"Copy{i}"), pos=10_000 + i)
+    ev.record("u", {"id": 2}, customer(2, "During"), pos=10_100)
+    shadow.record("u", {"id": 2}, customer(2, "During"), pos=10_101)
+    lake.apply(ev.take() + shadow.take())
+    ev.schema_change("RENAME TABLE `customers` TO `_customers_old`, `_customers_new` TO `customers`", pos=10_200)
+    ev.record("u", {"id": 3}, customer(3, "After swap"), pos=10_300)
+    old = Events(table="_customers_old")
+    old.schema_change("DROP TABLE `_customers_old`", change="DROP", pos=10_400, offset=ev.next_ddl_offset)
+    report = lake.apply(ev.take() + old.take())
+    assert report.dead == 0
+    lake.assert_rows({1: "Copy1", 2: "During", 3: "After swap"})
+    assert not lake.spark.catalog.tableExists(lake.table("inventory__customers_new"))
+    props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table('inventory__customers_old')}").collect()}
+    assert "cdc.source-dropped" in props  # --dropped_table_policy keep: the old table stays, marked

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cdclake.ddl import DROP, RENAME, ColumnChange, column_changes, dumps, loads, table_ids, translation
+from cdclake.ddl import DROP, RENAME, ColumnChange, column_changes, dumps, loads, table_ids, table_renames, translation
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,27 @@ def test_an_event_written_before_a_drop_loses_the_dropped_column():
     changes = [ColumnChange(DROP, "extra", None, 100)]
     assert translation(changes, ["id", "extra"], 50) == ({}, {"extra"})
     assert translation(changes, ["id", "extra"], 150) == ({}, set())  # added again after the drop
+
+
+@pytest.mark.parametrize(
+    "ddl, expected",
+    [
+        ("RENAME TABLE events TO archive", [(("db", "events"), ("db", "archive"))]),
+        (
+            "RENAME TABLE `t` TO `_t_old`, `_t_new` TO `t`;",
+            [(("db", "t"), ("db", "_t_old")), (("db", "_t_new"), ("db", "t"))],
+        ),
+        ("rename table other.a to db.b", [(("other", "a"), ("db", "b"))]),
+        ("ALTER TABLE a RENAME TO b", [(("db", "a"), ("db", "b"))]),
+        ("ALTER TABLE `a` ADD COLUMN x INT, RENAME AS `b c`", [(("db", "a"), ("db", "b c"))]),
+        ("ALTER TABLE a RENAME b", [(("db", "a"), ("db", "b"))]),
+        ("RENAME TABLE /* why */ a TO b", [(("db", "a"), ("db", "b"))]),
+        ("ALTER TABLE a RENAME COLUMN x TO y", []),
+        ("ALTER TABLE a RENAME INDEX i TO j", []),
+        ("ALTER TABLE a RENAME KEY i TO j", []),
+        ("ALTER TABLE t ADD COLUMN r VARCHAR(9) DEFAULT 'RENAME TO x'", []),
+        ("DROP TABLE a", []),
+    ],
+)
+def test_table_renames_are_read_from_rename_table_and_alter_table_statements(ddl, expected):
+    assert table_renames(ddl, "db") == expected

@@ -1,0 +1,31 @@
+"""Which lake table a batch's events belong to once its RENAME TABLE statements are applied."""
+
+from __future__ import annotations
+
+from cdclake.decode import SchemaGroup
+from cdclake.lake_tables import TableRename, follow_renames
+
+
+def group(table: str, max_seq: int) -> SchemaGroup:
+    return SchemaGroup("db", table, 1, 1, None, None, None, 1, max_seq)
+
+
+def test_events_before_a_rename_go_to_the_new_name_and_later_ones_stay():
+    before, after = group("a", 10), group("b", 30)
+    tables, _ = follow_renames(
+        {("db", "a"): [before], ("db", "b"): [after]}, {}, [TableRename(("db", "a"), ("db", "b"), 20)]
+    )
+    assert tables == {("db", "b"): [before, after]}
+
+
+def test_a_swap_sends_each_table_s_earlier_events_to_its_new_name():
+    # RENAME TABLE t TO t_old, t_new TO t at position 20, then a change of the new t.
+    old_t, copy, new_t = group("t", 10), group("t_new", 11), group("t", 30)
+    renames = [TableRename(("db", "t"), ("db", "t_old"), 20), TableRename(("db", "t_new"), ("db", "t"), 20)]
+    tables, _ = follow_renames({("db", "t"): [old_t, new_t], ("db", "t_new"): [copy]}, {}, renames)
+    assert tables == {("db", "t_old"): [old_t], ("db", "t"): [new_t, copy]}
+
+
+def test_a_truncate_before_a_rename_truncates_the_new_name():
+    _, truncated = follow_renames({}, {("db", "a"): 5, ("db", "c"): 7}, [TableRename(("db", "a"), ("db", "b"), 20)])
+    assert truncated == {("db", "b"): 5, ("db", "c"): 7}

@@ -244,6 +244,27 @@ def test_column_renames_reach_the_lake_as_renames_whichever_batch_brings_the_ddl
     assert "note->remark (renamed)" in log and "incompatible" not in log
 
 
+def test_a_renamed_table_and_an_online_schema_change_swap_reconcile(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE ren_a (id INT PRIMARY KEY, v INT); INSERT INTO ren_a VALUES (1,1),(2,2);"
+        "CREATE TABLE swap_t (id INT PRIMARY KEY, v INT); INSERT INTO swap_t VALUES (1,1),(2,2),(3,3)"
+    )
+    reconciled_table(job, "swap_t", rows=3)
+    reconciled_table(job, "ren_a", rows=2)
+    # A rename; then the copy-and-swap pt-online-schema-change runs to add a column.
+    job.sql(
+        "RENAME TABLE ren_a TO ren_b; INSERT INTO ren_b VALUES (3,3);"
+        "CREATE TABLE _swap_t_new (id INT PRIMARY KEY, v INT, bin VARCHAR(4) DEFAULT 'A1');"
+        "INSERT INTO _swap_t_new (id, v) SELECT id, v FROM swap_t;"
+        "RENAME TABLE swap_t TO _swap_t_old, _swap_t_new TO swap_t; DROP TABLE _swap_t_old;"
+        "UPDATE swap_t SET bin = 'Z9' WHERE id = 2"
+    )
+    out = reconciled(job)
+    assert re.search(r"ren_b +source +3 +lake +3 +OK", out), out
+    assert re.search(r"swap_t +source +3 +lake +3 +OK", out), out
+    assert not re.search(r"\bren_a\b", out), out  # moved, not left behind
+
+
 def test_a_dropped_table_is_kept_marked_and_its_recreation_reconciles(job: Stack) -> None:
     job.sql("CREATE TABLE drop_t (id INT PRIMARY KEY, v INT); INSERT INTO drop_t VALUES (1,1),(2,2)")
     reconciled_table(job, "drop_t", rows=2)

@@ -156,7 +156,7 @@ def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kin
         {"type": "float64", "optional": True, "field": "tenth", "default": 0.1},
         {"type": "int64", "optional": True, "field": "big", "default": 9007199254740993},
         {"type": "boolean", "optional": True, "field": "flag", "default": True},
-        {"type": "string", "optional": True, "field": "note", "default": "it's \\ here"},
+        {"type": "string", "optional": True, "field": "note", "default": "it''s \\\\ here"},
         {
             "type": "bytes",
             "optional": True,
@@ -184,7 +184,7 @@ def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kin
     assert old["tenth"] == 0.1
     assert old["big"] == 9007199254740993
     assert old["flag"] is True
-    assert old["note"] == "it's \\ here"
+    assert old["note"] == "it's \\ here"  # sent as the literal's text: it''s \\ here
     assert old["price"] == Decimal("123456789012345678.91")
 
 

@@ -201,6 +201,13 @@ _RESERVED_PROPERTIES = {
 }
 
 
+def carried_properties(spark: SparkSession, table: str) -> str:
+    """The table's properties as the TBLPROPERTIES list of a table made from it by `... AS SELECT`
+    (the ones Spark reserves left out)."""
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    return ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items() if k not in _RESERVED_PROPERTIES)
+
+
 def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
     """Convert the columns of `plan.rewrite` to their new types in ONE Iceberg commit (after
     `apply_plan` added and widened columns): REPLACE TABLE ... AS SELECT over the table itself, with its properties.
@@ -209,15 +216,13 @@ def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
     travel with their own schema) and adds one snapshot holding every row, converted. Every value
     converts exactly (`exact_change`). Spark's RTAS makes every column nullable, so key columns lose
     their NOT NULL (the MERGE never writes a null key)."""
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    props = {k: v for k, v in props.items() if k not in _RESERVED_PROPERTIES}
+    tblprops = carried_properties(spark, table)
     current = [f.name for f in spark.table(table).schema.fields]
     new_types = {n.lower(): t for n, t in plan.final}
     select = []
     for name in current:
         typ = new_types.get(name.lower())
         select.append(f"CAST({quote(name)} AS {typ.simpleString()}) AS {quote(name)}" if typ else quote(name))
-    tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
     spark.sql(
         f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT {', '.join(select)} FROM {table}"
     )

@@ -26,6 +26,7 @@ from .evolution import (
     SchemaPlan,
     apply_plan,
     backfill_defaults,
+    carried_properties,
     default_sql,
     rewrite_table,
 )
@@ -183,10 +184,7 @@ class LakeTables:
                     new,
                 )
                 continue
-            props = {p["key"]: p["value"] for p in self.spark.sql(f"SHOW TBLPROPERTIES {old}").collect()}
-            kept = {k: v for k, v in props.items() if k.startswith(("cdc.", "write.", "commit.", "history."))}
-            kept["format-version"] = props.get("format-version", "2")
-            tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in kept.items())
+            tblprops = carried_properties(self.spark, old)
             self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
             self.spark.sql(f"DROP TABLE {old}")
             self.forget(new)

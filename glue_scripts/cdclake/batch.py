@@ -104,6 +104,7 @@ class BatchProcessor:
         if not rows:
             return
         summary = summarize(rows, self._known_schema)
+        batch.fingerprint = summary.fingerprint
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.
             newest = summary.newest_timestamp if summary.newest_timestamp is not None else time.time()

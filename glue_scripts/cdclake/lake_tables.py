@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import ddl as D
-from .decode import META_NAMES, SchemaGroup
+from .decode import COPY_COLUMN, META_NAMES, SchemaGroup
 from .evolution import (
     BACKFILL_PREFIX,
     Columns,
@@ -37,6 +37,11 @@ from .sqltext import quote, sql_string
 
 log = logging.getLogger("cdclake")
 
+KEY_PROPERTY = "cdc.primary-key"
+# Where the source's primary key last changed (ALTER TABLE), and the batch that applied it.
+KEY_POSITION_PROPERTY = "cdc.primary-key-position"
+KEY_BATCH_PROPERTY = "cdc.primary-key-batch"
+
 
 @dataclass
 class TableState:
@@ -45,6 +50,10 @@ class TableState:
     pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
     column_changes: list[D.ColumnChange] = field(default_factory=list)  # applied renames and drops
     dropped_seq: int | None = None  # position of a DROP TABLE at the source that the lake table outlived
+    # The primary key changed at the source (ALTER TABLE): events older than `key_position` carry
+    # the key before it; `key_batch` is the fingerprint of the batch that changed it.
+    key_position: int | None = None
+    key_batch: str | None = None
 
 
 @dataclass
@@ -146,16 +155,19 @@ class LakeTables:
         schema = self.spark.table(ident).schema
         cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
         props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
-        keys = [k for k in props.get("cdc.primary-key", "").split(",") if k]
+        keys = [k for k in props.get(KEY_PROPERTY, "").split(",") if k]
         drop_identifier_fields(self.spark, ident, keys)
         pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
         dropped = props.get(D.SOURCE_DROPPED_POSITION_PROPERTY)
+        key_position = props.get(KEY_POSITION_PROPERTY)
         return TableState(
             cols,
             keys,
             pending,
             D.loads(props.get(D.COLUMN_CHANGES_PROPERTY)),
             int(dropped) if dropped else None,
+            int(key_position) if key_position else None,
+            props.get(KEY_BATCH_PROPERTY),
         )
 
     def forget(self, ident: str | None = None) -> None:
@@ -256,7 +268,12 @@ class LakeTables:
         if not (plan.changed or pending):
             return ""
         self._states[ident] = TableState(
-            plan.final, keys, column_changes=known, dropped_seq=state.dropped_seq if state else None
+            plan.final,
+            keys,
+            column_changes=known,
+            dropped_seq=state.dropped_seq if state else None,
+            key_position=state.key_position if state else None,
+            key_batch=state.key_batch if state else None,
         )
         return plan.describe()
 
@@ -278,6 +295,28 @@ class LakeTables:
                         out[name] = expr
             new -= {n.lower() for n, _ in g.lake_columns()}
         return out
+
+    # ------------------------------------------------------------------ a primary key changed at the source
+    def rekey(self, ident: str, state: TableState, keys: list[str], position: int, batch: str) -> str:
+        """The source table's primary key changed by ALTER TABLE (other columns, or one added to a
+        table without): the source's rows stay as they were, so the lake table keeps its rows and
+        takes the new key, metadata only. Each step can run again; the copy column a multiset MERGE
+        reads goes last, after the key property, so a batch run again before that still finds it."""
+        fields = {f.name.lower(): f for f in self.spark.table(ident).schema.fields}
+        new = {k.lower() for k in keys}
+        for k in state.keys:
+            f = fields.get(k.lower())
+            if f is not None and k.lower() not in new and not f.nullable:
+                self.spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
+        props = {KEY_PROPERTY: ",".join(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
+        listed = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({listed})")
+        if COPY_COLUMN[0] in fields:
+            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {COPY_COLUMN[0]}")
+        self.forget(ident)
+        what = f"primary key {_key_text(state.keys)} -> {_key_text(keys)}"
+        log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ident, what)
+        return what
 
     # ------------------------------------------------------------------ column renames and drops
     def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
@@ -303,7 +342,9 @@ class LakeTables:
             if ch.kind == D.RENAME and ch.new:
                 keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
         if keys != state.keys:
-            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ('cdc.primary-key'={sql_string(','.join(keys))})")
+            self.spark.sql(
+                f"ALTER TABLE {ident} SET TBLPROPERTIES ({sql_string(KEY_PROPERTY)}={sql_string(','.join(keys))})"
+            )
         self._record_column_changes(ident, state.column_changes + todo)
         self.forget(ident)  # the catalog is the truth for the new column names
         if done:
@@ -395,7 +436,7 @@ class LakeTables:
         """Remove what a replaced table carried over of the dropped one (REPLACE TABLE keeps table
         properties): its drop mark, recorded column changes and pending backfills."""
         props = [r["key"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()]
-        stale = [k for k in props if k.startswith("cdc.") and k != "cdc.primary-key"]
+        stale = [k for k in props if k.startswith("cdc.") and k != KEY_PROPERTY]
         if stale:
             self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, stale))})")
 
@@ -404,3 +445,7 @@ class LakeTables:
         self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
         self.forget(ident)
         log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)
+
+
+def _key_text(keys: list[str]) -> str:
+    return "(" + ", ".join(keys) + ")" if keys else "none"

@@ -39,6 +39,8 @@ from .unavailable import carry_within_batch, has_placeholder, keep_existing, pla
 
 log = logging.getLogger("cdclake")
 
+NO_KEY = "record has no JSON key (does the table have a primary key?)"
+
 # (table, newest change per key, key columns, data columns, TOAST placeholders to keep: column -> SQL literal)
 KeyedWrite = Callable[[str, DataFrame, list[str], list[str], dict[str, str] | None], None]
 # (table, changes, data columns, the columns that identify a row image)
@@ -59,6 +61,7 @@ class ClassifiedBatch:
     batch_id: int
     full: DataFrame  # classified records, as computed from the raw batch
     cached: DataFrame  # the same rows, persisted, without the record's key and value text
+    fingerprint: str = ""  # the batch's offset ranges: the same when the batch runs again
 
 
 @dataclass
@@ -118,16 +121,6 @@ class TableWriter:
         known = self.tables.known_changes(ident, state, stmt)
         good, rejected = self._screen(ident, groups, state, known)
         dead = self._reject(run, rejected)
-        if not good:
-            return self._finish(run, dead)
-        keys = state.keys if state is not None and state.keys else good[-1].lake_keys()
-        plan, good, rejected = self._plan(ident, state, good)
-        dead += self._reject(run, rejected)
-        if not good:
-            return self._finish(run, dead)
-        fills = self.tables.new_column_defaults(plan, good)
-        evolved = self.tables.evolve(ident, state, plan, keys, fills, known)
-        run.report.schema = "; ".join(x for x in (renamed, evolved) if x)
         # A DROP TABLE at the source: the table's events newer than it are of a table created again
         # under the same name, which started empty (like a truncate at the drop).
         drop_seq = newest_drop(stmt, state)
@@ -135,9 +128,75 @@ class TableWriter:
             any(g.max_seq > drop_seq for g in good) or (stmt is not None and (stmt.create_seq or 0) > drop_seq)
         )
         if recreated:
-            truncate_seq = max(truncate_seq or 0, drop_seq)
+            truncate_seq = max(truncate_seq or 0, drop_seq or 0)
+        written = False
+        # Almost always one part: more only when the source's primary key changed in the batch.
+        for part in key_epochs(good):
+            part_dead, wrote = self._apply_part(run, part, known, truncate_seq)
+            dead += part_dead
+            written = written or wrote
+        return self._finish(run, dead, recreated and written)
+
+    def _apply_part(
+        self, run: _Run, part: list[SchemaGroup], known: list[D.ColumnChange], truncate_seq: int | None
+    ) -> tuple[list[DataFrame], bool]:
+        """Plan, evolve and write schema groups that share one primary key; their dead letters,
+        and whether anything was written."""
+        state = self.tables.state(run.ident)
+        keys: list[str] | None = part[-1].lake_keys()
+        dead: list[DataFrame] = []
+        if state is not None and state.columns and _key_lower(keys) != _key_lower(state.keys):
+            keys, dead = self._key_changed(run, state, part)
+            if keys is None:
+                return dead, False
+            state = self.tables.state(run.ident)
+        plan, good, rejected = self._plan(run.ident, state, part)
+        dead += self._reject(run, rejected)
+        if not good:
+            return dead, False
+        fills = self.tables.new_column_defaults(plan, good)
+        evolved = self.tables.evolve(run.ident, state, plan, keys, fills, known)
+        run.report.schema = "; ".join(x for x in (run.report.schema, evolved) if x)
         dead += self._write(run, good, plan.final, fills, keys, truncate_seq)
-        return self._finish(run, dead, recreated)
+        return dead, True
+
+    def _key_changed(
+        self, run: _Run, state: TableState, part: list[SchemaGroup]
+    ) -> tuple[list[str] | None, list[DataFrame]]:
+        """Schema groups whose primary key is not the lake table's: the key to write them with
+        (None: not written) and their dead letters. Newer than the lake's key, they carry a key
+        changed at the source (ALTER TABLE), which the lake table takes; older, they were written
+        before the lake table took its key."""
+        keys = part[-1].lake_keys()
+        if state.key_position is not None and max(g.max_seq for g in part) < state.key_position:
+            if state.key_batch and state.key_batch == run.batch.fingerprint:
+                # This batch ran before (a restart) and wrote these events before changing the key.
+                log.info("table %s: %d event(s) older than its key change were applied before it", run.ident,
+                         sum(g.events for g in part))  # fmt: skip
+                return None, []
+            if keys and state.keys and all(_has_columns(g, state.keys) for g in part):
+                return state.keys, []  # found by the lake's key; the position guard decides
+            reason = (
+                f"written under the primary key {keys or 'none'} before it changed at the source to "
+                f"{state.keys or 'none'}, read after the lake table took the new key: apply it by hand"
+            )
+            return None, self._reject(run, [Rejection(g, reason) for g in part])
+        if not keys:
+            # A record without a key in a keyed table is far likelier broken than a dropped key.
+            reason = NO_KEY
+            return None, self._reject(run, [Rejection(g, reason) for g in part])
+        missing = [k for k in keys if k.lower() not in {c.lower() for c, _ in state.columns}]
+        if missing:
+            reason = (
+                f"primary key changed at the source from {state.keys or 'none'} to {keys}, but {missing} "
+                "are new columns the source filled without change events, so the lake cannot match its rows "
+                "by them: drop the lake table and take a new Debezium snapshot of the table"
+            )
+            return None, self._reject(run, [Rejection(g, reason) for g in part])
+        position = min(g.max_seq for g in part)
+        what = self.tables.rekey(run.ident, state, keys, position, run.batch.fingerprint)
+        run.report.schema = "; ".join(x for x in (run.report.schema, what) if x)
+        return keys, []
 
     def _finish(self, run: _Run, dead: list[DataFrame], recreated: bool = False) -> TableOutcome:
         self.tables.after_drop(run.ident, run.stmt, recreated, recreated, run.report)
@@ -158,25 +217,21 @@ class TableWriter:
                 # --dropped_table_policy drop: events of the table older than its DROP, read late.
                 log.warning("table %s: %d event(s) older than the table's drop at the source ignored", ident, g.events)
                 continue
-            reason = g.error or self._key_problem(g, groups, state)
+            reason = g.error or self._key_problem(g, groups, state is None)
             if reason:
                 rejected.append(Rejection(g, reason))
             else:
                 good.append(g)
         return good, rejected
 
-    def _key_problem(self, g: SchemaGroup, groups: list[SchemaGroup], state: TableState | None) -> str | None:
-        """Why the group's key does not fit the table (None: it does)."""
+    def _key_problem(self, g: SchemaGroup, groups: list[SchemaGroup], new_table: bool) -> str | None:
+        """Why the group cannot be applied for its key (None: it can)."""
         if self.settings.keyless_table_policy == "dead_letter" and not g.keys:
             return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
-        if (
-            state is not None
-            and state.columns
-            and [k.lower() for k in g.lake_keys()] != [k.lower() for k in state.keys]
-        ) or (state is None and bool(g.keys) != bool(next((x.keys for x in groups if x.keys), g.keys))):
-            if not g.keys:
-                return "record has no JSON key (does the table have a primary key?)"
-            return f"primary key changed: lake table has {state.keys if state else []}, event has {g.keys}"
+        if new_table and not g.keys and any(x.keys for x in groups):
+            # A table the lake does not have yet takes the key its events carry; a record without
+            # one beside them is broken (a key added later is followed: _key_changed).
+            return NO_KEY
         return None
 
     def _plan(
@@ -316,6 +371,27 @@ def _recreated_with_another_key(
         return None
     keys = max(newer, key=lambda g: g.max_seq).keys or []
     return drop if [k.lower() for k in keys] != [k.lower() for k in state.keys] else None
+
+
+def key_epochs(groups: list[SchemaGroup]) -> list[list[SchemaGroup]]:
+    """The groups (oldest schema first) in runs that share one primary key, in source order: a
+    key changed at the source splits the table's events into the part before and after it."""
+    parts: list[list[SchemaGroup]] = []
+    for g in groups:
+        if parts and _key_lower(parts[-1][-1].lake_keys()) == _key_lower(g.lake_keys()):
+            parts[-1].append(g)
+        else:
+            parts.append([g])
+    return parts
+
+
+def _key_lower(keys: list[str]) -> list[str]:
+    return [k.lower() for k in keys]
+
+
+def _has_columns(g: SchemaGroup, names: list[str]) -> bool:
+    have = {n.lower() for n, _ in g.lake_columns()}
+    return all(n.lower() in have for n in names)
 
 
 def _decoded(classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]) -> DataFrame:

@@ -279,3 +279,171 @@ def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_sou
     assert not lake.spark.catalog.tableExists(lake.table("inventory__customers_new"))
     props = {r["key"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table('inventory__customers_old')}").collect()}
     assert "cdc.source-dropped" in props  # --dropped_table_policy keep: the old table stays, marked
+
+
+# ---------------------------------------------------------------- a primary key changed by ALTER TABLE
+ID_EMAIL_KEY = {
+    "type": "struct",
+    "name": "mdb.inventory.customers.Key",
+    "optional": False,
+    "fields": [
+        {"type": "int32", "optional": False, "field": "id"},
+        {"type": "string", "optional": False, "field": "email"},
+    ],
+}
+
+
+def keyed_by_id_and_email(ev: Events, op: str, row: dict, **kw) -> dict:
+    key = {"id": row["id"], "email": row["email"]}
+    if op == "d":
+        return ev.record("d", key, before=row, key_schema=ID_EMAIL_KEY, **kw)
+    return ev.record(op, key, row, key_schema=ID_EMAIL_KEY, **kw)
+
+
+def key_property(lake, name: str = "inventory_customers") -> str:
+    props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table(name)}").collect()}
+    return props["cdc.primary-key"]
+
+
+def test_a_primary_key_widened_at_the_source_rekeys_the_lake_table_and_later_changes_apply_by_it(lake):
+    ev = Events()
+    for i in (1, 2):
+        ev.record("c", {"id": i}, customer(i, "Ann", email=f"a{i}@x"))
+    lake.apply(ev.take())
+    # One batch: a change under the old key, the ALTER, then rows that only the new key tells apart.
+    ev.record("u", {"id": 1}, customer(1, "Anna", email="a1@x"))
+    ev.schema_change("ALTER TABLE customers DROP PRIMARY KEY, ADD PRIMARY KEY (id, email)")
+    keyed_by_id_and_email(ev, "c", customer(3, "Cy", email="c@x"))
+    keyed_by_id_and_email(ev, "c", customer(3, "Cyd", email="d@x"))
+    keyed_by_id_and_email(ev, "d", customer(2, "Ann", email="a2@x"))
+    keyed_by_id_and_email(ev, "u", customer(1, "Annie", email="a1@x"))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0, lake.dead_letters()
+    [tr] = report.tables
+    assert "primary key (id) -> (id, email)" in tr.schema
+    assert key_property(lake) == "id,email"
+    lake.assert_rows(
+        [
+            {"id": 1, "email": "a1@x", "first_name": "Annie"},
+            {"id": 3, "email": "c@x", "first_name": "Cy"},
+            {"id": 3, "email": "d@x", "first_name": "Cyd"},
+        ],
+        key=("id", "email"),
+    )
+
+
+def test_a_column_that_leaves_the_primary_key_may_be_null_in_later_rows(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann", email="a@x"))
+    lake.apply(ev.take())
+    fields = copy.deepcopy(row_fields(BASE))
+    for f in fields:
+        if f["field"] == "id":
+            f["optional"] = True
+    email_key = {**ID_EMAIL_KEY, "fields": ID_EMAIL_KEY["fields"][1:]}
+    ev.schema_change("ALTER TABLE customers DROP PRIMARY KEY, MODIFY id INT NULL, ADD PRIMARY KEY (email)")
+    ev.record("c", {"email": "n@x"}, customer(None, "Nil", email="n@x"),
+              value_schema=with_row_fields(BASE, fields), key_schema=email_key)  # fmt: skip
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0, lake.dead_letters()
+    assert key_property(lake) == "email"
+    assert {f.name: f.nullable for f in lake.spark.table(lake.table()).schema}["id"]
+    lake.assert_rows(
+        [{"email": "a@x", "id": 1, "first_name": "Ann"}, {"email": "n@x", "id": None, "first_name": "Nil"}], key="email"
+    )
+
+
+def test_a_change_written_before_the_key_changed_but_read_after_it_is_applied_by_the_new_key(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann", email="a1@x"), pos=1000)
+    ev.record("c", {"id": 2}, customer(2, "Bob", email="b@x"), pos=1100)
+    lake.apply(ev.take())
+    ev.schema_change("ALTER TABLE customers DROP PRIMARY KEY, ADD PRIMARY KEY (id, email)", pos=1300)
+    keyed_by_id_and_email(ev, "c", customer(3, "Cy", email="c@x"), pos=1400)
+    lake.apply(ev.take())
+    # Another partition's change of id 2, written before the ALTER, arrives a batch later.
+    late = Events(partition=1)
+    late.record("u", {"id": 2}, customer(2, "Bobby", email="b@x"), pos=1200)
+    report = lake.apply(late.take())
+    assert report.dead == 0, lake.dead_letters()
+    lake.assert_rows(
+        [
+            {"id": 1, "email": "a1@x", "first_name": "Ann"},
+            {"id": 2, "email": "b@x", "first_name": "Bobby"},
+            {"id": 3, "email": "c@x", "first_name": "Cy"},
+        ],
+        key=("id", "email"),
+    )
+
+
+def test_a_primary_key_added_to_a_keyless_table_keeps_its_rows_and_applies_later_changes_by_it(lake):
+    ev = Events()
+    for i, name in ((1, "Ann"), (2, "Bob")):
+        ev.record("c", {"id": i}, customer(i, name))["key"] = None  # no primary key: a null Kafka key
+    lake.apply(ev.take())
+    assert "_cdc_copy" in lake.spark.table(lake.table()).columns
+    ev.schema_change("ALTER TABLE customers ADD PRIMARY KEY (id)")
+    ev.record("u", {"id": 1}, customer(1, "Anna"))
+    ev.record("d", {"id": 2}, before=customer(2, "Bob"))
+    ev.record("c", {"id": 3}, customer(3, "Cy"))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0, lake.dead_letters()
+    assert "primary key none -> (id)" in report.tables[0].schema
+    assert key_property(lake) == "id"
+    assert "_cdc_copy" not in lake.spark.table(lake.table()).columns
+    lake.assert_rows({1: "Anna", 3: "Cy"})
+
+
+def test_a_batch_run_again_after_it_changed_the_key_applies_each_change_once(lake):
+    """A crash after the key change but before the batch's offsets were committed: the batch runs
+    again, its events older than the key change are not dead letters, and nothing doubles."""
+    from cdclake.batch import BatchProcessor
+    from cdclake.table_writer import Writes
+
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"))["key"] = None  # no primary key yet
+    lake.apply(ev.take())
+    ev.record("u", {"id": 1}, customer(1, "Anna"), before=customer(1, "Ann"))["key"] = None
+    ev.schema_change("ALTER TABLE customers ADD PRIMARY KEY (id)")
+    ev.record("c", {"id": 2}, customer(2, "Bob"))
+    batch = ev.take()
+
+    def crash_on_new_key(table, changes, keys, columns, keep=None):  # the keyless part is written
+        raise RuntimeError("killed before the new key's MERGE")
+
+    lake.processor = BatchProcessor(lake.spark, lake.settings, Writes(keyed=crash_on_new_key))
+    with pytest.raises(RuntimeError, match="killed"):
+        lake.apply(batch, batch_id=1)
+    assert key_property(lake) == "id", "the key changed before the crash"
+    lake.processor = BatchProcessor(lake.spark, lake.settings)  # the restarted job
+    lake.apply(batch, batch_id=1)
+    report = lake.apply(batch, batch_id=1)
+
+    assert report.dead == 0 and lake.dead_letters() == []
+    lake.assert_rows({1: "Anna", 2: "Bob"})
+
+
+def test_a_key_changed_to_a_column_the_lake_rows_lack_goes_to_dead_letters_with_the_fix(lake):
+    """ALTER TABLE t ADD COLUMN row_id … AUTO_INCREMENT PRIMARY KEY numbers existing rows at the
+    source without change events: the lake cannot know which number each of its rows got."""
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"))["key"] = None
+    lake.apply(ev.take())
+    fields = [{"type": "int64", "optional": False, "field": "row_id"}, *row_fields(BASE)]
+    key_schema = {"type": "struct", "name": "mdb.inventory.customers.Key", "optional": False, "fields": fields[:1]}
+    ev.record("c", {"row_id": 2}, {"row_id": 2, **customer(2, "Bob")},
+              value_schema=with_row_fields(BASE, fields), key_schema=key_schema)  # fmt: skip
+    report = lake.apply(ev.take())
+
+    assert report.dead == 1
+    [dead] = lake.dead_letters()
+    assert dead["reason"] == (
+        "primary key changed at the source from none to ['row_id'], but ['row_id'] are new columns the "
+        "source filled without change events, so the lake cannot match its rows by them: drop the lake "
+        "table and take a new Debezium snapshot of the table"
+    )
+    assert key_property(lake) == ""
+    assert [(r["id"], r["first_name"]) for r in lake.rows()] == [(1, "Ann")]

@@ -15,6 +15,7 @@ and whose new one exists is done.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -152,6 +153,15 @@ def column_changes(ddl: str) -> list[tuple[str, str, str | None]]:
             if j < len(c):
                 out.append((DROP, c[j].text, None))
     return out
+
+
+def changes_primary_key(ddl: str) -> bool:
+    """Whether an ALTER TABLE statement adds or changes a primary key (ADD PRIMARY KEY, a column
+    defined PRIMARY KEY); a quoted name or a string literal never counts."""
+    tokens = _tokens(ddl)
+    if not (len(tokens) > 1 and tokens[0].kw("ALTER")):
+        return False
+    return any(a.kw("PRIMARY") and b.kw("KEY") for a, b in itertools.pairwise(tokens))
 
 
 # Words that start a column type: `CHANGE column int ...` has a column named `column`.

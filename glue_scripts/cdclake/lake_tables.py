@@ -64,6 +64,7 @@ class TableDDL:
     drop_seq: int | None = None
     drop_ts: float | None = None
     create_seq: int | None = None
+    key_seqs: list[int] = field(default_factory=list)  # ALTER TABLE statements that set a primary key
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
                     t.create_seq = max(seq, t.create_seq or 0)
                 elif change["type"] == "ALTER":
                     out[(db, tbl)].changes += [D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
+                    if D.changes_primary_key(r["_ddl"]):
+                        out[(db, tbl)].key_seqs.append(seq)
     return dict(out), renames
 
 

@@ -119,7 +119,7 @@ class TableWriter:
             self.tables.replace_when_created(ident, drop)
             state = None
         known = self.tables.known_changes(ident, state, stmt)
-        good, rejected = self._screen(ident, groups, state, known)
+        good, rejected = self._screen(ident, groups, state, known, stmt)
         dead = self._reject(run, rejected)
         # A DROP TABLE at the source: the table's events newer than it are of a table created again
         # under the same name, which started empty (like a truncate at the drop).
@@ -205,7 +205,12 @@ class TableWriter:
 
     # ------------------------------------------------------------------ which groups the table takes
     def _screen(
-        self, ident: str, groups: list[SchemaGroup], state: TableState | None, known: list[D.ColumnChange]
+        self,
+        ident: str,
+        groups: list[SchemaGroup],
+        state: TableState | None,
+        known: list[D.ColumnChange],
+        stmt: TableDDL | None,
     ) -> tuple[list[SchemaGroup], list[Rejection]]:
         """The groups the table can take, in the lake's column names, and the rejected ones."""
         good: list[SchemaGroup] = []
@@ -217,20 +222,23 @@ class TableWriter:
                 # --dropped_table_policy drop: events of the table older than its DROP, read late.
                 log.warning("table %s: %d event(s) older than the table's drop at the source ignored", ident, g.events)
                 continue
-            reason = g.error or self._key_problem(g, groups, state is None)
+            reason = g.error or self._key_problem(g, groups, state is None, stmt)
             if reason:
                 rejected.append(Rejection(g, reason))
             else:
                 good.append(g)
         return good, rejected
 
-    def _key_problem(self, g: SchemaGroup, groups: list[SchemaGroup], new_table: bool) -> str | None:
+    def _key_problem(
+        self, g: SchemaGroup, groups: list[SchemaGroup], new_table: bool, stmt: TableDDL | None
+    ) -> str | None:
         """Why the group cannot be applied for its key (None: it can)."""
         if self.settings.keyless_table_policy == "dead_letter" and not g.keys:
             return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
-        if new_table and not g.keys and any(x.keys for x in groups):
-            # A table the lake does not have yet takes the key its events carry; a record without
-            # one beside them is broken (a key added later is followed: _key_changed).
+        # Keyless events beside keyed ones of a table the lake does not have yet: written before an
+        # ALTER TABLE that added the key (in this batch), or else broken records.
+        key_added_later = stmt is not None and any(s > g.max_seq for s in stmt.key_seqs)
+        if new_table and not g.keys and any(x.keys for x in groups) and not key_added_later:
             return NO_KEY
         return None
 

@@ -447,3 +447,30 @@ def test_a_key_changed_to_a_column_the_lake_rows_lack_goes_to_dead_letters_with_
     )
     assert key_property(lake) == ""
     assert [(r["id"], r["first_name"]) for r in lake.rows()] == [(1, "Ann")]
+
+
+def test_a_table_created_without_a_key_that_gets_one_within_the_first_batch_keeps_every_row(lake):
+    """CREATE TABLE without a key, rows, ALTER TABLE … ADD PRIMARY KEY, more changes: all read in the
+    lake's first batch of the table (a DBA's script while the job was behind)."""
+    ev = Events()
+    for i, name in ((1, "Ann"), (2, "Bob"), (3, "Cy")):
+        ev.record("c", {"id": i}, customer(i, name))["key"] = None
+    ev.record("u", {"id": 3}, customer(3, "Cyd"), before=customer(3, "Cy"))["key"] = None
+    ev.schema_change("ALTER TABLE customers ADD PRIMARY KEY (id)")
+    ev.record("u", {"id": 1}, customer(1, "Anna"))
+    ev.record("d", {"id": 2}, before=customer(2, "Bob"))
+    report = lake.apply(ev.take())
+
+    assert report.dead == 0, lake.dead_letters()
+    assert key_property(lake) == "id"
+    lake.assert_rows({1: "Anna", 3: "Cyd"})
+
+
+def test_a_keyless_record_beside_keyed_ones_of_a_new_table_without_a_key_statement_is_a_dead_letter(lake):
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"))["key"] = None
+    ev.record("c", {"id": 2}, customer(2, "Bob"))
+    report = lake.apply(ev.take())
+    assert [d["reason"] for d in lake.dead_letters()] == ["record has no JSON key (does the table have a primary key?)"]
+    assert report.dead == 1 and key_property(lake) == "id"
+    lake.assert_rows({2: "Bob"})

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from cdclake.ddl import DROP, RENAME, ColumnChange, column_changes, dumps, loads, table_ids, table_renames, translation
+from cdclake.ddl import (
+    DROP,
+    RENAME,
+    ColumnChange,
+    changes_primary_key,
+    column_changes,
+    dumps,
+    loads,
+    table_ids,
+    table_renames,
+    translation,
+)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +40,23 @@ from cdclake.ddl import DROP, RENAME, ColumnChange, column_changes, dumps, loads
 )
 def test_renames_and_drops_are_read_from_alter_table_statements(ddl, expected):
     assert column_changes(ddl) == expected
+
+
+@pytest.mark.parametrize(
+    ("ddl", "expected"),
+    [
+        ("ALTER TABLE shipment ADD PRIMARY KEY (ship_id)", True),
+        ("alter table t drop primary key, add primary key (a, b)", True),
+        ("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (a)", True),
+        ("ALTER TABLE t ADD COLUMN id BIGINT AUTO_INCREMENT PRIMARY KEY FIRST", True),
+        ("ALTER TABLE t ADD COLUMN note VARCHAR(20) DEFAULT 'PRIMARY KEY'", False),  # a literal
+        ("ALTER TABLE t RENAME COLUMN `primary` TO `key`", False),
+        ("ALTER TABLE t ADD UNIQUE KEY u (a)", False),
+        ("CREATE TABLE t (a INT PRIMARY KEY)", False),  # a new table's key comes with its events
+    ],
+)
+def test_statements_that_set_a_primary_key_are_told_apart(ddl, expected):
+    assert changes_primary_key(ddl) is expected
 
 
 def test_table_ids_of_debezium_table_changes():

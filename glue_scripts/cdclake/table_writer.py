@@ -188,9 +188,10 @@ class TableWriter:
         missing = [k for k in keys if k.lower() not in {c.lower() for c, _ in state.columns}]
         if missing:
             reason = (
-                f"primary key changed at the source from {state.keys or 'none'} to {keys}, but {missing} "
-                "are new columns the source filled without change events, so the lake cannot match its rows "
-                "by them: drop the lake table and take a new Debezium snapshot of the table"
+                f"primary key changed at the source from {state.keys or 'none'} to {keys}, but {missing} are not "
+                "columns of the lake table, so it cannot match its rows by them (a key column added by ALTER TABLE "
+                "gets its values at the source without change events; or the table was dropped and created again "
+                "and the DROP is not read yet): drop the lake table and take a new Debezium snapshot of the table"
             )
             return None, self._reject(run, [Rejection(g, reason) for g in part])
         position = min(g.max_seq for g in part)

@@ -287,6 +287,22 @@ def test_a_table_without_a_primary_key_keeps_its_duplicates_and_reconciles(job: 
     reconciled_table(job, "keyless_t", rows=3)
 
 
+def test_a_primary_key_added_then_changed_by_alter_table_reconciles(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE rekey_t (a INT NOT NULL, b VARCHAR(10) NOT NULL, c INT);"
+        "INSERT INTO rekey_t VALUES (1,'x',1),(2,'y',2),(3,'z',3);"
+        "ALTER TABLE rekey_t ADD PRIMARY KEY (a);"
+        "UPDATE rekey_t SET c = 10 WHERE a = 1; DELETE FROM rekey_t WHERE a = 2;"
+    )
+    reconciled_table(job, "rekey_t", rows=2)
+    job.sql(
+        "ALTER TABLE rekey_t DROP PRIMARY KEY, ADD PRIMARY KEY (a, b);"
+        "INSERT INTO rekey_t VALUES (1,'w',5); UPDATE rekey_t SET c = 11 WHERE a = 1 AND b = 'x';"
+    )
+    reconciled_table(job, "rekey_t", rows=3)
+    assert st.dead_letters(job, "salesdb.salesdb.rekey_t") == []
+
+
 def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:
     topic = f"salesdb.salesdb.{tm.TABLE}"
     try:

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .connect_types import ColumnSpec
-from .sqltext import quote, sql_string
+from .sqltext import properties_sql, quote, sql_string, table_properties
 
 Columns = list[tuple[str, T.DataType]]
 
@@ -175,7 +175,7 @@ def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict
     `defaults` (column -> SQL literal) are recorded as pending backfills before the columns are added.
     """
     if defaults:
-        props = ", ".join(f"{sql_string(BACKFILL_PREFIX + n)}={sql_string(e)}" for n, e in defaults.items())
+        props = properties_sql({BACKFILL_PREFIX + n: e for n, e in defaults.items()})
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
     # New columns go after the last data column, before the _cdc_* metadata columns.
     added = {n.lower() for n, _ in plan.add}
@@ -204,8 +204,7 @@ _RESERVED_PROPERTIES = {
 def carried_properties(spark: SparkSession, table: str) -> str:
     """The table's properties as the TBLPROPERTIES list of a table made from it by `... AS SELECT`
     (the ones Spark reserves left out)."""
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    return ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items() if k not in _RESERVED_PROPERTIES)
+    return properties_sql({k: v for k, v in table_properties(spark, table).items() if k not in _RESERVED_PROPERTIES})
 
 
 def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:

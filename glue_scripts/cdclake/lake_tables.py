@@ -33,7 +33,7 @@ from .evolution import (
 from .merge import create_table, drop_identifier_fields, truncate_before
 from .report import TableReport
 from .settings import Settings
-from .sqltext import quote, sql_string
+from .sqltext import properties_sql, quote, sql_string, table_properties
 
 log = logging.getLogger("cdclake")
 
@@ -157,7 +157,7 @@ class LakeTables:
     def _load(self, ident: str) -> TableState:
         schema = self.spark.table(ident).schema
         cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
-        props = {r["key"]: r["value"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
+        props = table_properties(self.spark, ident)
         keys = [k for k in props.get(KEY_PROPERTY, "").split(",") if k]
         drop_identifier_fields(self.spark, ident, keys)
         pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
@@ -312,8 +312,7 @@ class LakeTables:
             if f is not None and k.lower() not in new and not f.nullable:
                 self.spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
         props = {KEY_PROPERTY: ",".join(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
-        listed = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
-        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({listed})")
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
         if COPY_COLUMN[0] in fields:
             self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {COPY_COLUMN[0]}")
         self.forget(ident)
@@ -426,9 +425,7 @@ class LakeTables:
             return "dropped"
         when = datetime.fromtimestamp(stmt.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         props = {D.SOURCE_DROPPED_PROPERTY: when, D.SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
-        self.spark.sql(
-            f"ALTER TABLE {ident} SET TBLPROPERTIES ({', '.join(f'{sql_string(k)}={sql_string(v)}' for k, v in props.items())})"
-        )
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
         self.forget(ident)
         log.warning(
             "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, D.SOURCE_DROPPED_PROPERTY
@@ -438,7 +435,7 @@ class LakeTables:
     def _forget_source_history(self, ident: str) -> None:
         """Remove what a replaced table carried over of the dropped one (REPLACE TABLE keeps table
         properties): its drop mark, recorded column changes and pending backfills."""
-        props = [r["key"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()]
+        props = list(table_properties(self.spark, ident))
         stale = [k for k in props if k.startswith("cdc.") and k != KEY_PROPERTY]
         if stale:
             self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, stale))})")

@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from .conflicts import ConflictRetriesExhausted, RetryPolicy, retry_on_conflict
-from .sqltext import sql_string
+from .sqltext import properties_sql, sql_string, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -311,10 +311,10 @@ def outcome(action: Action, rows: list[dict[str, Any]]) -> str:
 
 def ensure_commit_retries(spark: SparkSession, table: str) -> None:
     """Set COMMIT_RETRY_PROPERTIES on the table where they differ (one metadata commit, once)."""
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    props = table_properties(spark, table)
     missing = {k: v for k, v in COMMIT_RETRY_PROPERTIES.items() if props.get(k) != v}
     if missing:
-        kv = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in missing.items())
+        kv = properties_sql(missing)
         retry_on_conflict(lambda: spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({kv})"), f"properties {table}")
 
 

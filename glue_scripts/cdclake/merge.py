@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import COPY_COLUMN, META_COLUMNS
 from .ordering import newer_than
-from .sqltext import quote, sql_string
+from .sqltext import properties_sql, quote
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def create_table(
         "write.metadata.previous-versions-max": "100",
         "cdc.primary-key": ",".join(keys),
     }
-    tblprops = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
+    tblprops = properties_sql(props)
     create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
     spark.sql(f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cdclake.sqltext import quote, sql_binary, sql_string
+from cdclake.sqltext import properties_sql, quote, sql_binary, sql_string
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,9 @@ def test_string_literals_escape_quotes_and_backslashes(value, literal):
 def test_binary_literals_are_upper_case_hex():
     assert sql_binary(b"\x00\xab\xff") == "X'00ABFF'"
     assert sql_binary(b"") == "X''"
+
+
+def test_a_tblproperties_list_quotes_every_key_and_value():
+    props = {"cdc.primary-key": "id,email", "cdc.backfill.note": "it's C:\\x"}
+    assert properties_sql(props) == "'cdc.primary-key'='id,email', 'cdc.backfill.note'='it\\'s C:\\\\x'"
+    assert properties_sql({}) == ""

@@ -55,7 +55,7 @@ clean:            ## remove local state (keeps the venv and jars)
 stack-up: setup   ## local MariaDB -> Kafka Connect + Debezium -> Apache Kafka (docs/LOCAL_STACK.md)
 	@scripts/local-stack up --init-sql sql/01_create_customer.sql
 
-stack-down:       ## stop the local stack (data stays in .local/stack)
+stack-down:       ## stop the local stack and the local job (data stays in .local/stack)
 	@scripts/local-stack down
 
 stack-status:

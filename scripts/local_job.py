@@ -26,7 +26,7 @@ from pathlib import Path
 import cli
 from localstack import commands, plumbing, sources
 
-COMPONENT = "job"
+COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
 SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 

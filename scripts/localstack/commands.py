@@ -24,6 +24,7 @@ import cli
 from localstack import connect, kafka
 from localstack.plumbing import (
     DATABASE,
+    JOB,
     ROOT,
     STOP,
     TOPIC_PREFIX,
@@ -157,12 +158,15 @@ def _broker_and_connect_up(
 
 
 def cmd_down(s: Settings, components: list[str]) -> int:
-    # Every component this state directory may hold, whichever source `up` was given.
+    # Every component this state directory may hold, whichever source `up` was given; the whole
+    # stack includes the local job (scripts/local-job), stopped first, after its current batch.
     targets = [
         c
         for c in reversed(ALL_COMPONENTS)
         if (c in components if components else c in s.components or live_record(s, c))
     ]
+    if not components and live_record(s, JOB):
+        targets.insert(0, JOB)
     for c in targets:
         engine = of_component(c)
         stop(s, c, engine.SHUTDOWN if engine else STOP)
@@ -240,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="SQL to load into salesdb when the data directory is created (before the snapshot)",
     )
-    down = sub.add_parser("down", parents=[common], help="stop the processes `up` started")
+    down = sub.add_parser("down", parents=[common], help="stop the processes `up` started, and the local job (all by default)")
     down.add_argument(
         "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(ALL_COMPONENTS)} (default: all)"
     )

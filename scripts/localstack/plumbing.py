@@ -40,6 +40,10 @@ def warn(message: str) -> None:
     print(f"[stack] WARNING: {message}", file=sys.stderr, flush=True)
 
 
+# The local Glue job (scripts/local-job) keeps its pid record beside the components'.
+JOB = "job"
+
+
 @dataclass(frozen=True)
 class Shutdown:
     """How a component stops cleanly: the signal that asks it to, and how long that may take

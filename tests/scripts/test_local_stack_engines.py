@@ -83,3 +83,23 @@ def test_a_failed_start_shows_the_notes_before_the_first_error_and_the_end_of_th
     shown = log_tail(SimpleNamespace(log=lambda component: log), "mariadb")  # type: ignore[arg-type]
     assert "io_uring failed: the reason" in shown and "[ERROR] Aborting" in shown
     assert "help line 29" in shown and "not this one" not in shown
+
+
+def test_down_stops_the_local_job_with_the_stack_and_not_with_one_component(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localstack import commands
+
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    s = sources.settings("mysql")
+    s.log(plumbing.JOB).parent.mkdir(parents=True, exist_ok=True)
+    s.record(plumbing.JOB).parent.mkdir(parents=True, exist_ok=True)
+    proc = plumbing.launch(s, plumbing.JOB, ["sleep", "300"], port=0)
+    try:
+        assert commands.cmd_down(s, ["kafka"]) == 0
+        assert plumbing.live_record(s, plumbing.JOB) is not None, "stopping one component leaves the job"
+        assert commands.cmd_down(s, []) == 0
+        assert proc.wait(timeout=10) is not None
+        assert plumbing.live_record(s, plumbing.JOB) is None
+    finally:
+        proc.kill()

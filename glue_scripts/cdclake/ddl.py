@@ -164,6 +164,31 @@ def changes_primary_key(ddl: str) -> bool:
     return any(a.kw("PRIMARY") and b.kw("KEY") for a, b in itertools.pairwise(tokens))
 
 
+def computed_columns(ddl: str) -> list[str]:
+    """Columns an ALTER TABLE statement adds whose values the source computes for the rows it
+    already has (AUTO_INCREMENT, generated `AS (…)` / `GENERATED ALWAYS AS`): binlog row events
+    carry none of those values."""
+    tokens = _tokens(ddl)
+    if not (tokens and tokens[0].kw("ALTER")):
+        return []
+    out = []
+    for c in _clauses(tokens):
+        j = next((i + 1 for i, t in enumerate(c) if t.kw("ADD")), None)
+        if j is None or j >= len(c) or c[j].kw(*_NOT_COLUMNS, "INDEX", "KEY"):
+            continue
+        if c[j].kw("COLUMN"):
+            j += 1
+        j = _skip_if_exists(c, j)
+        if j + 1 >= len(c) or c[j].text == "(":
+            continue  # ADD COLUMN (a INT, b INT): a list, not looked into
+        rest = c[j + 1 :]
+        if any(t.kw("AUTO_INCREMENT", "GENERATED") for t in rest) or any(
+            a.kw("AS") and b.text == "(" and not b.quoted for a, b in itertools.pairwise(rest)
+        ):
+            out.append(c[j].text)
+    return out
+
+
 # Words that start a column type: `CHANGE column int ...` has a column named `column`.
 _TYPE_START = ("INT", "INTEGER", "TINYINT", "SMALLINT", "MEDIUMINT", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT",
                "DOUBLE", "REAL", "BIT", "BOOL", "BOOLEAN", "CHAR", "VARCHAR", "BINARY", "VARBINARY", "TEXT",

@@ -102,6 +102,16 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
                     out[(db, tbl)].changes += [D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
                     if D.changes_primary_key(r["_ddl"]):
                         out[(db, tbl)].key_seqs.append(seq)
+                    if computed := D.computed_columns(r["_ddl"]):
+                        log.warning(
+                            "source table %s.%s: column(s) %s added by ALTER TABLE get their values for existing "
+                            "rows at the source without change events: the lake holds null there for rows not "
+                            "changed since (scripts/reconcile shows them); take a new Debezium snapshot of the "
+                            "table to fill them",
+                            db,
+                            tbl,
+                            ", ".join(computed),
+                        )
     return dict(out), renames
 
 

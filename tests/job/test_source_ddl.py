@@ -475,3 +475,18 @@ def test_a_keyless_record_beside_keyed_ones_of_a_new_table_without_a_key_stateme
     assert [d["reason"] for d in lake.dead_letters()] == ["record has no JSON key (does the table have a primary key?)"]
     assert report.dead == 1 and key_property(lake) == "id"
     lake.assert_rows({2: "Bob"})
+
+
+def test_a_column_the_source_computes_for_existing_rows_is_named_in_a_warning(lake, caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="cdclake")
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"))
+    lake.apply(ev.take())
+    ev.schema_change("ALTER TABLE customers ADD COLUMN twice INT AS (id * 2) STORED")
+    ev.record("u", {"id": 1}, customer(1, "Anna"))
+    lake.apply(ev.take())
+    [line] = [r.getMessage() for r in caplog.records if "without change events" in r.getMessage()]
+    assert line.startswith("source table inventory.customers: column(s) twice added by ALTER TABLE")
+    assert "take a new Debezium snapshot of the table" in line

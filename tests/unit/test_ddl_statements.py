@@ -9,6 +9,7 @@ from cdclake.ddl import (
     ColumnChange,
     changes_primary_key,
     column_changes,
+    computed_columns,
     dumps,
     loads,
     table_ids,
@@ -57,6 +58,22 @@ def test_renames_and_drops_are_read_from_alter_table_statements(ddl, expected):
 )
 def test_statements_that_set_a_primary_key_are_told_apart(ddl, expected):
     assert changes_primary_key(ddl) is expected
+
+
+@pytest.mark.parametrize(
+    ("ddl", "expected"),
+    [
+        ("ALTER TABLE t ADD COLUMN id BIGINT AUTO_INCREMENT PRIMARY KEY FIRST", ["id"]),
+        ("ALTER TABLE c ADD COLUMN score INT AS (points * 2) STORED, ADD COLUMN active BIT(1) DEFAULT b'1'", ["score"]),
+        ("alter table t add `x y` int generated always as (a+1) virtual", ["x y"]),
+        ("ALTER TABLE t ADD c INT DEFAULT 3, ADD INDEX i (a), ADD PRIMARY KEY (a)", []),
+        ("ALTER TABLE t ADD COLUMN note VARCHAR(9) DEFAULT 'AS (x)'", []),  # a literal
+        ("ALTER TABLE t RENAME COLUMN a TO b", []),
+        ("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY)", []),  # a new table has no rows yet
+    ],
+)
+def test_added_columns_the_source_computes_for_existing_rows_are_named(ddl, expected):
+    assert computed_columns(ddl) == expected
 
 
 def test_table_ids_of_debezium_table_changes():

@@ -224,14 +224,16 @@ def row_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return next(f for f in schema["fields"] if f["field"] == "after")["fields"]
 
 
-# The Kafka key schema of a table `inventory.order_lines` keyed by (order_id, line_no), as the
-# MySQL connector writes one for a composite primary key.
-ORDER_LINES_KEY_SCHEMA: dict[str, Any] = {
-    "type": "struct",
-    "name": "mdb.inventory.order_lines.Key",
-    "optional": False,
-    "fields": [
-        {"type": "int32", "optional": False, "field": "order_id"},
-        {"type": "int32", "optional": False, "field": "line_no"},
-    ],
-}
+def key_schema(table: str, *fields: tuple[str, str]) -> dict[str, Any]:
+    """The Kafka key schema the MySQL connector writes for `inventory.<table>` keyed by `fields`
+    ((Connect type, column) pairs, in key order)."""
+    return {
+        "type": "struct",
+        "name": f"mdb.inventory.{table}.Key",
+        "optional": False,
+        "fields": [{"type": t, "optional": False, "field": name} for t, name in fields],
+    }
+
+
+# A table `inventory.order_lines` keyed by (order_id, line_no): a composite primary key.
+ORDER_LINES_KEY_SCHEMA = key_schema("order_lines", ("int32", "order_id"), ("int32", "line_no"))

@@ -174,7 +174,7 @@ def computed_columns(ddl: str) -> list[str]:
     out = []
     for c in _clauses(tokens):
         j = next((i + 1 for i, t in enumerate(c) if t.kw("ADD")), None)
-        if j is None or j >= len(c) or c[j].kw(*_NOT_COLUMNS, "INDEX", "KEY"):
+        if j is None or j >= len(c) or c[j].kw(*_NOT_COLUMNS):
             continue
         if c[j].kw("COLUMN"):
             j += 1

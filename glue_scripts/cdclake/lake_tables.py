@@ -30,14 +30,13 @@ from .evolution import (
     default_sql,
     rewrite_table,
 )
-from .merge import create_table, drop_identifier_fields, truncate_before
+from .merge import KEY_PROPERTY, create_table, drop_identifier_fields, truncate_before
 from .report import TableReport
 from .settings import Settings
 from .sqltext import properties_sql, quote, sql_string, table_properties
 
 log = logging.getLogger("cdclake")
 
-KEY_PROPERTY = "cdc.primary-key"
 # Where the source's primary key last changed (ALTER TABLE), and the batch that applied it.
 KEY_POSITION_PROPERTY = "cdc.primary-key-position"
 KEY_BATCH_PROPERTY = "cdc.primary-key-batch"
@@ -336,8 +335,8 @@ class LakeTables:
         return [c for c in changes if c.kind == D.RENAME or self.settings.dropped_column_policy == "drop"]
 
     def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
-        value = sql_string(D.dumps(changes))
-        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({sql_string(D.COLUMN_CHANGES_PROPERTY)}={value})")
+        props = properties_sql({D.COLUMN_CHANGES_PROPERTY: D.dumps(changes)})
+        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({props})")
 
     def apply_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> str:
         """Apply column renames (and drops, --dropped_column_policy drop) to an existing lake table,
@@ -354,9 +353,7 @@ class LakeTables:
             if ch.kind == D.RENAME and ch.new:
                 keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
         if keys != state.keys:
-            self.spark.sql(
-                f"ALTER TABLE {ident} SET TBLPROPERTIES ({sql_string(KEY_PROPERTY)}={sql_string(','.join(keys))})"
-            )
+            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: ','.join(keys)})})")
         self._record_column_changes(ident, state.column_changes + todo)
         self.forget(ident)  # the catalog is the truth for the new column names
         if done:

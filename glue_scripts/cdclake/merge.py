@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 # snapshot; patiently, because giving up fails the batch and with it the streaming job.
 MERGE_RETRY = RetryPolicy(attempts=8, base_delay_s=1.0, max_delay_s=30.0)
 
+# The table property naming the source's primary key (the MERGE's key columns).
+KEY_PROPERTY = "cdc.primary-key"
+
 _MODES = {
     "merge-on-read": "merge-on-read",
     "copy-on-write": "copy-on-write",
@@ -52,7 +55,7 @@ def create_table(
         "write.delete.granularity": "file",
         "write.metadata.delete-after-commit.enabled": "true",
         "write.metadata.previous-versions-max": "100",
-        "cdc.primary-key": ",".join(keys),
+        KEY_PROPERTY: ",".join(keys),
     }
     tblprops = properties_sql(props)
     create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"

@@ -128,7 +128,7 @@ class TableWriter:
             any(g.max_seq > drop_seq for g in good) or (stmt is not None and (stmt.create_seq or 0) > drop_seq)
         )
         if recreated:
-            truncate_seq = max(truncate_seq or 0, drop_seq or 0)
+            truncate_seq = max(truncate_seq or 0, drop_seq)
         written = False
         # Almost always one part: more only when the source's primary key changed in the batch.
         for part in key_epochs(good):
@@ -146,7 +146,9 @@ class TableWriter:
         keys: list[str] | None = part[-1].lake_keys()
         dead: list[DataFrame] = []
         if state is not None and state.columns and _key_lower(keys) != _key_lower(state.keys):
-            keys, dead = self._key_changed(run, state, part)
+            keys, reason = self._key_changed(run, state, part)
+            if reason is not None:
+                dead = self._reject(run, [Rejection(g, reason) for g in part])
             if keys is None:
                 return dead, False
             state = self.tables.state(run.ident)
@@ -162,42 +164,39 @@ class TableWriter:
 
     def _key_changed(
         self, run: _Run, state: TableState, part: list[SchemaGroup]
-    ) -> tuple[list[str] | None, list[DataFrame]]:
+    ) -> tuple[list[str] | None, str | None]:
         """Schema groups whose primary key is not the lake table's: the key to write them with
-        (None: not written) and their dead letters. Newer than the lake's key, they carry a key
-        changed at the source (ALTER TABLE), which the lake table takes; older, they were written
-        before the lake table took its key."""
+        (None: not written) and why they go to the dead letters (None: they do not). Newer than the
+        lake's key, they carry a key changed at the source (ALTER TABLE), which the lake table
+        takes; older, they were written before the lake table took its key."""
         keys = part[-1].lake_keys()
         if state.key_position is not None and max(g.max_seq for g in part) < state.key_position:
             if state.key_batch and state.key_batch == run.batch.fingerprint:
                 # This batch ran before (a restart) and wrote these events before changing the key.
                 log.info("table %s: %d event(s) older than its key change were applied before it", run.ident,
                          sum(g.events for g in part))  # fmt: skip
-                return None, []
+                return None, None
             if keys and state.keys and all(_has_columns(g, state.keys) for g in part):
-                return state.keys, []  # found by the lake's key; the position guard decides
-            reason = (
+                return state.keys, None  # found by the lake's key; the position guard decides
+            return None, (
                 f"written under the primary key {keys or 'none'} before it changed at the source to "
                 f"{state.keys or 'none'}, read after the lake table took the new key: apply it by hand"
             )
-            return None, self._reject(run, [Rejection(g, reason) for g in part])
         if not keys:
             # A record without a key in a keyed table is far likelier broken than a dropped key.
-            reason = NO_KEY
-            return None, self._reject(run, [Rejection(g, reason) for g in part])
+            return None, NO_KEY
         missing = [k for k in keys if k.lower() not in {c.lower() for c, _ in state.columns}]
         if missing:
-            reason = (
+            return None, (
                 f"primary key changed at the source from {state.keys or 'none'} to {keys}, but {missing} are not "
                 "columns of the lake table, so it cannot match its rows by them (a key column added by ALTER TABLE "
                 "gets its values at the source without change events; or the table was dropped and created again "
                 "and the DROP is not read yet): drop the lake table and take a new Debezium snapshot of the table"
             )
-            return None, self._reject(run, [Rejection(g, reason) for g in part])
         position = min(g.max_seq for g in part)
         what = self.tables.rekey(run.ident, state, keys, position, run.batch.fingerprint)
         run.report.schema = "; ".join(x for x in (run.report.schema, what) if x)
-        return keys, []
+        return keys, None
 
     def _finish(self, run: _Run, dead: list[DataFrame], recreated: bool = False) -> TableOutcome:
         self.tables.after_drop(run.ident, run.stmt, recreated, recreated, run.report)
@@ -379,7 +378,7 @@ def _recreated_with_another_key(
     if state is None or not newer:
         return None
     keys = max(newer, key=lambda g: g.max_seq).keys or []
-    return drop if [k.lower() for k in keys] != [k.lower() for k in state.keys] else None
+    return drop if _key_lower(keys) != _key_lower(state.keys) else None
 
 
 def key_epochs(groups: list[SchemaGroup]) -> list[list[SchemaGroup]]:

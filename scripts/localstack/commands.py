@@ -244,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="SQL to load into salesdb when the data directory is created (before the snapshot)",
     )
-    down = sub.add_parser("down", parents=[common], help="stop the processes `up` started, and the local job (all by default)")
+    down = sub.add_parser(
+        "down", parents=[common], help="stop the processes `up` started, and the local job (all by default)"
+    )
     down.add_argument(
         "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(ALL_COMPONENTS)} (default: all)"
     )

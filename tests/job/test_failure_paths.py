@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from cdc_events import Events, customer, decimal_b64, value_schema_of, with_row_fields
+from cdc_events import Events, customer, decimal_b64, key_schema, value_schema_of, with_row_fields
 from cdc_workload import Workload
 
 
@@ -159,8 +159,7 @@ def test_a_table_of_520_columns_of_mixed_types_is_created_and_updated_exactly(la
             f = {"type": kind, "optional": True, "field": name}
         fields.append(f)
     schema = with_row_fields(value_schema_of("mariadb/c_insert.json"), fields)
-    key_schema = {"type": "struct", "name": "mdb.inventory.wide.Key", "optional": False,
-                  "fields": [{"type": "int32", "optional": False, "field": "id"}]}  # fmt: skip
+    wide_key = key_schema("wide", ("int32", "id"))
 
     def row(id_: int, version: int) -> tuple[dict, dict]:
         """(Connect payload, the values the lake must hold), every column depending on id and version."""
@@ -187,12 +186,12 @@ def test_a_table_of_520_columns_of_mixed_types_is_created_and_updated_exactly(la
     expected = {}
     for i in (1, 2, 3):
         sent, expected[i] = row(i, 0)
-        ev.record("c", {"id": i}, sent, value_schema=schema, key_schema=key_schema)
+        ev.record("c", {"id": i}, sent, value_schema=schema, key_schema=wide_key)
     report = lake.apply(ev.take())
     assert report.dead == 0, lake.dead_letters()[:1]
     sent, expected[2] = row(2, 1)
-    ev.record("u", {"id": 2}, sent, value_schema=schema, key_schema=key_schema)
-    ev.record("d", {"id": 3}, before=row(3, 0)[0], value_schema=schema, key_schema=key_schema)
+    ev.record("u", {"id": 2}, sent, value_schema=schema, key_schema=wide_key)
+    ev.record("d", {"id": 3}, before=row(3, 0)[0], value_schema=schema, key_schema=wide_key)
     del expected[3]
     report = lake.apply(ev.take())
     assert report.dead == 0, lake.dead_letters()[:1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from cdc_events import Events, customer, load, row_fields, value_schema_of, with_row_fields
+from cdc_events import Events, customer, key_schema, load, row_fields, value_schema_of, with_row_fields
 
 BASE = value_schema_of("mariadb/c_insert.json")
 
@@ -282,15 +282,7 @@ def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_sou
 
 
 # ---------------------------------------------------------------- a primary key changed by ALTER TABLE
-ID_EMAIL_KEY = {
-    "type": "struct",
-    "name": "mdb.inventory.customers.Key",
-    "optional": False,
-    "fields": [
-        {"type": "int32", "optional": False, "field": "id"},
-        {"type": "string", "optional": False, "field": "email"},
-    ],
-}
+ID_EMAIL_KEY = key_schema("customers", ("int32", "id"), ("string", "email"))
 
 
 def keyed_by_id_and_email(ev: Events, op: str, row: dict, **kw) -> dict:
@@ -341,7 +333,7 @@ def test_a_column_that_leaves_the_primary_key_may_be_null_in_later_rows(lake):
     for f in fields:
         if f["field"] == "id":
             f["optional"] = True
-    email_key = {**ID_EMAIL_KEY, "fields": ID_EMAIL_KEY["fields"][1:]}
+    email_key = key_schema("customers", ("string", "email"))
     ev.schema_change("ALTER TABLE customers DROP PRIMARY KEY, MODIFY id INT NULL, ADD PRIMARY KEY (email)")
     ev.record("c", {"email": "n@x"}, customer(None, "Nil", email="n@x"),
               value_schema=with_row_fields(BASE, fields), key_schema=email_key)  # fmt: skip
@@ -433,9 +425,8 @@ def test_a_key_changed_to_a_column_the_lake_rows_lack_goes_to_dead_letters_with_
     ev.record("c", {"id": 1}, customer(1, "Ann"))["key"] = None
     lake.apply(ev.take())
     fields = [{"type": "int64", "optional": False, "field": "row_id"}, *row_fields(BASE)]
-    key_schema = {"type": "struct", "name": "mdb.inventory.customers.Key", "optional": False, "fields": fields[:1]}
     ev.record("c", {"row_id": 2}, {"row_id": 2, **customer(2, "Bob")},
-              value_schema=with_row_fields(BASE, fields), key_schema=key_schema)  # fmt: skip
+              value_schema=with_row_fields(BASE, fields), key_schema=key_schema("customers", ("int64", "row_id")))  # fmt: skip
     report = lake.apply(ev.take())
 
     assert report.dead == 1

@@ -31,7 +31,7 @@ from .decode import SchemaGroup, resolve_groups
 from .evolution import plan_schema
 from .lake_tables import LakeTables, TableDDL, follow_renames, read_statements
 from .merge import truncate_before
-from .report import BatchReport, TableReport
+from .report import BatchReport, FollowWatch, TableReport
 from .settings import Settings
 from .summary import BatchSummary, group_aggregate, summarize
 from .table_writer import ClassifiedBatch, TableWriter, Writes
@@ -59,6 +59,7 @@ class BatchProcessor:
         self.tables = LakeTables(spark, settings)
         self._writer = TableWriter(spark, settings, self.tables, writes or Writes())
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
+        self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
@@ -125,19 +126,15 @@ class BatchProcessor:
             outcome = self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
             report.tables.append(outcome.report)
             report.dead += outcome.report.dead
+            if self._follow.note(outcome.report):
+                log.error(outcome.report.stopped_line())
             dead += outcome.dead_letters
         report.tables += self._without_changes(tables, truncated, statements)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
             )
-            log.warning(
-                "batch %s: %d record(s) written to dead letters at %s: %s",
-                batch.batch_id,
-                report.dead,
-                report.dead_letter_folder,
-                report.dead_letter_reasons(),
-            )
+            log.warning(report.dead_letter_line())
         if summary.newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - summary.newest_source_ts)
 

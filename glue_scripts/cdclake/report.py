@@ -1,5 +1,6 @@
 """What a batch did, per batch and per table: the job's one log line per batch, and what tests
-and the CloudWatch metric filters read."""
+and the CloudWatch metric filters read (cloudformation/cdc-pipeline.yaml counts the lines that
+contain `DEAD_LETTERS_PHRASE` and `STOPPED_PHRASE`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class TableReport:
     schema: str = ""
     truncated: bool = False
     source_dropped: str = ""  # what a DROP TABLE at the source did: "kept, marked" or "dropped"
+    stopped_batches: int = 0  # batches in a row whose every change of the table was dead-lettered
     seconds: float = 0.0
 
     def line(self) -> str:
@@ -31,7 +33,49 @@ class TableReport:
             s += f" SOURCE-DROPPED[{self.source_dropped}]"
         if self.dead:
             s += f" dead {self.dead}"
+        if self.stopped_batches:
+            s += f" STOPPED-FOLLOWING[every change dead-lettered in {self.stopped_batches} batches in a row]"
         return s + f" {self.seconds:.1f}s"
+
+    def stopped_line(self) -> str:
+        """The ERROR line of a table that stopped following the source (`STOPPED_PHRASE`)."""
+        reasons = "; ".join(f"{k} ({v})" for k, v in sorted(self.dead_reasons.items()))
+        return (
+            f"table {self.table} {STOPPED_PHRASE}: every change of it in the last {self.stopped_batches} batches "
+            f"went to the dead letters, so the lake table no longer changes. Reason: {reasons}. Fix that cause "
+            '(README, "DDL at the source"), then replay those batches\' dead-letter folders (README, '
+            '"Replaying dead letters")'
+        )
+
+
+# Phrases the CloudWatch metric filters look for in the job's log (tests/cloudformation/test_cfn_alarms.py).
+DEAD_LETTERS_PHRASE = "written to dead letters"
+STOPPED_PHRASE = "stopped following the source"
+# A table whose every change is dead-lettered this many batches in a row has stopped following the
+# source: one batch may hold only a few stray records, a run of them is a table the lake lost.
+STOPPED_AFTER_BATCHES = 3
+
+
+class FollowWatch:
+    """Counts, per table, the batches in a row in which every change of the table went to the dead
+    letters (in memory: a restarted job counts again from zero)."""
+
+    def __init__(self, after: int = STOPPED_AFTER_BATCHES) -> None:
+        self.after = after
+        self._streak: dict[str, int] = {}
+
+    def note(self, tr: TableReport) -> bool:
+        """Record the table's batch; True (and `tr.stopped_batches` set) when it has stopped following."""
+        if not tr.events:
+            return False  # no change of the table in the batch: nothing learnt
+        if tr.dead < tr.events:
+            self._streak.pop(tr.table, None)
+            return False
+        n = self._streak[tr.table] = self._streak.get(tr.table, 0) + 1
+        if n < self.after:
+            return False
+        tr.stopped_batches = n
+        return True
 
 
 @dataclass
@@ -56,6 +100,13 @@ class BatchReport:
         for t in self.tables:
             parts += [f"{t.table.split('.')[-1]}: {k} ({v})" for k, v in sorted(t.dead_reasons.items())]
         return "; ".join(parts)
+
+    def dead_letter_line(self) -> str:
+        """The WARNING line of a batch that wrote dead letters (`DEAD_LETTERS_PHRASE`)."""
+        return (
+            f"batch {self.batch_id}: {self.dead} record(s) {DEAD_LETTERS_PHRASE} at {self.dead_letter_folder}: "
+            f"{self.dead_letter_reasons()}"
+        )
 
     def line(self) -> str:
         head = (

@@ -1,5 +1,6 @@
 """The stack's alarms: the streaming job out of retries, the stream behind the source, the maintenance
-job failing; the events and log lines they count; and the optional SNS topic."""
+job failing, dead letters, a table that stopped following the source; the events and log lines they
+count; and the optional SNS topic."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from cdclake.batch import BatchReport, TableReport
 from cdclake.job import configure_logging
+from cdclake.report import FollowWatch
 from cfn_helpers import resolve_variant, resources_of
 
 
@@ -125,6 +127,78 @@ def test_the_lag_metric_reads_the_behind_source_seconds_of_the_jobs_batch_line(
     assert space_delimited_fields(f["FilterPattern"], report.line()) is None
 
 
+def job_log_lines(capsys: pytest.CaptureFixture[str], messages: list[tuple[int, str]]) -> list[str]:
+    """The lines the job writes for these (level, message) pairs, in its own log format on stdout."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        configure_logging()
+        for level, message in messages:
+            logging.getLogger("cdclake").log(level, message)
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+    return capsys.readouterr().out.strip().splitlines()[-len(messages) :]
+
+
+def phrase_matches(pattern: str, line: str) -> bool:
+    """CloudWatch Logs' filter of one quoted phrase: the line contains it exactly (case sensitive)."""
+    assert pattern.startswith('"') and pattern.endswith('"') and pattern.count('"') == 2, pattern
+    return pattern.strip('"') in line
+
+
+def test_dead_letters_and_a_stopped_table_are_counted_from_the_jobs_own_lines(
+    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = "incompatible schema change: table glue_catalog.cdc.salesdb_t column 'note' is string in the lake"
+    stopped = TableReport("glue_catalog.cdc.salesdb_t", events=4, dead=4, dead_reasons={reason: 4}, seconds=0.2)
+    watch = FollowWatch()
+    assert [watch.note(stopped) for _ in range(3)] == [False, False, True]
+    report = BatchReport(batch_id=9, records=5, changes=4, dead=4, dead_letter_folder="s3://lake/dl/batch=9-ab")
+    report.tables = [stopped]
+    dead_line, stopped_line, batch_line = job_log_lines(
+        capsys, [(logging.WARNING, report.dead_letter_line()), (logging.ERROR, stopped.stopped_line()),
+                 (logging.INFO, report.line())]
+    )  # fmt: skip
+    dead = metric_filter(template, "DeadLetterBatches")
+    stop = metric_filter(template, "StoppedTables")
+    for f in (dead, stop):
+        assert f["LogGroupName"] == {"Ref": "GlueJobOutputLogGroup"}
+        assert f["MetricTransformations"][0]["MetricValue"] == "1"
+    # Each line is counted by its own filter only: one data point per batch with dead letters and
+    # one per stopped table per batch, never two for one event.
+    assert [phrase_matches(dead["FilterPattern"], x) for x in (dead_line, stopped_line, batch_line)] == [
+        True, False, False
+    ]  # fmt: skip
+    assert [phrase_matches(stop["FilterPattern"], x) for x in (dead_line, stopped_line, batch_line)] == [
+        False, True, False
+    ]  # fmt: skip
+    assert "salesdb_t" in stopped_line and reason in stopped_line
+    assert "salesdb_t: 4 ev -> c/r 0 u 0 d 0 dead 4 STOPPED-FOLLOWING[" in batch_line
+    # A batch in which the table's changes apply again ends the run of dead batches.
+    assert not watch.note(TableReport("glue_catalog.cdc.salesdb_t", events=2, dead=1))
+    assert not watch.note(TableReport("glue_catalog.cdc.salesdb_t", events=2, dead=2))
+
+
+@pytest.mark.parametrize(
+    ("name", "metric"), [("DeadLetters", "DeadLetterBatches"), ("TableStoppedFollowing", "StoppedTables")]
+)
+def test_dead_letter_and_stopped_table_alarms_fire_on_any_count_and_say_the_fix(
+    template: dict[str, Any], name: str, metric: str
+) -> None:
+    a = alarm(template, name)
+    assert (a["MetricName"], a["Statistic"], a["Threshold"], a["ComparisonOperator"]) == (
+        metric,
+        "Sum",
+        0,
+        "GreaterThanThreshold",
+    )
+    assert a["TreatMissingData"] == "notBreaching"
+    description = a["AlarmDescription"]["Fn::Sub"]
+    assert "scripts/replay" in description and "Replaying dead letters" in description
+    assert "${GlueJobOutputLogGroup}" in description
+
+
 def test_the_lag_alarm_uses_the_threshold_parameter(template: dict[str, Any]) -> None:
     a = alarm(template, "StreamBehindSource")
     assert (a["MetricName"], a["Statistic"], a["EvaluationPeriods"]) == ("BehindSourceSeconds", "Maximum", 2)
@@ -136,7 +210,13 @@ def test_alarms_notify_the_sns_topic_only_when_one_is_given(
     raw_template: dict[str, Any], template: dict[str, Any]
 ) -> None:
     names = set(resources_of(template, "AWS::CloudWatch::Alarm"))
-    assert names == {"StreamingJobOutOfRetries", "StreamBehindSource", "MaintenanceJobFailed"}
+    assert names == {
+        "StreamingJobOutOfRetries",
+        "StreamBehindSource",
+        "MaintenanceJobFailed",
+        "DeadLetters",
+        "TableStoppedFollowing",
+    }
     assert all("AlarmActions" not in alarm(template, n) for n in names)
     topic = "arn:aws:sns:eu-west-1:123456789012:cdc-alerts"
     notified = resolve_variant(raw_template, AlarmTopicArn=topic)

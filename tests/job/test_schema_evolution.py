@@ -125,6 +125,33 @@ def test_incompatible_type_change_goes_to_dead_letters_while_other_tables_procee
     assert json.loads(dl["value"]) == json.loads(bad["value"]), "the original record is kept for replay"
 
 
+def test_a_table_whose_changes_all_go_to_dead_letters_batch_after_batch_is_named_as_stopped(lake, caplog):
+    caplog.set_level(logging.INFO, logger="cdclake")
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    lake.apply(ev.take())
+    bad_schema = copy.deepcopy(BASE)
+    for fld in row_fields(bad_schema):
+        if fld["field"] == "email":
+            fld["type"] = "int32"  # no safe conversion from the lake's string: every change is rejected
+    lines = []
+    for i in range(3):
+        ev.record("u", {"id": 1}, customer(1, f"N{i}") | {"email": i}, value_schema=bad_schema)
+        lines.append(lake.apply(ev.take()).line())
+    assert "STOPPED-FOLLOWING" not in lines[1]
+    assert (
+        "inventory_customers: 1 ev -> c/r 0 u 0 d 0 dead 1 STOPPED-FOLLOWING[every change dead-lettered in 3 "
+        in lines[2]
+    )
+    [stopped] = [r.getMessage() for r in caplog.records if "stopped following the source" in r.getMessage()]
+    assert stopped.startswith(f"table {lake.table()} stopped following the source: every change of it in the last 3")
+    assert "incompatible schema change" in stopped and "Replaying dead letters" in stopped
+    # A change the table takes again ends it: the next batch line no longer names the table as stopped.
+    ev.record("u", {"id": 1}, customer(1, "Fine"))
+    assert "STOPPED-FOLLOWING" not in lake.apply(ev.take()).line()
+    lake.assert_rows({1: "Fine"})
+
+
 def _with_extra(name: str, type_: str) -> dict:
     fields = [*row_fields(BASE), {"type": type_, "optional": True, "field": name}]
     return with_row_fields(BASE, fields)

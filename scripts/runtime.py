@@ -38,6 +38,7 @@ def local_dir() -> Path:
 PROFILE_DIRS: dict[str, str] = {
     "spark": "jars/spark",
     "glue-extra-jars": "jars/glue-extra",
+    "glue-aws-sdk": "jars/glue-aws-sdk",
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",
     "debezium-postgres": "connect/plugins/debezium-connector-postgres",

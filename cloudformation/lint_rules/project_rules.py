@@ -409,7 +409,97 @@ class JobTopicPatternMatchesConnector(CloudFormationLintRule):
         return matches
 
 
+# ---------------------------------------------------------------- first-deploy failures
+def _custom_resource_functions(cfn: Template) -> set[str]:
+    """Lambda functions that back a custom resource (its ServiceToken is their Arn)."""
+    out = set()
+    for res in cfn.template.get("Resources", {}).values():
+        if not isinstance(res, dict) or not str(res.get("Type", "")).startswith(
+            ("Custom::", "AWS::CloudFormation::CustomResource")
+        ):
+            continue
+        token = (res.get("Properties") or {}).get("ServiceToken")
+        if isinstance(token, dict) and "Fn::GetAtt" in token:
+            target = token["Fn::GetAtt"]
+            out.add(target[0] if isinstance(target, list) else str(target).split(".", 1)[0])
+    return out
+
+
+class CustomResourceFunctionReservesNoConcurrency(CloudFormationLintRule):
+    id = "E9008"
+    shortdesc = "A custom resource's Lambda function reserves no concurrency"
+    description = (
+        "Lambda keeps 100 executions of the account's quota unreserved; new and sandbox accounts have a "
+        "quota of 10 or 50, so any ReservedConcurrentExecutions fails CreateFunction and rolls the stack back"
+    )
+    source_url = "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html"
+    tags: ClassVar[list[str]] = ["resources", "lambda"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        functions = cfn.get_resources(["AWS::Lambda::Function"])
+        return [
+            RuleMatch(
+                ["Resources", name, "Properties", "ReservedConcurrentExecutions"],
+                f"{name} backs a custom resource and sets ReservedConcurrentExecutions: on an account whose "
+                "concurrency quota is under 100 plus the reservation CreateFunction fails and the stack rolls "
+                "back. Leave it out.",
+            )
+            for name in sorted(_custom_resource_functions(cfn))
+            if "ReservedConcurrentExecutions" in ((functions.get(name) or {}).get("Properties") or {})
+        ]
+
+
+def _major(version: str) -> int | None:
+    m = re.match(r"(\d+)", str(version))
+    return int(m.group(1)) if m else None
+
+
+def _possible_values(cfn: Template, value: Any) -> list[Any]:
+    """Every value a property can take: a literal, or each AllowedValue (else the Default) of a Ref'd parameter."""
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        param = cfn.template.get("Parameters", {}).get(value["Ref"]) or {}
+        return list(param.get("AllowedValues") or [param.get("Default")])
+    return [value] if not isinstance(value, dict | list) else []
+
+
+class ConnectVersionLoadsThePlugin(CloudFormationLintRule):
+    id = "E9009"
+    shortdesc = "MSK Connect runs a Kafka Connect whose Java loads the shipped Debezium plugin"
+    description = (
+        "Debezium 3.x is built for Java 17 and Kafka Connect 3.1+; MSK Connect 2.7.1 runs Java 11, where the "
+        "plugin fails with UnsupportedClassVersionError. Every KafkaConnectVersion a connector can be "
+        "deployed with (each AllowedValue of its parameter) must be 3.x or newer while pom.xml ships Debezium 3+"
+    )
+    source_url = "https://docs.aws.amazon.com/msk/latest/developerguide/msk-connect-workers.html"
+    tags: ClassVar[list[str]] = ["resources", "kafkaconnect"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        props = {
+            el.tag.split("}", 1)[-1]: (el.text or "").strip()
+            for el in ET.parse(POM).getroot().find("m:properties", _NS) or []
+        }
+        debezium = max((_major(v) or 0) for k, v in props.items() if k.startswith("debezium"))
+        if debezium < 3:
+            return []
+        matches = []
+        for name, res in cfn.get_resources(["AWS::KafkaConnect::Connector"]).items():
+            value = (res.get("Properties") or {}).get("KafkaConnectVersion")
+            for version in _possible_values(cfn, value):
+                major = _major(version)
+                if major is not None and major < 3:
+                    matches.append(
+                        RuleMatch(
+                            ["Resources", name, "Properties", "KafkaConnectVersion"],
+                            f"{name}: KafkaConnectVersion may be {version!r} (Java 11), where the Debezium "
+                            f"{debezium}.x plugin of pom.xml cannot load: allow 3.7.x only",
+                        )
+                    )
+        return matches
+
+
 __all__ = [
+    "ConnectVersionLoadsThePlugin",
+    "CustomResourceFunctionReservesNoConcurrency",
     "DbParameterGroupFamily",
     "ExistingNetworkCreatesNoDemoSource",
     "GlueExtraJarsMatchManifest",

@@ -56,7 +56,7 @@ def seed_sql_files(sql_dir: Path) -> list[Path]:
 def glue_extra_jar_artifact(art_dir: Path) -> Artifact:
     """The jar of the manifest's glue-extra-jars profile (the MSK IAM client), copied into art_dir
     under a content-hash key. The template's --extra-jars names one jar (GlueExtraJarKey): the profile
-    resolves to the self-contained `-all` jar, and anything else stops the build here."""
+    resolves to the client's own jar (its dependencies are Glue 5.0's), and anything else stops the build here."""
     jars = artifacts.glue_extra_jars()
     if len(jars) != 1:
         names = ", ".join(j.name for j in jars)

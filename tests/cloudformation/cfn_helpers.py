@@ -31,6 +31,17 @@ def sub_parts(node: Any) -> tuple[str, dict[str, Any]]:
 
 _NO_VALUE = object()
 
+# Parameters of a complete own-network deployment (ExistingVpcId mode), for variants that need one:
+# another SourceDatabase than the demo's seeded salesdb, for instance.
+EXISTING_NETWORK = {
+    "ExistingVpcId": "vpc-0123456789abcdef0",
+    "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1",
+    "ExistingSubnetAz": "eu-west-1a",
+    "ExistingDbHost": "orders.example.eu-west-1.rds.amazonaws.com",
+    "ExistingDbSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:debezium-AbCdEf",
+    "ExistingDbSecurityGroupId": "sg-0123456789abcdef0",
+}
+
 
 def parameter_values(template: dict[str, Any], **parameters: str) -> dict[str, str]:
     """Every template parameter's value: the given one, the default otherwise."""
@@ -48,6 +59,9 @@ def condition_holds(
     cache = {} if cache is None else cache
 
     def value(node: Any) -> str:
+        if isinstance(node, dict) and "Fn::Join" in node:  # [delimiter, a list parameter's Ref]
+            delimiter, items = node["Fn::Join"]
+            return delimiter.join(values[items["Ref"]].split(","))
         return values[node["Ref"]] if isinstance(node, dict) and "Ref" in node else str(node)
 
     def cond(node: Any) -> bool:

@@ -228,3 +228,77 @@ def test_alarms_notify_the_sns_topic_only_when_one_is_given(
         assert f["Properties"]["MetricTransformations"][0]["MetricNamespace"] == {
             "Fn::Sub": "CdcLake/${AWS::StackName}"
         }
+
+
+def log_group_names(template: dict[str, Any]) -> dict[str, str]:
+    """Logical id -> the LogGroupName text of every stack log group (each branch of an If)."""
+    out = {}
+    for name, r in resources_of(template, "AWS::Logs::LogGroup").items():
+        value = r["Properties"]["LogGroupName"]
+        out[name] = value["Fn::Sub"] if isinstance(value, dict) and "Fn::Sub" in value else str(value)
+    return out
+
+
+def test_metric_filters_read_the_groups_the_jobs_arguments_name(template: dict[str, Any]) -> None:
+    """Glue 5.0 writes to <--custom-logGroup-prefix>/output; a filter on any other group never sees a
+    batch line and its alarm stays quiet whatever happens."""
+    groups = log_group_names(template)
+    job_args = template["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]
+    output = f"{job_args['--custom-logGroup-prefix']['Fn::Sub']}/output"
+    (lag,) = [
+        r["Properties"]
+        for r in resources_of(template, "AWS::Logs::MetricFilter").values()
+        if r["Properties"]["MetricTransformations"][0]["MetricName"] == "BehindSourceSeconds"
+    ]
+    assert groups[lag["LogGroupName"]["Ref"]] == output
+    prefixes = {
+        r["Properties"]["DefaultArguments"]["--custom-logGroup-prefix"]["Fn::Sub"]
+        for r in resources_of(template, "AWS::Glue::Job").values()
+    }
+    for name, f in resources_of(template, "AWS::Logs::MetricFilter").items():
+        group = groups[f["Properties"]["LogGroupName"]["Ref"]]
+        if group.startswith("/aws-glue/"):
+            assert group.rsplit("/", 1)[0] in prefixes, f"{name} reads {group}, which no job writes"
+
+
+def test_no_job_runs_with_cloudwatch_encryption_that_would_rename_its_log_groups(template: dict[str, Any]) -> None:
+    configs = resources_of(template, "AWS::Glue::SecurityConfiguration")
+    for job_name, job in resources_of(template, "AWS::Glue::Job").items():
+        ref = job["Properties"].get("SecurityConfiguration")
+        if ref is None:
+            continue
+        encryption = configs[ref["Ref"]]["Properties"]["EncryptionConfiguration"]
+        mode = (encryption.get("CloudWatchEncryption") or {}).get("CloudWatchEncryptionMode", "DISABLED")
+        assert mode == "DISABLED", f"{job_name}: CloudWatch encryption moves its logs out of its log groups"
+
+
+DOCS = ("README.md", "docs/DEPLOY.md")
+
+
+def test_every_log_group_the_docs_name_is_one_the_stack_creates(template: dict[str, Any]) -> None:
+    from cdcdeploy import templates
+
+    created = {
+        re.sub(r"\$\{AWS::StackName\}", "<stack>", n)
+        for r in resources_of(template, "AWS::Logs::LogGroup").values()
+        for n in _branches(r["Properties"]["LogGroupName"])
+    }
+    for doc in DOCS:
+        text = (templates.ROOT / doc).read_text(encoding="utf-8")
+        # `aws logs tail` exists only in AWS CLI v2; make setup-deploy installs v1.
+        assert "aws logs tail" not in text, doc
+        named = {
+            re.sub(r"^(/[a-z-]+(?:/[a-z]+)?/)cdc-lake/", r"\1<stack>/", m.rstrip(".,`"))
+            for m in re.findall(r"(?:/aws-glue|/msk-connect|/aws/events|/aws/lambda)/[A-Za-z0-9<>/._-]+", text)
+        }
+        named = {n.replace("debezium-<engine>", "debezium-mysql") for n in named}
+        unknown = {n for n in named if n not in created and not any(c.startswith(n + "/") for c in created)}
+        assert not unknown, f"{doc} names log groups the stack does not create: {sorted(unknown)}"
+
+
+def _branches(value: Any) -> list[str]:
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        return [value["Fn::Sub"]]
+    if isinstance(value, dict) and "Fn::If" in value:
+        return [b for branch in value["Fn::If"][1:] for b in _branches(branch)]
+    return [str(value)]

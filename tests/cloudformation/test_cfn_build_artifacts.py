@@ -114,7 +114,7 @@ def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.
     assert first["seed_sql_files"] == ["01_create_customer.sql"]  # sql/athena/ is not seed data
     # The Glue job's extra jar: the manifest's glue-extra-jars jar, byte for byte, under its content hash.
     (jar,) = runtime.jars("glue-extra-jars")
-    assert jar.name == f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}-all.jar"
+    assert jar.name == f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"
     (shipped,) = [a for a in first["artifacts"] if a["key"] == params["GlueExtraJarKey"]]  # type: ignore[union-attr]
     assert Path(shipped["path"]).read_bytes() == jar.read_bytes()
     assert params["GlueExtraJarKey"] == f"glue-jars/{artifacts.sha256_file(jar)[:12]}/{jar.name}"

@@ -118,20 +118,20 @@ def iam_job(args: str = IAM_ARGS) -> str:
     return job(extra="      MaintenanceWindow: Sun:03", args=args)
 
 
-def test_manifest_names_the_msk_iam_all_jar_at_the_pinned_version() -> None:
+def test_manifest_names_the_msk_iam_jar_at_the_pinned_version() -> None:
     import runtime
     from project_rules import manifest_jar_names
 
-    assert manifest_jar_names() == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}-all.jar"]
+    assert manifest_jar_names() == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"]
 
 
 def test_msk_iam_job_with_the_manifests_jar_passes_and_another_version_fails() -> None:
     import runtime
 
     version = runtime.versions()["aws-msk-iam-auth"].replace(".", r"\.")
-    pinned = JAR_PARAM.format(pattern=f'"^glue-jars/[0-9a-f]{{12}}/aws-msk-iam-auth-{version}-all\\\\.jar$"')
+    pinned = JAR_PARAM.format(pattern=f'"^glue-jars/[0-9a-f]{{12}}/aws-msk-iam-auth-{version}\\\\.jar$"')
     assert lint(iam_job(), pinned) == []
-    other = JAR_PARAM.format(pattern='"^glue-jars/[0-9a-f]{12}/aws-msk-iam-auth-1\\\\.1\\\\.9-all\\\\.jar$"')
+    other = JAR_PARAM.format(pattern='"^glue-jars/[0-9a-f]{12}/aws-msk-iam-auth-1\\\\.1\\\\.9\\\\.jar$"')
     (err,) = lint(iam_job(), other)
     assert err.startswith("E9005") and "aws-msk-iam-auth-" in err and "glue-extra-jars" in err
 
@@ -171,3 +171,20 @@ def test_a_topic_pattern_that_misses_one_engines_topics_is_an_error(raw_template
     }
     (err,) = [e for e in lint_template(broken) if e.startswith("E9007")]
     assert "'salesdb.public.customer', a topic PgConnector writes with SourceEngine=postgres" in err
+
+
+# ---------------------------------------------------------------- E9008, E9009: a first deploy that rolls back
+def test_a_custom_resource_function_with_reserved_concurrency_is_an_error(raw_template: dict[str, Any]) -> None:
+    broken = copy.deepcopy(raw_template)
+    broken["Resources"]["BootstrapBrokersFunction"]["Properties"]["ReservedConcurrentExecutions"] = 2
+    (err,) = [e for e in lint_template(broken) if e.startswith("E9008")]
+    assert "BootstrapBrokersFunction backs a custom resource and sets ReservedConcurrentExecutions" in err
+
+
+def test_a_connect_version_whose_java_cannot_load_debezium_3_is_an_error(raw_template: dict[str, Any]) -> None:
+    broken = copy.deepcopy(raw_template)
+    broken["Parameters"]["KafkaConnectVersion"]["AllowedValues"] = ["3.7.x", "2.7.1"]
+    errors = [e for e in lint_template(broken) if e.startswith("E9009")]
+    # Both connectors (MySQL and PostgreSQL) could be deployed on 2.7.1.
+    assert sorted(e.split(":")[0] for e in errors) == ["E9009 Connector", "E9009 PgConnector"]
+    assert all("'2.7.1' (Java 11)" in e for e in errors)

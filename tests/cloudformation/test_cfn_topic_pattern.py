@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from cdcdeploy import deploy
-from cfn_helpers import failed_assertions, parameter_values, resolve_variant, sub_value
+from cfn_helpers import EXISTING_NETWORK, failed_assertions, parameter_values, resolve_variant, sub_value
 
 
 def topic_pattern(raw_template: dict[str, Any], **parameters: str) -> str:
@@ -26,7 +26,8 @@ def topic_pattern(raw_template: dict[str, Any], **parameters: str) -> str:
     [
         ({}, "salesdb.salesdb.customer", ["salesdb.schema-history", "salesdb.public.customer", "salesdbX"]),
         (
-            {"SourceDatabase": "shop", "TopicPrefix": "prod"},
+            # Another database than the demo's salesdb is your own (ExistingVpcId).
+            {"SourceDatabase": "shop", "TopicPrefix": "prod", **EXISTING_NETWORK},
             "prod.shop.order_lines",
             ["salesdb.salesdb.customer", "prodXshop.t", "prod.shop", "prod.schema-history"],
         ),
@@ -36,7 +37,13 @@ def topic_pattern(raw_template: dict[str, Any], **parameters: str) -> str:
             ["salesdb-heartbeat.salesdb", "salesdb.salesdb.customer", "salesdb"],
         ),
         (
-            {"SourceEngine": "postgres", "PgSchema": "sales", "TopicPrefix": "crm", "SourceDatabase": "erp"},
+            {
+                "SourceEngine": "postgres",
+                "PgSchema": "sales",
+                "TopicPrefix": "crm",
+                "SourceDatabase": "erp",
+                **EXISTING_NETWORK,
+            },
             "crm.sales.customer",
             ["crm.public.customer", "crm.erp.customer", "crm-heartbeat.crm"],
         ),

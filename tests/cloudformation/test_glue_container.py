@@ -39,7 +39,7 @@ def test_dry_run_prints_the_documented_glue_5_docker_command_with_the_manifests_
     assert submit[0] == "spark-submit"
     jars = submit[submit.index("--jars") + 1].split(",")
     assert jars == [f"/home/hadoop/workspace/{j.relative_to(ROOT)}" for j in runtime.jars("glue-extra-jars")]
-    assert jars[0].endswith(f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}-all.jar")
+    assert jars[0].endswith(f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar")
     py_files = submit[submit.index("--py-files") + 1]
     assert py_files == "/home/hadoop/workspace/build/glue-container/cdclake.zip"
     with zipfile.ZipFile(ROOT / "build" / "glue-container" / "cdclake.zip") as zf:

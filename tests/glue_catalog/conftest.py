@@ -33,7 +33,7 @@ DEPLOY_PARAMETERS = {
     "ArtifactsBucket": f"{STACK_NAME}-artifacts",
     "GlueScriptKey": "glue/000000000000/cdc_iceberg_job.py",
     "CdclakeZipKey": "glue/000000000000/cdclake.zip",
-    "GlueExtraJarKey": "glue/000000000000/aws-msk-iam-auth-all.jar",
+    "GlueExtraJarKey": "glue/000000000000/aws-msk-iam-auth.jar",
     "MaintenanceScriptKey": "glue/000000000000/cdc_maintenance_job.py",
     "DebeziumPluginKey": "plugins/debezium-mysql-000000000000.zip",
     "DebeziumPluginHash": "000000000000",

@@ -1,4 +1,12 @@
-"""The Glue job's MSK IAM wiring, against a real Apache Kafka broker (the manifest's Kafka, KRaft).
+"""The Glue job's MSK IAM wiring: the client signs with Glue 5.0's AWS SDK, and reaches a real broker.
+
+First, on Glue 5.0's class path (Spark's jars, its Kafka client, the AWS SDK for Java v2 at the version
+Glue 5.0 ships, from the manifest's glue-aws-sdk profile, and the jar the job ships): no class of the
+SDK or the IAM client is in two jars, and the IAM login module and callback handler, driven as
+Kafka's client drives them, produce an authentication payload whose SigV4 signature, recomputed here
+from the environment's secret key, is right. A NoSuchMethodError or a missing class fails it.
+
+Then, against a real Apache Kafka broker (the manifest's Kafka, KRaft).
 
 The broker has a SASL_SSL listener that offers PLAIN only, so it answers the SASL handshake and
 refuses AWS_MSK_IAM, as any broker but MSK would. Spark's Kafka source gets exactly the options the
@@ -12,18 +20,25 @@ Ports 29092 (SASL_SSL) and 29093 (KRaft controller), loopback only.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.parse
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cdclake.settings import build_settings
+from cdclake.sources import kafka_options
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_LIBS = ROOT / ".local" / "kafka" / "libs"
@@ -211,7 +226,7 @@ def spark_read(broker: str, tls: dict[str, Path], work: Path, jars_dir: Path) ->
 def test_spark_kafka_source_with_the_jobs_iam_options_loads_the_msk_iam_classes_and_reaches_the_sasl_handshake(
     broker: str, tls: dict[str, Path], tmp_path: Path
 ) -> None:
-    assert list((JARS / "glue-extra").glob("aws-msk-iam-auth-*-all.jar")), "run make setup (glue-extra-jars)"
+    assert list((JARS / "glue-extra").glob("aws-msk-iam-auth-*.jar")), "run make setup (glue-extra-jars)"
     outcome = spark_read(broker, tls, tmp_path, JARS)
     # The job's own IAM options were used.
     assert outcome["options"]["kafka.sasl.mechanism"] == "AWS_MSK_IAM"  # type: ignore[index]
@@ -235,3 +250,105 @@ def test_the_same_read_without_the_glue_extra_jar_cannot_load_the_msk_iam_classe
     assert any(marker in error for marker in CLASS_NOT_FOUND), error
     assert "software.amazon.msk.auth.iam" in error, error
     assert "UnsupportedSaslMechanismException" not in error
+
+
+# ---------------------------------------------------------------- the shipped jar on Glue 5.0's AWS SDK
+PYSPARK_JARS = Path(__import__("pyspark").__file__).parent / "jars"
+HOST = "boot-abcd1234.c2.kafka-serverless.eu-west-1.amazonaws.com"
+ACCESS_KEY, SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+
+
+def glue_classpath() -> list[Path]:
+    """Glue 5.0's class path as far as the IAM client sees it: Spark's own jars (Jackson 2.15.2, SLF4J,
+    Apache HttpClient), the Kafka client of Spark's Kafka source, the SDK at Glue's version, and the
+    jars the job ships with --extra-jars. Not iceberg-aws-bundle: it carries an SDK of its own version."""
+    kafka = sorted((JARS / "spark").glob("kafka-clients-*.jar"))
+    sdk, shipped = sorted((JARS / "glue-aws-sdk").glob("*.jar")), sorted((JARS / "glue-extra").glob("*.jar"))
+    assert kafka and sdk and shipped, "run make setup (profiles spark, glue-aws-sdk, glue-extra-jars)"
+    return [*sorted(PYSPARK_JARS.glob("*.jar")), *kafka, *sdk, *shipped]
+
+
+def classes_in_more_than_one_jar(jars: list[Path], package: str = "software/amazon/") -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {}
+    for jar in jars:
+        with zipfile.ZipFile(jar) as z:
+            for name in z.namelist():
+                if name.startswith(package) and name.endswith(".class"):
+                    seen.setdefault(name, []).append(jar.name)
+    return {k: v for k, v in seen.items() if len(v) > 1}
+
+
+def sigv4_presign_signature(payload: dict[str, str], secret_key: str) -> str:
+    """The SigV4 query signature of GET https://<host>/?Action=<action> with the payload's date,
+    credential scope and expiry: what MSK checks, computed here without the SDK."""
+    query = {
+        "Action": payload["action"],
+        "X-Amz-Algorithm": payload["x-amz-algorithm"],
+        "X-Amz-Credential": payload["x-amz-credential"],
+        "X-Amz-Date": payload["x-amz-date"],
+        "X-Amz-Expires": payload["x-amz-expires"],
+        "X-Amz-SignedHeaders": payload["x-amz-signedheaders"],
+    }
+    quote = lambda v: urllib.parse.quote(v, safe="-_.~")  # noqa: E731
+    canonical = "\n".join(
+        [
+            "GET",
+            "/",
+            "&".join(f"{quote(k)}={quote(v)}" for k, v in sorted(query.items())),
+            f"host:{payload['host']}\n",
+            "host",
+            hashlib.sha256(b"").hexdigest(),
+        ]
+    )
+    scope = payload["x-amz-credential"].split("/", 1)[1]
+    to_sign = "\n".join(
+        ["AWS4-HMAC-SHA256", payload["x-amz-date"], scope, hashlib.sha256(canonical.encode()).hexdigest()]
+    )
+    key = ("AWS4" + secret_key).encode()
+    for part in scope.split("/"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def test_the_shipped_jar_puts_no_second_copy_of_an_aws_sdk_class_on_glues_class_path() -> None:
+    twice = classes_in_more_than_one_jar(glue_classpath())
+    assert not twice, f"{len(twice)} classes in two jars, e.g. {next(iter(twice.items()))}"
+
+
+def test_the_iam_callback_signs_an_authentication_payload_on_glue_5s_aws_sdk(tmp_path: Path) -> None:
+    classpath = ":".join(str(j) for j in glue_classpath())
+    source = Path(__file__).parent / "java" / "SignIamPayload.java"
+    jvm = os.environ.get("CDC_JVM_OPTIONS", "").split()  # the suite's cheaper JIT and collector (tests/conftest.py)
+    javac = ["javac", *(f"-J{o}" for o in jvm), "-cp", classpath, "-d", str(tmp_path), str(source)]
+    subprocess.run(javac, check=True, capture_output=True)
+    s = build_settings(
+        {
+            "source": "kafka", "kafka_bootstrap_servers": f"{HOST}:9098", "kafka_topic_pattern": "salesdb\\..*",
+            "kafka_auth": "iam", "catalog_type": "hadoop", "warehouse": str(tmp_path / "wh"),
+            "checkpoint_location": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl"),
+        }
+    )  # fmt: skip
+    opts = kafka_options(s)  # the job's own SASL settings
+    # Credentials from the environment only: nothing of this machine's AWS configuration.
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+           "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": "eu-west-1", "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    proc = subprocess.run(
+        ["java", *jvm, "-cp", f"{tmp_path}:{classpath}", "SignIamPayload", opts["kafka.sasl.jaas.config"],
+         opts["kafka.sasl.mechanism"], opts["kafka.sasl.client.callback.handler.class"], HOST],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("PAYLOAD ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
+    payload = json.loads(lines[0].removeprefix("PAYLOAD "))
+    assert payload["action"] == "kafka-cluster:Connect" and payload["host"] == HOST
+    assert re.fullmatch(rf"{ACCESS_KEY}/\d{{8}}/eu-west-1/kafka-cluster/aws4_request", payload["x-amz-credential"])
+    sdk = runtime_versions()["glue-aws-sdk"]
+    assert f"aws-sdk-java/{sdk}" in payload["user-agent"], payload["user-agent"]  # Glue's SDK signed it
+    assert payload["x-amz-signature"] == sigv4_presign_signature(payload, SECRET_KEY)
+
+
+def runtime_versions() -> dict[str, str]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import runtime
+
+    return runtime.versions()

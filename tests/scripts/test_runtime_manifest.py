@@ -40,11 +40,18 @@ def test_resolved_jars_carry_the_pinned_versions() -> None:
     assert f"iceberg-spark-runtime-3.5_2.12-{pins['iceberg']}.jar" in names
     assert f"iceberg-aws-bundle-{pins['iceberg']}.jar" in names
     assert f"spark-sql-kafka-0-10_2.12-{pins['spark-sql-kafka']}.jar" in names
-    assert f"aws-msk-iam-auth-{pins['aws-msk-iam-auth']}-all.jar" in names
+    assert f"aws-msk-iam-auth-{pins['aws-msk-iam-auth']}.jar" in names
+    assert f"sts-{pins['glue-aws-sdk']}.jar" in names
     assert f"kafka_2.13-{pins['kafka']}.jar" in names
     assert f"connect-runtime-{pins['kafka']}.jar" in names
     assert f"debezium-connector-mysql-{pins['debezium-mysql']}.jar" in names
     assert f"debezium-connector-postgres-{pins['debezium-postgres']}.jar" in names
+
+
+def test_the_glue_job_ships_the_msk_iam_client_alone_and_uses_glues_own_sdk() -> None:
+    # Glue 5.0 ships the AWS SDK for Java v2, Jackson and SLF4J: a second copy would clash with them.
+    names = [j.name for j in runtime.jars("glue-extra-jars")]
+    assert names == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"]
 
 
 def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:

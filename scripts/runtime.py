@@ -1,6 +1,6 @@
 """The runtime manifest (pom.xml): its pinned versions, and its profiles resolved with Maven into .local/.
 
-    python3 scripts/runtime.py resolve [PROFILE ...]   # resolve (all profiles by default); idempotent
+    python3 scripts/runtime.py resolve [PROFILE ...]   # resolve (all but the peers' by default); idempotent
     python3 scripts/runtime.py versions                # the pinned versions, as JSON
     python3 scripts/runtime.py jars PROFILE            # the resolved jars of one profile, one per line
 
@@ -9,7 +9,8 @@ Standard library only: scripts/setup-local runs it before the virtualenv exists.
 
 Maven runs with a strict checksum policy (-C): a jar whose SHA-1 differs from the registry's is refused.
 After a resolution the folder's SHA-256 sums are recorded with the pom's hash; a later run re-checks
-them and calls Maven again only when the pom changed or a file is missing or altered.
+them and calls Maven again only when the part of the pom that decides the profile changed (its own <profile>, the
+<properties>, <build>) or a file is missing or altered.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ PROFILE_DIRS: dict[str, str] = {
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",
     "debezium-postgres": "connect/plugins/debezium-connector-postgres",
+    # the peers of `scripts/bench --peers`, outside connect/plugins so that the stack's Connect does
+    # not load the sink unless the benchmark adds that folder to its plugin.path
+    "peer-flink": "peers/flink/jars",
+    "peer-iceberg-sink": "peers/connect-plugins/iceberg-kafka-connect",
 }
+# Resolved only on demand (by the peers' run), never by `resolve` without names (make setup).
+ON_DEMAND = frozenset({"peer-flink", "peer-iceberg-sink"})
 
 
 def versions(pom: Path = POM) -> dict[str, str]:
@@ -88,7 +95,13 @@ def _sums(folder: Path) -> str:
 
 
 def _stamp(profile: str) -> str:
-    return hashlib.sha256(POM.read_bytes() + profile.encode()).hexdigest()
+    """A hash of what decides the profile's jars: its own <profile>, the <properties> and <build>. Editing
+    another profile (the peers', say) leaves this one's resolution current."""
+    root = ET.parse(POM).getroot()
+    parts = [root.find("m:properties", _NS), root.find("m:build", _NS)]
+    parts += [p for p in root.findall("m:profiles/m:profile", _NS) if p.findtext("m:id", namespaces=_NS) == profile]
+    text = b"".join(ET.tostring(el) for el in parts if el is not None)
+    return hashlib.sha256(text + profile.encode()).hexdigest()
 
 
 def is_current(profile: str) -> bool:
@@ -168,7 +181,7 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "resolve":
-        for p in rest or profiles():
+        for p in rest or [p for p in profiles() if p not in ON_DEMAND]:
             resolve(p)
         return 0
     if cmd == "versions":

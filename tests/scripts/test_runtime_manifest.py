@@ -29,14 +29,14 @@ def test_pyspark_pin_in_requirements_matches_the_manifest() -> None:
 
 def test_every_profile_of_the_manifest_has_a_folder_and_is_resolved_by_setup() -> None:
     assert set(runtime.profiles()) == set(runtime.PROFILE_DIRS)
-    for profile in runtime.profiles():
+    for profile in set(runtime.profiles()) - runtime.ON_DEMAND:
         assert runtime.is_current(profile), f"{profile}: run make setup"
         assert runtime.jars(profile)
 
 
 def test_resolved_jars_carry_the_pinned_versions() -> None:
     pins = runtime.versions()
-    names = {j.name for p in runtime.profiles() for j in runtime.jars(p)}
+    names = {j.name for p in set(runtime.profiles()) - runtime.ON_DEMAND for j in runtime.jars(p)}
     assert f"iceberg-spark-runtime-3.5_2.12-{pins['iceberg']}.jar" in names
     assert f"iceberg-aws-bundle-{pins['iceberg']}.jar" in names
     assert f"spark-sql-kafka-0-10_2.12-{pins['spark-sql-kafka']}.jar" in names
@@ -107,3 +107,26 @@ def test_cli_rejects_an_unknown_command_with_exit_2() -> None:
     )
     assert proc.returncode == 2
     assert "unknown command" in proc.stderr
+
+
+def test_setup_resolves_every_profile_but_the_benchmark_peers(monkeypatch: pytest.MonkeyPatch) -> None:
+    resolved: list[str] = []
+    monkeypatch.setattr(runtime, "resolve", lambda profile, quiet=False: resolved.append(profile))
+    assert runtime.main(["resolve"]) == 0
+    assert resolved and not set(resolved) & runtime.ON_DEMAND
+    assert set(resolved) | runtime.ON_DEMAND == set(runtime.profiles())
+    assert {"peer-flink", "peer-iceberg-sink"} <= set(runtime.profiles())
+
+
+def test_editing_another_profile_leaves_a_resolution_current_and_editing_its_own_does_not(
+    copied_profile: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pom = tmp_path / "pom.xml"
+    text = runtime.POM.read_text()
+    monkeypatch.setattr(runtime, "POM", pom)
+    pom.write_text(
+        text.replace("<artifactId>flink-sql-gateway</artifactId>", "<artifactId>flink-sql-client</artifactId>")
+    )
+    assert runtime.is_current(copied_profile)
+    pom.write_text(text.replace("<classifier>all</classifier>", "<classifier>other</classifier>"))
+    assert not runtime.is_current(copied_profile)

@@ -124,9 +124,10 @@ def test_editing_another_profile_leaves_a_resolution_current_and_editing_its_own
     pom = tmp_path / "pom.xml"
     text = runtime.POM.read_text()
     monkeypatch.setattr(runtime, "POM", pom)
-    pom.write_text(
-        text.replace("<artifactId>flink-sql-gateway</artifactId>", "<artifactId>flink-sql-client</artifactId>")
-    )
+    other = text.replace("<artifactId>flink-sql-gateway</artifactId>", "<artifactId>flink-sql-client</artifactId>")
+    own = text.replace("<artifactId>aws-msk-iam-auth</artifactId>", "<artifactId>aws-msk-iam-auth-x</artifactId>")
+    assert other != text and own != text
+    pom.write_text(other)
     assert runtime.is_current(copied_profile)
-    pom.write_text(text.replace("<classifier>all</classifier>", "<classifier>other</classifier>"))
+    pom.write_text(own)
     assert not runtime.is_current(copied_profile)

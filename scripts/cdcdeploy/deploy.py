@@ -1,9 +1,11 @@
 """scripts/deploy: build, upload, package and deploy the CDC lake; running it twice changes nothing.
 
-Steps: build artifacts (offline) -> bootstrap stack <stack>-bootstrap (artifacts bucket) -> upload
+Steps: with ExistingVpcId, preflight checks of your network, secret and security group (exit 2 with
+the fix) -> build artifacts (offline) -> bootstrap stack <stack>-bootstrap (artifacts bucket) -> upload
 artifacts under content-hash keys (skipped when already there) -> `aws cloudformation package`
-(Lambda zip, content-hash key) -> `aws cloudformation deploy --no-fail-on-empty-changeset` -> start the
-Glue streaming job unless a run is already active.
+(Lambda zip, content-hash key) -> `aws cloudformation deploy --no-fail-on-empty-changeset`, waiting on
+with its own bound (--wait-minutes) when the CLI stops waiting, and first for a stack a previous run
+left in progress -> start the Glue streaming job unless a run is already active.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import boto3
 import cli
 from botocore.exceptions import ClientError
 
-from cdcdeploy import artifacts, build, templates
+from cdcdeploy import artifacts, build, preflight, stacks, templates
 
 ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 BUILD_DIR = build.BUILD_DIR
@@ -193,18 +195,23 @@ def literal_prefix(pattern: str) -> str:
     return "".join(out)
 
 
-def check_topic_pattern(parameters: list[str]) -> None:
-    """Refuse a KafkaTopicPattern override that cannot match the connector's change topics for the
-    names being deployed (<TopicPrefix>.<SourceDatabase or PgSchema>.<table>): the job would read nothing."""
-    defaults = {
+def parameter_values(parameters: list[str]) -> dict[str, str]:
+    """The template's parameter defaults with the --parameter overrides applied (the last one wins)."""
+    values = {
         k: str(v.get("Default", ""))
         for k, v in templates.load_template(templates.SOURCE_TEMPLATE)["Parameters"].items()
     }
-    values = dict(defaults)
     for item in parameters:
         key, sep, value = item.partition("=")
         if sep:
             values[key] = value
+    return values
+
+
+def check_topic_pattern(parameters: list[str]) -> None:
+    """Refuse a KafkaTopicPattern override that cannot match the connector's change topics for the
+    names being deployed (<TopicPrefix>.<SourceDatabase or PgSchema>.<table>): the job would read nothing."""
+    values = parameter_values(parameters)
     pattern = values.get("KafkaTopicPattern", "")
     if not pattern:
         return  # derived by the template from the names
@@ -221,6 +228,40 @@ def check_topic_pattern(parameters: list[str]) -> None:
             f"SourceEngine={values.get('SourceEngine', 'mysql')}: the job would read nothing. Leave it out "
             "(the stack derives it from TopicPrefix and SourceDatabase or PgSchema) or make it match them."
         )
+
+
+def run_preflight(session: Any, parameters: list[str], region: str) -> bool:
+    """Your own network's checks (nothing in demo mode); prints each problem with its fix."""
+    problems = preflight.run(session, parameter_values(parameters), region)
+    for problem in problems:
+        print(f"[deploy] preflight: {problem.line()}", file=sys.stderr)
+    if problems:
+        print(f"[deploy] {len(problems)} preflight check(s) failed: nothing was created or changed", file=sys.stderr)
+    return not problems
+
+
+def deploy_and_wait(cfn: Any, stack_name: str, wait_s: float, deploy: Any, poll_s: float = 30.0) -> str:
+    """Deploy with the aws CLI; when it gives up waiting (60 min) or fails while the stack is still in
+    progress, wait on with our own bound. Returns the stack's usable status, raises StackNotReady."""
+    before = stacks.status(cfn, stack_name)
+    if stacks.in_progress(before):
+        print(f"[deploy] stack {stack_name} is {before} (a previous deploy stopped waiting): waiting for it first")
+        stacks.wait(cfn, stack_name, wait_s, poll_s)
+    elif before == "ROLLBACK_COMPLETE":
+        raise stacks.StackNotReady(
+            f"stack {stack_name} is ROLLBACK_COMPLETE; first failure: {stacks.first_failure(cfn, stack_name)}. "
+            + stacks.fix_for(before, stack_name)
+        )
+    try:
+        deploy()
+    except subprocess.CalledProcessError:
+        state = stacks.status(cfn, stack_name)
+        if not stacks.in_progress(state):
+            return stacks.wait(cfn, stack_name, 0, poll_s)  # raises with the first failure unless usable
+        print(
+            f"[deploy] the aws CLI stopped waiting; stack {stack_name} is {state}: waiting up to {wait_s / 60:.0f} min"
+        )
+    return stacks.wait(cfn, stack_name, wait_s, poll_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,17 +283,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plugin-zip", type=Path, help="connector plugin zip to ship instead of building one")
     parser.add_argument("--no-start-job", action="store_true", help="do not start the Glue streaming job")
+    parser.add_argument(
+        "--wait-minutes",
+        type=int,
+        default=180,
+        help="how long to wait for the pipeline stack after the aws CLI stops waiting (default 180)",
+    )
     args = parser.parse_args(argv)
     if not args.region:
         parser.error("--region (or AWS_REGION) is required")
 
     check_topic_pattern(args.parameter)
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    if not run_preflight(session, args.parameter, args.region):
+        return 2
     built = build.build_templates(BUILD_DIR / "cloudformation")
     manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip, source_engine=source_engine(args.parameter))
     if not manifest["seed_sql_files"]:
         print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
 
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
     cfn = session.client("cloudformation")
     bucket = args.artifacts_bucket
     if not bucket:
@@ -270,7 +319,16 @@ def main(argv: list[str] | None = None) -> int:
         built["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
     )
     overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter)  # type: ignore[arg-type]
-    deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket)
+    try:
+        deploy_and_wait(
+            cfn,
+            args.stack_name,
+            args.wait_minutes * 60,
+            lambda: deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket),
+        )
+    except stacks.StackNotReady as exc:
+        print(f"[deploy] {exc}", file=sys.stderr)
+        return 1
 
     outputs = stack_outputs(cfn, args.stack_name)
     if not args.no_start_job:
@@ -281,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     for key, value in sorted(outputs.items()):
         print(f"  {key:26} {value}")
+    print(f"[deploy] check the running pipeline end to end: scripts/doctor {args.stack_name} --region {args.region}")
     return 0
 
 

@@ -256,6 +256,11 @@ def deploy_and_wait(cfn: Any, stack_name: str, wait_s: float, deploy: Any, poll_
         deploy()
     except subprocess.CalledProcessError:
         state = stacks.status(cfn, stack_name)
+        if state in (None, "REVIEW_IN_PROGRESS"):
+            raise stacks.StackNotReady(
+                f"aws cloudformation deploy failed before CloudFormation started on stack {stack_name}: its "
+                "message above says why (a template rule names the parameter to set)"
+            ) from None
         if not stacks.in_progress(state):
             return stacks.wait(cfn, stack_name, 0, poll_s)  # raises with the first failure unless usable
         print(

@@ -31,7 +31,9 @@ def status(cfn: Any, name: str) -> str | None:
 
 
 def in_progress(state: str | None) -> bool:
-    return bool(state) and str(state).endswith("_IN_PROGRESS")
+    """CloudFormation is working on the stack. Not REVIEW_IN_PROGRESS: a stack whose first change set
+    failed or was never executed stays there, and nothing moves it on."""
+    return bool(state) and str(state).endswith("_IN_PROGRESS") and state != "REVIEW_IN_PROGRESS"
 
 
 def first_failure(cfn: Any, name: str) -> str | None:

@@ -107,6 +107,14 @@ def test_deploy_waits_on_when_the_cli_gives_up_on_a_first_create() -> None:
     stub.assert_no_pending_responses()
 
 
+def test_a_change_set_that_fails_before_the_create_starts_is_not_waited_for() -> None:
+    # A template rule refused the parameters: the new stack stays in REVIEW_IN_PROGRESS for good.
+    cfn, stub = stubbed(["MISSING", "REVIEW_IN_PROGRESS"])
+    with pytest.raises(stacks.StackNotReady, match="failed before CloudFormation started on stack cdc-lake"):
+        deploy.deploy_and_wait(cfn, NAME, 600, failing_cli, poll_s=0)
+    stub.assert_no_pending_responses()
+
+
 def test_deploy_resumes_waiting_for_a_stack_a_previous_run_left_in_progress() -> None:
     calls = []
     cfn, stub = stubbed(["CREATE_IN_PROGRESS", "CREATE_IN_PROGRESS", "CREATE_COMPLETE", "UPDATE_COMPLETE"])

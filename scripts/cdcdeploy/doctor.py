@@ -43,11 +43,11 @@ class Result:
 
 
 def check_stack(cfn: Any, stack: str) -> tuple[Result, dict[str, str]]:
-    state = stacks.status(cfn, stack)
-    if state is None:
+    described = stacks.describe(cfn, stack)
+    if described is None:
         return Result("stack", False, f"no stack {stack} in this account and region",
                       "check --region and --profile, or deploy it: scripts/deploy --stack-name " + stack), {}  # fmt: skip
-    described = cfn.describe_stacks(StackName=stack)["Stacks"][0]
+    state = described["StackStatus"]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
     if state in stacks.USABLE:
         return Result("stack", True, state), outputs

@@ -20,14 +20,20 @@ class StackNotReady(RuntimeError):
     """The stack failed, rolled back, or is still in progress after the bound."""
 
 
-def status(cfn: Any, name: str) -> str | None:
-    """The stack's status, None when there is no such stack."""
+def describe(cfn: Any, name: str) -> dict[str, Any] | None:
+    """The stack's description (status, outputs), None when there is no such stack."""
     try:
-        return cfn.describe_stacks(StackName=name)["Stacks"][0]["StackStatus"]
+        return cfn.describe_stacks(StackName=name)["Stacks"][0]
     except ClientError as exc:
         if "does not exist" in str(exc):
             return None
         raise
+
+
+def status(cfn: Any, name: str) -> str | None:
+    """The stack's status, None when there is no such stack."""
+    stack = describe(cfn, name)
+    return None if stack is None else stack["StackStatus"]
 
 
 def in_progress(state: str | None) -> bool:

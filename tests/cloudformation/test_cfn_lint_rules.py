@@ -174,17 +174,17 @@ def test_a_topic_pattern_that_misses_one_engines_topics_is_an_error(raw_template
 
 
 # ---------------------------------------------------------------- E9008, E9009: a first deploy that rolls back
-def test_a_custom_resource_function_with_reserved_concurrency_is_an_error(raw_template: dict[str, Any]) -> None:
+def test_a_custom_resource_function_reserving_concurrency_or_a_java_11_connect_is_an_error(
+    raw_template: dict[str, Any],
+) -> None:
+    # Both old forms in one template: one lint run of the whole template (seconds) for both rules.
     broken = copy.deepcopy(raw_template)
     broken["Resources"]["BootstrapBrokersFunction"]["Properties"]["ReservedConcurrentExecutions"] = 2
-    (err,) = [e for e in lint_template(broken) if e.startswith("E9008")]
-    assert "BootstrapBrokersFunction backs a custom resource and sets ReservedConcurrentExecutions" in err
-
-
-def test_a_connect_version_whose_java_cannot_load_debezium_3_is_an_error(raw_template: dict[str, Any]) -> None:
-    broken = copy.deepcopy(raw_template)
     broken["Parameters"]["KafkaConnectVersion"]["AllowedValues"] = ["3.7.x", "2.7.1"]
-    errors = [e for e in lint_template(broken) if e.startswith("E9009")]
+    errors = lint_template(broken)
+    (reserved,) = [e for e in errors if e.startswith("E9008")]
+    assert "BootstrapBrokersFunction backs a custom resource and sets ReservedConcurrentExecutions" in reserved
+    java11 = [e for e in errors if e.startswith("E9009")]
     # Both connectors (MySQL and PostgreSQL) could be deployed on 2.7.1.
-    assert sorted(e.split(":")[0] for e in errors) == ["E9009 Connector", "E9009 PgConnector"]
-    assert all("'2.7.1' (Java 11)" in e for e in errors)
+    assert sorted(e.split(":")[0] for e in java11) == ["E9009 Connector", "E9009 PgConnector"]
+    assert all("'2.7.1' (Java 11)" in e for e in java11)

@@ -45,12 +45,17 @@ def in_progress(state: str | None) -> bool:
 def first_failure(cfn: Any, name: str) -> str | None:
     """The first resource that failed in the stack's latest operation, with CloudFormation's reason
     (the later failures are mostly cancellations it caused)."""
-    events = cfn.describe_stack_events(StackName=name)["StackEvents"]  # newest first
     latest: list[dict] = []
-    for e in events:
-        latest.append(e)
-        if e["LogicalResourceId"] == name and e.get("ResourceStatusReason") == "User Initiated":
-            break
+    # Newest first, 100 per page: a rolled-back stack of this size logs more than a page after its
+    # first failure, so read back page by page to where the operation began.
+    for page in cfn.get_paginator("describe_stack_events").paginate(StackName=name):
+        for e in page["StackEvents"]:
+            latest.append(e)
+            if e["LogicalResourceId"] == name and e.get("ResourceStatusReason") == "User Initiated":
+                break
+        else:
+            continue
+        break
     for e in reversed(latest):
         reason = e.get("ResourceStatusReason") or ""
         if e["ResourceStatus"].endswith("_FAILED") and e["LogicalResourceId"] != name and "cancelled" not in reason:

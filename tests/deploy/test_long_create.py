@@ -136,3 +136,18 @@ def test_a_real_completed_stack_is_returned_at_once(aws: str) -> None:
     cfn.create_stack(StackName=NAME, TemplateBody=json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}))
     assert stacks.wait(cfn, NAME, 60, sleep=lambda _: pytest.fail("waited")) == "CREATE_COMPLETE"
     assert stacks.status(cfn, "no-such-stack") is None
+
+
+def test_the_first_failure_is_found_behind_a_page_of_rollback_events() -> None:
+    cfn = boto3.client("cloudformation", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(cfn)
+    rollback = [event(f"Resource{i}", "AWS::IAM::Role", "DELETE_COMPLETE") for i in range(100)]
+    stub.add_response("describe_stack_events", {"StackEvents": rollback, "NextToken": "page2"}, {"StackName": NAME})
+    older = [event("ClientInstance", "AWS::EC2::Instance", "CREATE_FAILED", "Failed to receive 1 resource signal(s)"),
+             event(NAME, "AWS::CloudFormation::Stack", "CREATE_IN_PROGRESS", "User Initiated")]  # fmt: skip
+    stub.add_response("describe_stack_events", {"StackEvents": older}, {"StackName": NAME, "NextToken": "page2"})
+    stub.activate()
+    assert stacks.first_failure(cfn, NAME) == (
+        "ClientInstance (AWS::EC2::Instance): Failed to receive 1 resource signal(s)"
+    )
+    stub.assert_no_pending_responses()

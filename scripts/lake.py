@@ -15,6 +15,8 @@ from typing import Any
 import duckdb
 
 METADATA_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_cdc_ingested_at")
+# The job's delete markers beside a table (glue_scripts/cdclake/deletes.py): not a source table.
+MARKER_SUFFIX = "__cdc_deletes"
 
 
 def _extension_file(package: str, name: str) -> str:
@@ -56,8 +58,11 @@ def current_metadata(location: Path) -> Path | None:
 
 
 def list_tables(warehouse: Path, namespace: str) -> list[str]:
+    """The lake's tables of source tables (delete-marker tables left out)."""
     ns = Path(warehouse) / namespace
-    return sorted(p.name for p in ns.iterdir() if (p / "metadata").is_dir()) if ns.is_dir() else []
+    if not ns.is_dir():
+        return []
+    return sorted(p.name for p in ns.iterdir() if (p / "metadata").is_dir() and not p.name.endswith(MARKER_SUFFIX))
 
 
 def scan(con: duckdb.DuckDBPyConnection, location: Path) -> str:

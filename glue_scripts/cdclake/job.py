@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import faults
 from .batch import BatchProcessor
+from .deletes import marker_table
 from .logs import configure_logging
 from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
@@ -47,6 +48,8 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
                 crash.reached(faults.AFTER_COMMIT, batch_id)
             # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
             written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
+            # A batch with deletes wrote the table's delete markers too (deletes.py).
+            written += [marker_table(t.table) for t in report.tables if t.deletes]
             maintainer.after_batch(df.sparkSession, written)
         finally:
             in_batch.clear()

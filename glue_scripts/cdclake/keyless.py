@@ -9,7 +9,9 @@ count are deleted, missing ones inserted.
 
 Replay safety: every copy of an image carries the position (`_cdc_seq`, `_cdc_offset`) of the
 newest change applied to that image, and a change counts only when it is newer, so a re-run batch
-or a change the connector sends again counts once. This needs the changes of the table in order,
+or a change the connector sends again counts once. An image whose copies are all gone keeps its
+position in the table's delete markers (deletes.py, keyed by a hash of the image), so an older
+insert of it read late counts for nothing. This needs the changes of the table in order,
 which one topic partition gives (the connector's default; a keyless record has no key to
 partition by).
 """
@@ -23,6 +25,7 @@ from pyspark.sql import functions as F
 
 from .conflicts import retry_on_conflict
 from .decode import COPY_COLUMN, META_NAMES
+from .deletes import image_key, markers_if_any
 from .merge import MERGE_RETRY
 from .sqltext import quote
 
@@ -33,12 +36,16 @@ def _same_image(left: str, right: str, match: list[str]) -> Column:
     return reduce(Column.__and__, [F.col(f"{left}.{quote(c)}").eqNullSafe(F.col(f"{right}.{quote(c)}")) for c in match])
 
 
-def copies_to_write(lake: DataFrame, changes: DataFrame, columns: list[str], match: list[str]) -> DataFrame:
+def copies_to_write(
+    lake: DataFrame, changes: DataFrame, columns: list[str], match: list[str], markers: DataFrame | None = None
+) -> DataFrame:
     """The MERGE source: one row per copy to insert, update (position only) or delete (`_action` 'd').
 
     `changes`: conformed changes (data `columns` + `_cdc_*`), updates already split into a delete
     of `before` and an update carrying `after`. `match`: the columns that identify an image (the
-    lake columns every event of the batch carries; a column dropped at the source is not compared)."""
+    lake columns every event of the batch carries; a column dropped at the source is not compared).
+    `markers`: the table's delete markers; an image's position is the newer of its copies' and its
+    marker's."""
     meta = [c for c in META_NAMES if c != COPY]
     signed = changes.withColumn("_sign", F.when(F.col("_cdc_op") == "d", F.lit(-1)).otherwise(F.lit(1)))
     images = signed.select(*[F.col(quote(c)) for c in match]).distinct()
@@ -49,7 +56,14 @@ def copies_to_write(lake: DataFrame, changes: DataFrame, columns: list[str], mat
         .agg(F.count(F.lit(1)).alias("_n"), F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_pos"))
     )
     joined = signed.alias("c").join(stored.alias("s"), _same_image("c", "s", match), "left")
-    pos_seq, pos_off = F.col("s._pos._cdc_seq"), F.col("s._pos._cdc_offset")
+    pos = F.col("s._pos")
+    if markers is not None:
+        marked = markers.select(F.col("_cdc_key").alias("_mkey"), F.struct("_cdc_seq", "_cdc_offset").alias("_mpos"))
+        joined = joined.withColumn("_img", image_key(match, "c")).join(
+            marked.alias("m"), F.col("_img") == F.col("m._mkey"), "left"
+        )
+        pos = F.greatest(pos, F.col("m._mpos"))  # null when neither has one
+    pos_seq, pos_off = pos.getField("_cdc_seq"), pos.getField("_cdc_offset")
     c_seq, c_off = F.col("c._cdc_seq"), F.col("c._cdc_offset")
     newer = pos_seq.isNull() | (c_seq > pos_seq) | ((c_seq == pos_seq) & (c_off > pos_off))
     rest = [c for c in columns if c not in match]
@@ -104,10 +118,12 @@ def merge_multiset(table: str, changes: DataFrame, columns: list[str], match: li
     """Apply a batch's changes of a keyless table in one commit (module doc)."""
     session = changes.sparkSession
     view = "cdc_copies_" + table.replace(".", "_").replace("`", "")
+    markers = markers_if_any(session, table)
 
     def attempt() -> None:
         # Counted against the table as it is now: a MERGE re-planned after a conflict reads it again.
-        copies_to_write(session.table(table), changes, columns, match).createOrReplaceTempView(view)
+        marked = session.table(markers) if markers else None
+        copies_to_write(session.table(table), changes, columns, match, marked).createOrReplaceTempView(view)
         session.sql(merge_multiset_sql(table, view, columns, match))
 
     try:

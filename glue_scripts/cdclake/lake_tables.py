@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from . import ddl as D
 from .decode import COPY_COLUMN, META_NAMES, SchemaGroup
+from .deletes import drop_markers, move_markers, rekey_markers
 from .evolution import (
     BACKFILL_PREFIX,
     Columns,
@@ -210,6 +212,7 @@ class LakeTables:
                 continue
             tblprops = carried_properties(self.spark, old)
             self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
+            move_markers(self.spark, old, new)
             self.spark.sql(f"DROP TABLE {old}")
             self.forget(new)
             self._states[old] = None
@@ -264,6 +267,7 @@ class LakeTables:
             if replace:
                 self._replacing.discard(ident)
                 self._forget_source_history(ident)
+                drop_markers(self.spark, ident)  # deletes of the dropped table, under its key
             if known:
                 self._record_column_changes(ident, known)
         elif plan.changed:
@@ -320,6 +324,9 @@ class LakeTables:
             f = fields.get(k.lower())
             if f is not None and k.lower() not in new and not f.nullable:
                 self.spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
+        # The markers first: a batch run again re-keys them again from the rows they keep.
+        data = [f for f in self.spark.table(ident).schema.fields if f.name not in META_NAMES]
+        rekey_markers(self.spark, ident, keys, T.StructType(data))
         props = {KEY_PROPERTY: ",".join(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
         self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
         if COPY_COLUMN[0] in fields:
@@ -426,6 +433,7 @@ class LakeTables:
         assert stmt.drop_seq is not None
         if self.settings.dropped_table_policy == "drop":
             self.spark.sql(f"DROP TABLE IF EXISTS {ident}")
+            drop_markers(self.spark, ident)
             self._states[ident] = None
             self._dropped[ident] = stmt.drop_seq
             log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ident)

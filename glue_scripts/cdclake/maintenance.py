@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from .conflicts import ConflictRetriesExhausted, RetryPolicy, retry_on_conflict
+from .deletes import is_marker_table, prune_sql
 from .sqltext import properties_sql, sql_string, table_properties
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class MaintenancePolicy:
     remove_orphans: bool = False
     orphan_min_age_hours: int = 72
     conflict_retries: int = 5
+    delete_retention_days: int = 30
 
     @property
     def target_file_size_bytes(self) -> int:
@@ -415,6 +417,8 @@ def maintain_table(
     action (see MaintenanceReport.failed); raises only if the table cannot be read at all."""
     t0 = time.monotonic()
     now = time.time() if now_s is None else now_s
+    if is_marker_table(table):
+        prune_delete_markers(spark, table, policy, now)
     before = table_health(spark, table, policy)
     plan = plan_maintenance(before, policy, now, force=force)
     report = MaintenanceReport(table, before, plan)
@@ -432,6 +436,21 @@ def maintain_table(
         report.after = table_health(spark, table, policy)
     report.seconds = time.monotonic() - t0
     return report
+
+
+def prune_delete_markers(spark: SparkSession, markers: str, policy: MaintenancePolicy, now_s: float) -> int:
+    """The bound of the delete memory (deletes.py): markers of deletes applied more than
+    `delete_retention_days` ago go (0: kept for ever). Returns how many went."""
+    if policy.delete_retention_days <= 0:
+        return 0
+    cutoff = _timestamp(now_s - policy.delete_retention_days * 86400)
+    old = int(spark.sql(f"SELECT count(*) AS n FROM {markers} WHERE _cdc_deleted_at < {cutoff}").first()["n"])  # type: ignore[index]
+    if old:
+        retry_on_conflict(lambda: spark.sql(prune_sql(markers, cutoff)), f"prune {markers}", policy.retry)
+        log.info(
+            "maintenance %s: %d delete marker(s) older than %d days removed", markers, old, policy.delete_retention_days
+        )
+    return old
 
 
 def list_tables(spark: SparkSession, catalog: str, namespace: str) -> list[str]:

@@ -9,6 +9,7 @@ from pyspark.sql import types as T
 
 from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import COPY_COLUMN, META_COLUMNS
+from .deletes import live_changes_sql, markers_if_any
 from .ordering import newer_than
 from .sqltext import properties_sql, quote
 
@@ -81,10 +82,16 @@ def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> 
 
 
 def merge_sql(
-    table: str, source_view: str, keys: list[str], columns: list[str], keep: dict[str, str] | None = None
+    table: str,
+    source_view: str,
+    keys: list[str],
+    columns: list[str],
+    keep: dict[str, str] | None = None,
+    markers: str | None = None,
 ) -> str:
     """One MERGE applying inserts, updates and deletes, guarded by the source-log position so a
-    replayed or late change never overwrites a newer row.
+    replayed or late change never overwrites a newer row, nor brings back a row deleted later
+    (`markers`: the table's delete markers, deletes.py).
 
     `keep`: column -> SQL literal; an update whose value is that literal (the connector's
     placeholder for a value it could not send, see unavailable.py) leaves the lake value as it is."""
@@ -101,8 +108,9 @@ def merge_sql(
     set_list = ", ".join(assign(c) for c in all_cols)
     insert_cols = ", ".join(quote(c) for c in all_cols)
     insert_vals = ", ".join(f"s.{quote(c)}" for c in all_cols)
+    source = live_changes_sql(source_view, markers, keys) if markers else source_view
     return (
-        f"MERGE INTO {table} t USING {source_view} s ON {on} "
+        f"MERGE INTO {table} t USING {source} s ON {on} "
         f"WHEN MATCHED AND s._cdc_op = 'd' AND {newer} THEN DELETE "
         f"WHEN MATCHED AND s._cdc_op <> 'd' AND {newer} THEN UPDATE SET {set_list} "
         f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
@@ -120,8 +128,11 @@ def merge_changes(
     changes.createOrReplaceTempView(view)
     try:
         # Safe to run again: the position guard makes a re-applied change a no-op.
+        markers = markers_if_any(session, table)
         retry_on_conflict(
-            lambda: session.sql(merge_sql(table, view, keys, columns, keep)), f"MERGE into {table}", MERGE_RETRY
+            lambda: session.sql(merge_sql(table, view, keys, columns, keep, markers)),
+            f"MERGE into {table}",
+            MERGE_RETRY,
         )
     finally:
         session.catalog.dropTempView(view)

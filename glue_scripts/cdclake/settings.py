@@ -286,6 +286,13 @@ POLICY_ARGS: tuple[Arg, ...] = (
         "Re-runs, with exponential backoff, of a maintenance procedure that lost a commit race to a concurrent writer.",
         parse=integer(0),
     ),
+    Arg(
+        "maintenance_delete_retention_days",
+        "30",
+        "Delete markers (docs/ARCHITECTURE.md: Ordering guarantee) of deletes applied longer ago than this are removed; a replay "
+        "of older changes must come within this time of the deletes it must lose to. `0`: kept for ever.",
+        parse=integer(0),
+    ),
 )
 ARGS = ARGS + POLICY_ARGS
 POLICY_NAMES = frozenset(a.name for a in POLICY_ARGS)

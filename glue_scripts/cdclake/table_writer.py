@@ -28,10 +28,11 @@ from pyspark.sql import types as T
 from . import ddl as D
 from .deadletter import as_dead_letters
 from .decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, resolve_groups, to_lake_names
+from .deletes import remember_images, remember_keyed
 from .evolution import Columns, SchemaPlan, plan_schema
 from .keyless import merge_multiset
 from .lake_tables import LakeTables, TableDDL, TableState, newest_drop
-from .merge import merge_changes, truncate_before
+from .merge import MERGE_RETRY, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .report import TableReport
 from .settings import Settings
@@ -299,7 +300,8 @@ class TableWriter:
                 run.report.truncated = True
             changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
             toasted = any(r["ok"] and r["_unavail"] for r in counts)
-            self._merge(run.ident, changes, keys, columns, good, toasted)
+            deletes = any(r["ok"] and r["_cdc_op"] == "d" for r in counts)
+            self._merge(run.ident, changes, keys, columns, good, toasted, deletes)
             _count_ops(run.report, counts, keys)
         finally:
             decoded.unpersist()
@@ -348,14 +350,20 @@ class TableWriter:
         columns: Columns,
         good: list[SchemaGroup],
         toasted: bool,
+        deletes: bool,
     ) -> None:
-        """Write the decoded changes: newest per key, or per row image for a table without a key."""
+        """Write the decoded changes: newest per key, or per row image for a table without a key.
+        Then the batch's deletes are remembered (deletes.py) for later batches' writes; a crash
+        between the two commits re-runs the batch, which writes them then."""
         names = [n for n, _ in columns]
         if not keys:
             # A row is identified by the columns every event of the batch carries (a column
             # dropped at the source and kept in the lake is not compared).
             shared = set.intersection(*[{n.lower() for n, _ in g.lake_columns()} for g in good])
-            self.writes.keyless(ident, changes, names, [n for n in names if n.lower() in shared])
+            match = [n for n in names if n.lower() in shared]
+            self.writes.keyless(ident, changes, names, match)
+            if deletes:
+                remember_images(ident, changes, names, match, MERGE_RETRY)
             return
         newest = latest_per_key(changes, keys)
         keep = None
@@ -366,6 +374,8 @@ class TableWriter:
             newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
             keep = keep_existing(unavailable, placeholder)
         self.writes.keyed(ident, newest, keys, names, keep)
+        if deletes:
+            remember_keyed(ident, newest, keys, names, MERGE_RETRY)
 
 
 def _recreated_with_another_key(

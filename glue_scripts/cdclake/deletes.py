@@ -1,0 +1,219 @@
+"""Delete memory: the source-log position of every deleted key, so an older change loses to it.
+
+The MERGE guard (merge.py) compares a change with the stored row's position; a delete removes the
+row and with it the position. Without a memory, an insert or update older than the delete that
+arrives after it (a dead letter replayed after a fix, a raw-zone rebuild into current tables, a
+checkpoint reset, any feed out of order) would re-create the row.
+
+Each lake table that has seen a delete has a marker table beside it, `<table>__cdc_deletes`:
+
+    _cdc_key         the deleted key as JSON of its columns (tables without a key: a SHA-256 of
+                     the row image's JSON, see keyless.py)
+    _cdc_seq, _cdc_offset   the position of the newest delete of that key
+    _cdc_deleted_at  when the job applied it (what the maintenance bound counts from)
+    _cdc_row         the deleted row's image as JSON (a primary key changed at the source re-keys
+                     the markers from it)
+
+The table's one MERGE reads its changes joined with the markers: an insert or update not newer
+than its key's marker is dropped there, inside the same guarded MERGE. After it commits, the
+batch's deletes are merged into the markers (newest position per key wins), in a commit of their
+own: a crash between the two re-runs the batch (its offsets are not committed), whose MERGE then
+changes nothing and whose markers are written then. Within a batch the changes of a key are
+ordered as before, so the batch's own deletes need no marker. Readers never see
+markers: the data table holds live rows only, and every reader here skips `__cdc_deletes` tables.
+Maintenance removes markers older than `--maintenance_delete_retention_days`: a replay that must
+beat a delete has to come within that time of the delete being applied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from .conflicts import RetryPolicy, retry_on_conflict
+from .ordering import newer_than
+from .sqltext import properties_sql, quote, sql_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import types as T
+
+MARKER_SUFFIX = "__cdc_deletes"
+MARKER_COLUMNS = (
+    "_cdc_key string NOT NULL, _cdc_seq decimal(38,0), _cdc_offset bigint, _cdc_deleted_at timestamp, _cdc_row string"
+)
+# The lake table a marker table belongs to (a property, so a reader can tell without the name).
+MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
+
+
+def marker_table(table: str) -> str:
+    """The marker table of a lake table (same catalog and namespace)."""
+    return table + MARKER_SUFFIX
+
+
+def is_marker_table(name: str) -> bool:
+    return name.lower().endswith(MARKER_SUFFIX)
+
+
+def key_json_sql(alias: str, keys: list[str]) -> str:
+    """SQL: a keyed row's `_cdc_key` (the key columns as JSON, names in lower case)."""
+    fields = ", ".join(f"{sql_string(k.lower())}, {alias}.{quote(k)}" for k in keys)
+    return f"to_json(named_struct({fields}))"
+
+
+def image_key(columns: list[str], alias: str = "") -> Column:
+    """A keyless row's `_cdc_key`: the SHA-256 of its image over `columns` (names in lower case)."""
+    prefix = f"{alias}." if alias else ""
+    return F.sha2(F.to_json(F.struct(*[F.col(prefix + quote(c)).alias(c.lower()) for c in columns])), 256)
+
+
+def row_json(columns: list[str]) -> Column:
+    return F.to_json(F.struct(*[F.col(quote(c)) for c in columns]))
+
+
+def _exists(spark: SparkSession, table: str) -> bool:
+    return spark.catalog.tableExists(table)
+
+
+def markers_if_any(spark: SparkSession, table: str) -> str | None:
+    """The table's marker table, or None when it has none (no delete seen yet)."""
+    markers = marker_table(table)
+    return markers if _exists(spark, markers) else None
+
+
+def _properties(table: str) -> str:
+    props = {
+        "format-version": "2",
+        "write.delete.mode": "merge-on-read",
+        "write.update.mode": "merge-on-read",
+        "write.merge.mode": "merge-on-read",
+        "write.delete.granularity": "file",
+        "write.metadata.delete-after-commit.enabled": "true",
+        "write.metadata.previous-versions-max": "100",
+        MARKERS_OF_PROPERTY: table,
+    }
+    return properties_sql(props)
+
+
+def create_markers(spark: SparkSession, table: str) -> str:
+    markers = marker_table(table)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {markers} ({MARKER_COLUMNS}) USING iceberg TBLPROPERTIES ({_properties(table)})"
+    )
+    return markers
+
+
+def remember_sql(markers: str, source_view: str) -> str:
+    """Merge deletes into the markers: the newest position per key wins (a re-run is a no-op)."""
+    newer = newer_than("s._cdc_seq", "s._cdc_offset", "m._cdc_seq", "m._cdc_offset")
+    return (
+        f"MERGE INTO {markers} m USING {source_view} s ON m._cdc_key = s._cdc_key "
+        f"WHEN MATCHED AND {newer} THEN UPDATE SET * "
+        f"WHEN NOT MATCHED THEN INSERT *"
+    )
+
+
+def _remember(table: str, deleted: DataFrame, retry: RetryPolicy) -> None:
+    """Merge `deleted` (the marker columns) into the table's markers, in one commit."""
+    session = deleted.sparkSession
+    markers = create_markers(session, table)
+    view = "cdc_deleted_" + table.replace(".", "_").replace("`", "")
+    deleted.createOrReplaceTempView(view)
+    try:
+        retry_on_conflict(lambda: session.sql(remember_sql(markers, view)), f"MERGE into {markers}", retry)
+    finally:
+        session.catalog.dropTempView(view)
+
+
+def remember_keyed(table: str, newest: DataFrame, keys: list[str], columns: list[str], retry: RetryPolicy) -> None:
+    """Remember the deletes among the newest change per key (merge.latest_per_key's output)."""
+    deleted = newest.where(F.col("_cdc_op") == "d").select(
+        F.to_json(F.struct(*[F.col(quote(k)).alias(k.lower()) for k in keys])).alias("_cdc_key"),
+        "_cdc_seq",
+        "_cdc_offset",
+        F.col("_cdc_ingested_at").alias("_cdc_deleted_at"),
+        row_json(columns).alias("_cdc_row"),
+    )
+    _remember(table, deleted, retry)
+
+
+def remember_images(table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy) -> None:
+    """Remember the row images (tables without a key) whose newest change in the batch removes a
+    copy: a delete, or the `before` of an update (keyless.py)."""
+    newest = F.max(F.struct("_cdc_seq", "_cdc_offset", "_cdc_op", "_cdc_ingested_at", "_cdc_row")).alias("n")
+    deleted = (
+        changes.select(
+            image_key(match).alias("_cdc_key"),
+            "_cdc_seq",
+            "_cdc_offset",
+            "_cdc_op",
+            "_cdc_ingested_at",
+            row_json(columns).alias("_cdc_row"),
+        )
+        .groupBy("_cdc_key")
+        .agg(newest)
+        .where(F.col("n._cdc_op") == "d")
+        .select(
+            "_cdc_key",
+            F.col("n._cdc_seq").alias("_cdc_seq"),
+            F.col("n._cdc_offset").alias("_cdc_offset"),
+            F.col("n._cdc_ingested_at").alias("_cdc_deleted_at"),
+            F.col("n._cdc_row").alias("_cdc_row"),
+        )
+    )
+    _remember(table, deleted, retry)
+
+
+def survives_sql(change: str, marker: str) -> str:
+    """SQL predicate, the decision: the change (alias `change`) is not overruled by its key's delete
+    marker (alias `marker`, all null when the key has none). A delete always goes on (the MERGE's
+    own guard decides); an insert or update only when it is newer than the remembered delete."""
+    newer = newer_than(f"{change}._cdc_seq", f"{change}._cdc_offset", f"{marker}._cdc_seq", f"{marker}._cdc_offset")
+    return f"({change}._cdc_op = 'd' OR {newer})"
+
+
+def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
+    """SQL: the changes of `source_view` that a remembered delete does not overrule."""
+    return (
+        f"(SELECT s.* FROM {source_view} s LEFT JOIN {markers} d ON d._cdc_key = {key_json_sql('s', keys)} "
+        f"WHERE {survives_sql('s', 'd')})"
+    )
+
+
+def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.StructType) -> None:
+    """The source's primary key changed (lake_tables.rekey): the markers' keys are rebuilt from the
+    deleted rows' images, under the new key (or as images, for a table that lost its key)."""
+    markers = markers_if_any(spark, table)
+    if markers is None:
+        return
+    row = F.from_json(F.col("_cdc_row"), columns)
+    names = [f.name for f in columns.fields]
+    if keys:
+        key = F.to_json(F.struct(*[row.getField(k).alias(k.lower()) for k in keys]))
+    else:
+        key = F.sha2(F.to_json(F.struct(*[row.getField(c).alias(c.lower()) for c in names])), 256)
+    rebuilt = spark.table(markers).withColumn("_cdc_key", key).where(F.col("_cdc_key").isNotNull())
+    # Read before the overwrite commits: one commit replaces every marker.
+    rebuilt.localCheckpoint(eager=True).writeTo(markers).overwrite(F.lit(True))
+
+
+def prune_sql(markers: str, older_than: str) -> str:
+    """Markers applied before `older_than` (a timestamp literal) go: the maintenance bound."""
+    return f"DELETE FROM {markers} WHERE _cdc_deleted_at < {older_than}"
+
+
+def drop_markers(spark: SparkSession, table: str) -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {marker_table(table)}")
+
+
+def move_markers(spark: SparkSession, old: str, new: str) -> None:
+    """A lake table renamed (lake_tables.rename_tables): its markers follow it."""
+    if markers_if_any(spark, old) is None or _exists(spark, marker_table(new)):
+        return
+    spark.sql(
+        f"CREATE TABLE {marker_table(new)} USING iceberg TBLPROPERTIES ({_properties(new)}) "
+        f"AS SELECT * FROM {marker_table(old)}"
+    )
+    drop_markers(spark, old)

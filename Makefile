@@ -67,5 +67,5 @@ fuzz: setup       ## the decoder's property and fuzz tests with a longer budget 
 	  --hypothesis-show-statistics tests/unit/test_decoder_properties.py tests/job/test_decoder_fuzz.py $(PYTEST_ARGS)
 
 .PHONY: bench
-bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: <2 min, BENCH_ARGS="--sections a --compare REV"
-	@scripts/bench $(if $(QUICK),--quick,) $(BENCH_ARGS)
+bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: <2 min, BENCH_ARGS="--sections a --compare REV"; PEERS=1: the job beside Flink CDC, the Iceberg sink and the AWS sample (installs those into .local/peers)
+	@scripts/bench $(if $(QUICK),--quick,) $(if $(PEERS),--peers,) $(BENCH_ARGS)

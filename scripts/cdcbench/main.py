@@ -100,13 +100,27 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure the job at git revision REV in section a, in the same process on the same batches "
         "(before/after of an optimisation: `--quick --sections a --methods mor --compare HEAD~1`)",
     )
+    ap.add_argument(
+        "--peers",
+        nargs="?",
+        const="job,flink,sink,sample",
+        metavar="SYSTEMS",
+        help="the peers' comparison (docs/BENCHMARKS.md): this project's job, Flink CDC -> Iceberg, the Iceberg "
+        "Kafka Connect sink and the AWS sample's approach on the same changes (installs Flink and the sink into "
+        ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
+    )
     args = ap.parse_args(argv)
     known = ("mor", "cow", "baseline", "append", "job-append")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
-    chosen = args.sections or ("a,b" if args.quick else "a,b,c")
+    chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
     sections = {s.strip() for s in chosen.split(",") if s.strip()}
-    if not sections or sections - {"a", "b", "c", "j"}:
+    peers: tuple[str, ...] = tuple(p.strip() for p in args.peers.split(",")) if args.peers else ()
+    from .peers.runner import SYSTEMS
+
+    if unknown := set(peers) - set(SYSTEMS):
+        ap.error(f"--peers {args.peers!r}: choose a comma-separated subset of {', '.join(SYSTEMS)}")
+    if (not sections and not peers) or sections - {"a", "b", "c", "j"}:
         ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c, j")
     sys.path.insert(0, str(args.glue_scripts.resolve()))
     os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
@@ -170,12 +184,19 @@ def main(argv: list[str] | None = None) -> int:
         from . import endtoend
 
         emit(endtoend.run(spark, cfg))
+    if peers:
+        from .peers import runner
+
+        emit(runner.run(spark, cfg.quick, cfg.work / "peers", cfg.work / "warehouse", peers))
     spark.stop()
     rss.stop()
     elapsed = time.monotonic() - started
     footer = f"Whole run: {elapsed / 60:.1f} min, peak RSS of the benchmark's process tree {mib(rss.peak())}."
     print("\n" + footer)
-    out = args.markdown or ROOT / ".local" / "bench" / f"results-{'quick' if cfg.quick else 'full'}.md"
+    out = (
+        args.markdown
+        or ROOT / ".local" / "bench" / f"results-{'peers-' if peers else ''}{'quick' if cfg.quick else 'full'}.md"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     command = "scripts/bench " + " ".join(argv if argv is not None else sys.argv[1:])
     out.write_text(f"### `{command.strip()}`\n\n" + "\n".join(t.markdown() for t in tables) + f"\n{footer}\n")

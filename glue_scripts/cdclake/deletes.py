@@ -14,11 +14,11 @@ Each lake table that has seen a delete has a marker table beside it, `<table>__c
     _cdc_row         the deleted row's image as JSON (a primary key changed at the source re-keys
                      the markers from it)
 
-The table's one MERGE reads its changes joined with the markers: an insert or update not newer
-than its key's marker is dropped there, inside the same guarded MERGE. After it commits, the
-batch's deletes are merged into the markers (newest position per key wins), in a commit of their
-own: a crash between the two re-runs the batch (its offsets are not committed), whose MERGE then
-changes nothing and whose markers are written then. Within a batch the changes of a key are
+The table's one MERGE reads its changes anti-joined with the markers: an insert or update not
+newer than a delete of its key is dropped there, inside the same guarded MERGE. After it commits,
+the batch's deletes are appended to the markers, in a commit of their own: a crash between the two
+re-runs the batch (its offsets are not committed), whose MERGE then changes nothing and whose
+markers are written then. Within a batch the changes of a key are
 ordered as before, so the batch's own deletes need no marker. Readers never see
 markers: the data table holds live rows only, and every reader here skips `__cdc_deletes` tables.
 Maintenance removes markers older than `--maintenance_delete_retention_days`: a replay that must
@@ -105,26 +105,13 @@ def create_markers(spark: SparkSession, table: str) -> str:
     return markers
 
 
-def remember_sql(markers: str, source_view: str) -> str:
-    """Merge deletes into the markers: the newest position per key wins (a re-run is a no-op)."""
-    newer = newer_than("s._cdc_seq", "s._cdc_offset", "m._cdc_seq", "m._cdc_offset")
-    return (
-        f"MERGE INTO {markers} m USING {source_view} s ON m._cdc_key = s._cdc_key "
-        f"WHEN MATCHED AND {newer} THEN UPDATE SET * "
-        f"WHEN NOT MATCHED THEN INSERT *"
-    )
-
-
 def _remember(table: str, deleted: DataFrame, retry: RetryPolicy) -> None:
-    """Merge `deleted` (the marker columns) into the table's markers, in one commit."""
+    """Append `deleted` (the marker columns) to the table's markers, in one commit. An append
+    reads nothing and never conflicts with a concurrent rewrite; a key deleted again, or a batch
+    run again, adds a row, which the anti-join and the pruning handle alike."""
     session = deleted.sparkSession
     markers = create_markers(session, table)
-    view = "cdc_deleted_" + table.replace(".", "_").replace("`", "")
-    deleted.createOrReplaceTempView(view)
-    try:
-        retry_on_conflict(lambda: session.sql(remember_sql(markers, view)), f"MERGE into {markers}", retry)
-    finally:
-        session.catalog.dropTempView(view)
+    retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", retry)
 
 
 def remember_keyed(table: str, newest: DataFrame, keys: list[str], columns: list[str], retry: RetryPolicy) -> None:
@@ -166,19 +153,27 @@ def remember_images(table: str, changes: DataFrame, columns: list[str], match: l
     _remember(table, deleted, retry)
 
 
-def survives_sql(change: str, marker: str) -> str:
-    """SQL predicate, the decision: the change (alias `change`) is not overruled by its key's delete
-    marker (alias `marker`, all null when the key has none). A delete always goes on (the MERGE's
-    own guard decides); an insert or update only when it is newer than the remembered delete."""
+def overrules_sql(marker: str, change: str) -> str:
+    """SQL predicate, the decision: the remembered delete (alias `marker`) of the change's key
+    overrules the change (alias `change`). A delete is never overruled (the MERGE's own guard
+    decides); an insert or update is when it is not newer than the delete."""
     newer = newer_than(f"{change}._cdc_seq", f"{change}._cdc_offset", f"{marker}._cdc_seq", f"{marker}._cdc_offset")
-    return f"({change}._cdc_op = 'd' OR {newer})"
+    return f"({change}._cdc_op <> 'd' AND NOT {newer})"
 
 
 def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
-    """SQL: the changes of `source_view` that a remembered delete does not overrule."""
+    """SQL: the changes of `source_view` that no remembered delete of their key overrules (an
+    anti-join: a key may have several markers)."""
     return (
-        f"(SELECT s.* FROM {source_view} s LEFT JOIN {markers} d ON d._cdc_key = {key_json_sql('s', keys)} "
-        f"WHERE {survives_sql('s', 'd')})"
+        f"(SELECT s.* FROM {source_view} s WHERE NOT EXISTS (SELECT 1 FROM {markers} d "
+        f"WHERE d._cdc_key = {key_json_sql('s', keys)} AND {overrules_sql('d', 's')}))"
+    )
+
+
+def newest_markers(markers: DataFrame) -> DataFrame:
+    """One row per key: its newest remembered delete's position (`_mkey`, `_mpos`)."""
+    return markers.groupBy(F.col("_cdc_key").alias("_mkey")).agg(
+        F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_mpos")
     )
 
 

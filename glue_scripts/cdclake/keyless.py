@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from .conflicts import retry_on_conflict
 from .decode import COPY_COLUMN, META_NAMES
-from .deletes import image_key, markers_if_any
+from .deletes import image_key, markers_if_any, newest_markers
 from .merge import MERGE_RETRY
 from .sqltext import quote
 
@@ -58,7 +58,7 @@ def copies_to_write(
     joined = signed.alias("c").join(stored.alias("s"), _same_image("c", "s", match), "left")
     pos = F.col("s._pos")
     if markers is not None:
-        marked = markers.select(F.col("_cdc_key").alias("_mkey"), F.struct("_cdc_seq", "_cdc_offset").alias("_mpos"))
+        marked = newest_markers(markers)
         joined = joined.withColumn("_img", image_key(match, "c")).join(
             marked.alias("m"), F.col("_img") == F.col("m._mkey"), "left"
         )

@@ -120,39 +120,51 @@ def _split_compact(text: Column, parts: Column) -> tuple[Column, Column, Column]
     return compact, F.when(head != _COMPACT_PREFIX + "null", head), payload
 
 
-def _read_envelopes(raw: DataFrame) -> DataFrame:
-    """The raw columns plus the value's schema and payload text, the key's, their validity and
-    `_p`, the parsed payload."""
+def _envelope_projections() -> list[list[Column]]:
+    """The projections that give the raw columns plus the value's schema and payload text, the
+    key's, their validity and `_p`, the parsed payload, applied in order by `_read_envelopes`."""
     # Values: the cut of a compact envelope and one parse of its payload; only records that are
     # not compact JsonConverter output (or whose cut payload does not parse) take the full parse.
-    df = raw.select(*RAW_COLUMNS, F.split(F.col("value"), _COMPACT_SEP, 2).alias("_vparts"))
+    raw = [F.col(c) for c in RAW_COLUMNS]
     compact, c_schema, c_payload = _split_compact(F.col("value"), F.col("_vparts"))
-    df = df.select(*RAW_COLUMNS, compact.alias("_vc"), c_schema.alias("_vcs"), c_payload.alias("_vcp"))
-    df = df.withColumn("_vcp_p", F.when(F.col("_vc"), F.from_json(F.col("_vcp"), _PAYLOAD, _PERMISSIVE)))
     fast = F.col("_vc") & F.col("_vcp_p").isNotNull() & F.col("_vcp_p")[_CORRUPT].isNull()
     slow = [F.when(~F.col("_fast"), c) for c in _parse(F.col("value"))]
-    df = df.withColumn("_fast", fast).select(
-        "*",
-        *[c.alias(n) for c, n in zip(slow, ("_vw", "_vk"), strict=True)],
-        *[c.alias(n) for c, n in zip(_parse(F.col("key")), ("_kw", "_kk"), strict=True)],
-    )
     v_schema, v_payload, v_valid = _unwrap(F.col("value"), F.col("_vw"), F.col("_vk"))
     k_schema, k_payload, k_valid = _unwrap(F.col("key"), F.col("_kw"), F.col("_kk"))
     v_schema, k_schema = (F.concat(F.lit(_COMPACT_PREFIX), c) for c in (v_schema, k_schema))  # see schema_json
-    fast = F.col("_fast")
-    df = df.select(
-        *RAW_COLUMNS,
-        "_fast",
-        "_vcp_p",
-        F.when(fast, F.col("_vcs")).otherwise(v_schema).alias("_value_schema"),
-        F.when(fast, F.col("_vcp")).otherwise(v_payload).alias("_payload_json"),
-        (fast | v_valid).alias("_value_valid"),
-        k_schema.alias("_key_schema"),
-        k_payload.alias("_key_json"),
-        k_valid.alias("_key_valid"),
-    )
-    slow_p = F.when(~fast, F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE))
-    df = df.withColumn("_p", F.when(fast, F.col("_vcp_p")).otherwise(slow_p))
+    is_fast = F.col("_fast")
+    slow_p = F.when(~is_fast, F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE))
+    return [
+        [*raw, F.split(F.col("value"), _COMPACT_SEP, 2).alias("_vparts")],
+        [*raw, compact.alias("_vc"), c_schema.alias("_vcs"), c_payload.alias("_vcp")],
+        [F.col("*"), F.when(F.col("_vc"), F.from_json(F.col("_vcp"), _PAYLOAD, _PERMISSIVE)).alias("_vcp_p")],
+        [F.col("*"), fast.alias("_fast")],
+        [
+            F.col("*"),
+            *[c.alias(n) for c, n in zip(slow, ("_vw", "_vk"), strict=True)],
+            *[c.alias(n) for c, n in zip(_parse(F.col("key")), ("_kw", "_kk"), strict=True)],
+        ],
+        [
+            *raw,
+            is_fast,
+            F.col("_vcp_p"),
+            F.when(is_fast, F.col("_vcs")).otherwise(v_schema).alias("_value_schema"),
+            F.when(is_fast, F.col("_vcp")).otherwise(v_payload).alias("_payload_json"),
+            (is_fast | v_valid).alias("_value_valid"),
+            k_schema.alias("_key_schema"),
+            k_payload.alias("_key_json"),
+            k_valid.alias("_key_valid"),
+        ],
+        [F.col("*"), F.when(is_fast, F.col("_vcp_p")).otherwise(slow_p).alias("_p")],
+    ]
+
+
+def _read_envelopes(raw: DataFrame) -> DataFrame:
+    """The raw columns plus the value's schema and payload text, the key's, their validity and
+    `_p`, the parsed payload."""
+    df = raw
+    for columns in _projections(raw)[:-1]:
+        df = df.select(*columns)
     return df
 
 
@@ -195,9 +207,8 @@ def _status_reason(op: Column, src: Column) -> Column:
     )
 
 
-def classify(raw: DataFrame) -> DataFrame:
-    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
-    df = _read_envelopes(raw)
+def _classify_projection() -> list[Column]:
+    """The last projection of `classify`, over `_read_envelopes`' columns."""
     op = F.col("_p.op")
     src = F.col("_p.source")
     status_reason = _status_reason(op, src)
@@ -209,12 +220,12 @@ def classify(raw: DataFrame) -> DataFrame:
     # The statement of a schema change made while streaming; the snapshot's own CREATE/DROP
     # statements describe the tables as they already are.
     streamed_ddl = (status_reason["col1"] == SCHEMA_CHANGE) & (F.coalesce(src["snapshot"], F.lit("false")) == "false")
-    return df.select(
-        *RAW_COLUMNS,
-        "_value_schema",
-        "_payload_json",
-        "_key_schema",
-        "_key_json",
+    return [
+        *[F.col(c) for c in RAW_COLUMNS],
+        F.col("_value_schema"),
+        F.col("_payload_json"),
+        F.col("_key_schema"),
+        F.col("_key_json"),
         # The row images as text, from the one parse of the payload (decode.py parses them).
         F.col("_p.before").alias("_before_json"),
         F.col("_p.after").alias("_after_json"),
@@ -229,4 +240,23 @@ def classify(raw: DataFrame) -> DataFrame:
         F.xxhash64(F.coalesce(F.col("_key_schema"), F.lit(""))).alias("_key_schema_id"),
         F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),
         F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
-    )
+    ]
+
+
+# Every batch applies the same projections; built with a few hundred Py4J calls (and as many
+# JVM-side lookups of the functions), they are built once per JVM and reused: a Column is an
+# unresolved expression, bound to no DataFrame or session.
+_BUILT: dict[int, list[list[Column]]] = {}
+
+
+def _projections(df: DataFrame) -> list[list[Column]]:
+    jvm = id(df.sparkSession.sparkContext._jvm)
+    if jvm not in _BUILT:
+        _BUILT.clear()
+        _BUILT[jvm] = [*_envelope_projections(), _classify_projection()]
+    return _BUILT[jvm]
+
+
+def classify(raw: DataFrame) -> DataFrame:
+    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
+    return _read_envelopes(raw).select(*_projections(raw)[-1])

@@ -69,7 +69,7 @@ def compare_name(rev: str) -> str:
 
 def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: DataFrame) -> list[Method]:
     w = cfg.work
-    wanted = {KEYS[k] for k in cfg.methods}
+    wanted = {KEYS[k] for k in cfg.methods if k in KEYS}
     out: list[Method] = []
 
     def job(namespace: str, writes: Writes | None = None, **overrides: str) -> tuple[str, BatchProcessor]:

@@ -28,8 +28,12 @@ class Config:
     e2e_seconds: int
     e2e_burst: int
     e2e_rows: int
+    # a. fixed cost of a small batch (fixedcost.py): table rows, unmeasured and measured batches
+    fixed_rows: int = 20_000
+    fixed_warmup: int = 3
+    fixed_batches: int = 5
     shuffle_partitions: int = 8
-    methods: tuple[str, ...] = ("mor", "cow", "baseline", "append", "job-append")
+    methods: tuple[str, ...] = ("mor", "cow", "baseline", "append", "job-append", "fixed")
     # --compare REV: that revision's cdclake, importable as `compare_package`, measured in section a
     compare_rev: str | None = None
     compare_package: str | None = None
@@ -75,4 +79,7 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
         e2e_seconds=60,
         e2e_burst=50_000,
         e2e_rows=100_000,
+        fixed_rows=100_000,
+        fixed_warmup=5,
+        fixed_batches=10,
     )

@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--methods",
-        default="mor,cow,baseline,append,job-append",
-        help="section a's methods (e.g. `mor` alone for a before/after comparison of the job)",
+        default="mor,cow,baseline,append,job-append,fixed",
+        help="section a's methods (e.g. `mor` alone for a before/after comparison of the job); `fixed`: the "
+        "fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
     )
     ap.add_argument(
         "--compare",
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
     )
     args = ap.parse_args(argv)
-    known = ("mor", "cow", "baseline", "append", "job-append")
+    known = ("mor", "cow", "baseline", "append", "job-append", "fixed")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
@@ -175,7 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     if "a" in sections:
         from . import apply
 
-        emit(apply.run(spark, cfg, rss))
+        if set(cfg.methods) - {"fixed"}:
+            emit(apply.run(spark, cfg, rss))
+        if "fixed" in cfg.methods:
+            from . import fixedcost
+
+            emit(fixedcost.run(spark, cfg))
     if "b" in sections:
         from . import growth
 

@@ -21,6 +21,7 @@ re-runs the batch (its offsets are not committed), whose MERGE then changes noth
 markers are written then. Within a batch the changes of a key are
 ordered as before, so the batch's own deletes need no marker. Readers never see
 markers: the data table holds live rows only, and every reader here skips `__cdc_deletes` tables.
+A source TRUNCATE is one marker for every key (`_cdc_key` '*', merge.truncate_before).
 Maintenance removes markers older than `--maintenance_delete_retention_days`: a replay that must
 beat a delete has to come within that time of the delete being applied.
 """
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import types as T
 
 MARKER_SUFFIX = "__cdc_deletes"
+ALL_KEYS = "*"  # the `_cdc_key` of a truncate's marker: it stands for every key
 MARKER_COLUMNS = (
     "_cdc_key string NOT NULL, _cdc_seq decimal(38,0), _cdc_offset bigint, _cdc_deleted_at timestamp, _cdc_row string"
 )
@@ -162,12 +164,31 @@ def overrules_sql(marker: str, change: str) -> str:
 
 
 def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
-    """SQL: the changes of `source_view` that no remembered delete of their key overrules (an
-    anti-join: a key may have several markers)."""
+    """SQL: the changes of `source_view` that no remembered delete of their key, nor a remembered
+    truncate, overrules (anti-joins: a key may have several markers)."""
     return (
         f"(SELECT s.* FROM {source_view} s WHERE NOT EXISTS (SELECT 1 FROM {markers} d "
-        f"WHERE d._cdc_key = {key_json_sql('s', keys)} AND {overrules_sql('d', 's')}))"
+        f"WHERE d._cdc_key = {key_json_sql('s', keys)} AND {overrules_sql('d', 's')}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {markers} d WHERE d._cdc_key = {sql_string(ALL_KEYS)} "
+        f"AND {overrules_sql('d', 's')}))"
     )
+
+
+def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPolicy) -> None:
+    """A source TRUNCATE (or a table dropped and created again) at `seq`: one marker for every key
+    (`_cdc_key` '*'), so a change older than it read later is dropped too. Offset -1: a change at
+    the truncate's own position is newer (truncate_before keeps it)."""
+    row = spark.createDataFrame(
+        [(ALL_KEYS, seq, -1, None)], "_cdc_key string, _seq string, _cdc_offset bigint, _cdc_row string"
+    )
+    marker = row.select(
+        "_cdc_key",
+        F.col("_seq").cast("decimal(38,0)").alias("_cdc_seq"),
+        "_cdc_offset",
+        F.current_timestamp().alias("_cdc_deleted_at"),
+        "_cdc_row",
+    )
+    _remember(table, marker, retry)
 
 
 def newest_markers(markers: DataFrame) -> DataFrame:
@@ -175,6 +196,11 @@ def newest_markers(markers: DataFrame) -> DataFrame:
     return markers.groupBy(F.col("_cdc_key").alias("_mkey")).agg(
         F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_mpos")
     )
+
+
+def newest_truncate(markers: DataFrame) -> DataFrame:
+    """One row: the newest remembered truncate's position (`_tpos`, null when none)."""
+    return markers.where(F.col("_cdc_key") == ALL_KEYS).agg(F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_tpos"))
 
 
 def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.StructType) -> None:
@@ -189,6 +215,7 @@ def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.S
         key = F.to_json(F.struct(*[row.getField(k).alias(k.lower()) for k in keys]))
     else:
         key = F.sha2(F.to_json(F.struct(*[row.getField(c).alias(c.lower()) for c in names])), 256)
+    key = F.when(F.col("_cdc_key") == ALL_KEYS, F.lit(ALL_KEYS)).otherwise(key)  # a truncate stays one
     rebuilt = spark.table(markers).withColumn("_cdc_key", key).where(F.col("_cdc_key").isNotNull())
     # Read before the overwrite commits: one commit replaces every marker.
     rebuilt.localCheckpoint(eager=True).writeTo(markers).overwrite(F.lit(True))

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from .conflicts import retry_on_conflict
 from .decode import COPY_COLUMN, META_NAMES
-from .deletes import image_key, markers_if_any, newest_markers
+from .deletes import image_key, markers_if_any, newest_markers, newest_truncate
 from .merge import MERGE_RETRY
 from .sqltext import quote
 
@@ -59,10 +59,12 @@ def copies_to_write(
     pos = F.col("s._pos")
     if markers is not None:
         marked = newest_markers(markers)
-        joined = joined.withColumn("_img", image_key(match, "c")).join(
-            marked.alias("m"), F.col("_img") == F.col("m._mkey"), "left"
+        joined = (
+            joined.withColumn("_img", image_key(match, "c"))
+            .join(marked.alias("m"), F.col("_img") == F.col("m._mkey"), "left")
+            .crossJoin(F.broadcast(newest_truncate(markers)))
         )
-        pos = F.greatest(pos, F.col("m._mpos"))  # null when neither has one
+        pos = F.greatest(pos, F.col("m._mpos"), F.col("_tpos"))  # null when none has one
     pos_seq, pos_off = pos.getField("_cdc_seq"), pos.getField("_cdc_offset")
     c_seq, c_off = F.col("c._cdc_seq"), F.col("c._cdc_offset")
     newer = pos_seq.isNull() | (c_seq > pos_seq) | ((c_seq == pos_seq) & (c_off > pos_off))

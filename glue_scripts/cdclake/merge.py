@@ -9,7 +9,7 @@ from pyspark.sql import types as T
 
 from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import COPY_COLUMN, META_COLUMNS
-from .deletes import live_changes_sql, markers_if_any
+from .deletes import live_changes_sql, markers_if_any, remember_truncate
 from .ordering import newer_than
 from .sqltext import properties_sql, quote
 
@@ -139,5 +139,7 @@ def merge_changes(
 
 
 def truncate_before(spark: SparkSession, table: str, seq: int) -> None:
-    """A source TRUNCATE: remove every row written from a change older than the truncate."""
+    """A source TRUNCATE: remove every row written from a change older than the truncate, and
+    remember it (deletes.py), so such a change read later does not come back."""
     spark.sql(f"DELETE FROM {table} WHERE _cdc_seq IS NULL OR _cdc_seq < {seq}")
+    remember_truncate(spark, table, seq, MERGE_RETRY)

@@ -190,3 +190,21 @@ def test_a_delete_made_before_the_primary_key_changed_still_beats_an_older_inser
     lake.apply(first)  # read again after the key changed: the delete of id 1 is remembered under the new key
     lake.assert_rows([{"id": 2, "email": "b@x", "first_name": "Bob"}, {"id": 3, "email": "c@x", "first_name": "Cy"}],
                      key=("id", "email"))  # fmt: skip
+
+
+def test_an_insert_older_than_a_truncate_read_after_it_does_not_come_back(lake):
+    import json
+
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"), pos=100)
+    ev.record("c", {"id": 2}, customer(2, "Bob"), pos=200)
+    before_truncate = ev.take()
+    lake.apply(before_truncate)
+    t = ev.record("c", {"id": 0}, customer(0), pos=300)  # the connector's truncate event: op t
+    value = json.loads(t["value"])
+    value["payload"].update(op="t", before=None, after=None)
+    t["key"], t["value"] = None, json.dumps(value)
+    ev.record("c", {"id": 3}, customer(3, "Cy"), pos=400)
+    lake.apply(ev.take())
+    lake.apply(before_truncate)  # read again (a replay) after the truncate was applied
+    lake.assert_rows({3: "Cy"})

@@ -92,6 +92,16 @@ taskmanager:
       size: 1g
 """
 
+# What Flink's own scripts pass on Java 17 (its config's env.java.opts.all): Kryo serialises the
+# Iceberg writer's results (ByteBuffers in its column bounds) at every checkpoint.
+JAVA17_OPENS = [
+    f"--add-opens=java.base/{p}=ALL-UNNAMED"
+    for p in (
+        "java.lang", "java.lang.reflect", "java.net", "java.io", "java.nio", "sun.nio.ch", "java.text", "java.time",
+        "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "java.util.concurrent.locks",
+    )
+] + ["--add-exports=java.base/sun.net.util=ALL-UNNAMED", "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED"]  # fmt: skip
+
 # Warnings and errors of the MiniCluster (a job that fails and restarts says why here), and each
 # checkpoint Iceberg's committer completes.
 LOG4J = """rootLogger.level = WARN
@@ -130,7 +140,7 @@ class FlinkCdc(System):
         sql.write_text(script(ctx, {t: self.source_columns[t] for t in tables}, self.key, self.name))
         cmd = [
             "java", "-Xmx768m", "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
-            "--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED",
+            *JAVA17_OPENS,
             "-cp", self.flink.classpath(), "org.apache.flink.table.client.SqlClient", "embedded", "-f", str(sql),
         ]  # fmt: skip
         self.launch(cmd, ctx.work / "flink.log", {**os.environ, "FLINK_CONF_DIR": str(conf)})

@@ -267,7 +267,7 @@ def run_system(
                 )
                 res.runs.append(Measured("DDL sequence", plan.ddl_changes * 4, done - first, tree_cpu(pid) - cpu0))
             except (TimeoutError, RuntimeError) as e:  # a system that stalls or dies on DDL: say so, then compare
-                res.correctness.append(f"DDL sequence: {str(e)[:300]}")
+                res.correctness.append("DDL sequence: " + " ".join(str(e).split())[:160])
         for t in [main, *multi]:
             res.correctness.append(f"{t}: " + _correctness(spark, system, conn, t, wait=10))
         res.peak_rss = system.rss.peak() if system.rss else 0
@@ -426,6 +426,8 @@ def run(spark: Any, quick: bool, work: Path, warehouse: Path, names: tuple[str, 
         stack.up()
         for s in systems:
             results.append(run_system(spark, s, context_for(stack, work, s.name, warehouse), stack.connect, plan))
+            # each system's rows as soon as it is done: a run cut short still shows what it measured
+            print("\n" + tables(results, plan)[0].text(), flush=True)
     finally:
         for s in systems:
             s.stop()

@@ -63,9 +63,12 @@ class Source:
                 conn.commit()
         self.live[table] = list(range(1, rows + 1))
 
-    def change(self, cur, rng: random.Random, table: str, tick: int, inserts: bool = True) -> int | None:
+    def change(
+        self, cur, rng: random.Random, table: str, tick: int, inserts: bool = True, track: bool = True
+    ) -> int | None:
         """One change to `table`; returns the inserted id, if it was an insert. `inserts=False`: an update
-        instead (the INSERT names the original columns, which a rename changed)."""
+        instead (the INSERT names the original columns, which a rename changed). `track=False`: an inserted
+        row is never changed later (a latency probe: the file it is found in is the one that first held it)."""
         live = self.live[table]
         r = rng.random()
         if (r < 0.7 or (not inserts and r < 0.9)) and live:
@@ -74,7 +77,8 @@ class Source:
             i = self.next_id
             self.next_id += 1
             cur.execute(INSERT.format(t=table), row(i))
-            live.append(i)
+            if track:
+                live.append(i)
             return i
         else:
             k = rng.randrange(len(live))
@@ -99,7 +103,7 @@ class Source:
                 inserted = []
                 for _ in range(n):
                     t = tables[rng.randrange(len(tables))]
-                    if (i := self.change(cur, rng, t, tick)) is not None:
+                    if (i := self.change(cur, rng, t, tick, track=False)) is not None:
                         inserted.append((t, i))
                 conn.commit()
                 committed = time.time()

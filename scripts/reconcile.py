@@ -12,9 +12,10 @@ multiset of whole rows (the job keeps such a table as one, duplicates included).
 source table is gone is listed too: on MySQL it matches when the job marked it dropped at the
 source (`cdc.source-dropped`), on PostgreSQL (no DDL in its events) it is listed as kept. A table
 that cannot be compared says why (no lake table yet, a column missing in the lake, a lake table
-that cannot be read). Exit code 0 when every table matches, 1 on any
-difference, 2 on a usage or connection error. With --wait, comparison is repeated until the
-tables match or the time is up: the lake is "caught up" exactly when it equals the source.
+that cannot be read). Exit code 0 when every table matches, 1 on any difference, 2 on a usage or
+connection error, and for apply-sql also when a statement of the file fails at the source (nothing
+is compared then). With --wait, comparison is repeated until the tables match or the time is up:
+the lake is "caught up" exactly when it equals the source.
 
 Values are compared after one normalisation per type, so that a DECIMAL, a DATETIME(6), a TIME
 or a TIMESTAMP read from MariaDB and from Iceberg (through DuckDB, Athena's role here) agree
@@ -304,6 +305,12 @@ class PostgresSource:
             )
         except psycopg.Error as exc:
             raise StackError(f"PostgreSQL: {exc}") from None
+        # json and jsonb as PostgreSQL writes them out, which is the text the connector sends and the
+        # lake holds (psycopg would parse them into Python objects, whose text is not JSON).
+        from psycopg.types.string import TextLoader
+
+        for name in ("json", "jsonb"):
+            self.conn.adapters.register_loader(name, TextLoader)
 
     def tables(self) -> dict[str, list[str]]:
         """Every table of the schema -> its primary key columns in key order ([] for a table without one)."""
@@ -428,7 +435,16 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
         s = sources.settings(args.source)
         if apply_sql:
             t0 = time.monotonic()
-            commands.cmd_sql(s, args.file, None, args.database)
+            code = commands.cmd_sql(s, args.file, None, args.database)
+            if code != 0:
+                # The client printed the statement's error; what ran before it stays committed.
+                print(
+                    f"[reconcile] ERROR: {args.file}: a statement failed at the source (the {s.engine.NAME} "
+                    f"client exited {code}, its error is above); the statements after it did not run and the "
+                    "lake was not compared. Fix the statement and run the file (or the rest of it) again",
+                    file=sys.stderr,
+                )
+                return 2
             print(
                 f"[reconcile] ran {args.file} in {time.monotonic() - t0:.1f}s; waiting for the lake (up to {args.wait:.0f}s)"
             )

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
-from .decode import SchemaGroup, resolve_groups
+from .decode import SchemaGroup, cut_at, resolve_groups
 from .evolution import plan_schema
 from .lake_tables import LakeTables, TableDDL, follow_renames, read_statements
 from .merge import truncate_before
@@ -119,6 +119,8 @@ class BatchProcessor:
         tables, truncated = summary.tables, summary.truncated
         if renames:
             report.tables += self.tables.rename_tables(renames)
+            # A table's events on both sides of its rename share a schema: cut them apart first.
+            tables = {t: cut_at(batch.cached, gs, [r.seq for r in renames if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, renames)
         if s.schema_change_policy == "fail":
             self._fail_on_lossy_change(batch, tables)

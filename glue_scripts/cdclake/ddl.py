@@ -26,6 +26,35 @@ SOURCE_DROPPED_POSITION_PROPERTY = "cdc.source-dropped-position"
 _KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
 
 RENAME, DROP = "rename", "drop"
+# A column dropped at the source that the lake keeps (--dropped_column_policy keep): recorded so that
+# a column added again under its name is told from it (lake_tables.LakeTables.set_aside).
+KEPT = "kept"
+SET_ASIDE_SUFFIX = "__dropped"
+
+
+def set_aside_name(name: str, taken: set[str]) -> str:
+    """The lake name a kept dropped column moves to when the source adds a column of its name again:
+    `<name>__dropped`, numbered when that is taken too (`taken`: lower-case lake names)."""
+    out, n = f"{name}{SET_ASIDE_SUFFIX}", 1
+    while out.lower() in taken:
+        n += 1
+        out = f"{name}{SET_ASIDE_SUFFIX}{n}"
+    return out
+
+
+def kept_drop(changes: list[ColumnChange], column: str, before: int | None = None) -> ColumnChange | None:
+    """The newest KEPT drop of `column` (before position `before`) whose lake column has not been set
+    aside yet (no RENAME of it at the drop's position)."""
+    aside = {(c.old.lower(), c.seq) for c in changes if c.kind == RENAME}
+    found = [
+        c
+        for c in changes
+        if c.kind == KEPT
+        and c.old.lower() == column.lower()
+        and (before is None or c.seq < before)
+        and (c.old.lower(), c.seq) not in aside
+    ]
+    return max(found, key=lambda c: c.seq, default=None)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ the Spark type derived from that schema, then one conversion expression per colu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -62,6 +62,11 @@ class SchemaGroup:
     # renamed at the source after these events were written, and columns dropped since.
     renamed: dict[str, str] = field(default_factory=dict)
     ignored: set[str] = field(default_factory=set)
+    min_seq: int | None = None
+    # Only the events after `seq_after` and up to `seq_upto` (a group cut at a DDL statement's
+    # position, `cut_at`); None: no bound.
+    seq_after: int | None = None
+    seq_upto: int | None = None
 
     def lake_columns(self) -> list[tuple[str, T.DataType]]:
         return [
@@ -124,13 +129,54 @@ def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
 
 def group_rows(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     """The classified change records that belong to `group`."""
-    return classified.where(
+    cond = (
         (F.col("_status") == "change")
         & (F.col("_schema_id") == group.schema_id)
         & (F.col("_key_schema_id") == group.key_schema_id)
         & (F.col("_src_db") == group.db)
         & (F.col("_src_table") == group.table)
     )
+    if group.seq_after is not None:
+        cond &= F.col("_cdc_seq") > _seq(group.seq_after)
+    if group.seq_upto is not None:
+        cond &= F.col("_cdc_seq") <= _seq(group.seq_upto)
+    return classified.where(cond)
+
+
+def _seq(value: int) -> Column:
+    return F.lit(str(value)).cast(T.DecimalType(38, 0))
+
+
+def cut_at(classified: DataFrame, groups: list[SchemaGroup], positions: list[int]) -> list[SchemaGroup]:
+    """The groups, each one that holds events on both sides of a position (a DDL statement's)
+    cut there into one group per side. A group is one Connect schema, and a statement may leave
+    the schema as it was (a column dropped and added again alike, a table renamed): the events
+    before and after it still go to different columns or tables. One Spark action per group cut,
+    none when no statement falls inside a group."""
+    out = []
+    for g in groups:
+        lo = g.min_seq if g.min_seq is not None else g.max_seq
+        cuts = sorted({p for p in positions if lo <= p < g.max_seq})
+        if not cuts:
+            out.append(g)
+            continue
+        piece = F.lit(len(cuts))
+        for i, c in reversed(list(enumerate(cuts))):
+            piece = F.when(F.col("_cdc_seq") <= _seq(c), F.lit(i)).otherwise(piece)
+        rows = (
+            group_rows(classified, g)
+            .groupBy(piece.alias("piece"))
+            .agg(F.count(F.lit(1)).alias("n"), F.min("_cdc_seq").alias("lo"), F.max("_cdc_seq").alias("hi"))
+            .collect()
+        )
+        bounds = [None, *cuts, None]
+        for r in sorted(rows, key=lambda r: r["piece"]):
+            i = r["piece"]
+            after = max((x for x in (g.seq_after, bounds[i]) if x is not None), default=None)
+            upto = min((x for x in (g.seq_upto, bounds[i + 1]) if x is not None), default=None)
+            out.append(replace(g, events=r["n"], min_seq=int(r["lo"]), max_seq=int(r["hi"]), seq_after=after,
+                               seq_upto=upto, renamed={}, ignored=set()))  # fmt: skip
+    return out
 
 
 def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
@@ -241,7 +287,11 @@ def to_lake_names(decoded: DataFrame, group: SchemaGroup) -> DataFrame:
     """Decoded rows of `group` with its columns named as in the lake (renamed at the source after
     these events) and without the columns dropped since."""
     df = decoded.drop(*group.ignored) if group.ignored else decoded
-    return df.withColumnsRenamed(group.renamed) if group.renamed else df
+    if not group.renamed:
+        return df
+    # All at once: renames may chain (`tag` set aside, `v` renamed onto `tag`), and renaming one
+    # after the other would give two columns one name.
+    return df.select(*[F.col(quote(c)).alias(group.renamed.get(c, c)) for c in df.columns])
 
 
 def conform(

@@ -218,8 +218,16 @@ def _classify_projection() -> list[Column]:
     # public.orders and archive.orders would be merged into one lake table.
     db = F.coalesce(src["schema"], src["db"])
     # The statement of a schema change made while streaming; the snapshot's own CREATE/DROP
-    # statements describe the tables as they already are.
-    streamed_ddl = (status_reason["col1"] == SCHEMA_CHANGE) & (F.coalesce(src["snapshot"], F.lit("false")) == "false")
+    # statements describe the tables as they already are. Only with its binlog position: the
+    # connector's schema-history topic (`<prefix>.schema-history`, which a topic pattern starting
+    # with the prefix also matches) holds the same statements without one, and a statement
+    # placed by its Kafka offset would be applied again at a wrong position.
+    streamed_ddl = (
+        (status_reason["col1"] == SCHEMA_CHANGE)
+        & (F.coalesce(src["snapshot"], F.lit("false")) == "false")
+        & src["file"].isNotNull()
+        & src["pos"].isNotNull()
+    )
     return [
         *[F.col(c) for c in RAW_COLUMNS],
         F.col("_value_schema"),

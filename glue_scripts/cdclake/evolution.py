@@ -190,7 +190,7 @@ def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict
 
 
 # Properties Iceberg's Spark catalog reports but does not accept in TBLPROPERTIES.
-_RESERVED_PROPERTIES = {
+RESERVED_PROPERTIES = {
     "current-snapshot-id",
     "format",
     "provider",
@@ -204,7 +204,7 @@ _RESERVED_PROPERTIES = {
 def carried_properties(spark: SparkSession, table: str) -> str:
     """The table's properties as the TBLPROPERTIES list of a table made from it by `... AS SELECT`
     (the ones Spark reserves left out)."""
-    return properties_sql({k: v for k, v in table_properties(spark, table).items() if k not in _RESERVED_PROPERTIES})
+    return properties_sql({k: v for k, v in table_properties(spark, table).items() if k not in RESERVED_PROPERTIES})
 
 
 def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:

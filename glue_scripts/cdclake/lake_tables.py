@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -24,11 +24,11 @@ from .decode import COPY_COLUMN, META_NAMES, SchemaGroup
 from .deletes import drop_markers, move_markers, rekey_markers
 from .evolution import (
     BACKFILL_PREFIX,
+    RESERVED_PROPERTIES,
     Columns,
     SchemaPlan,
     apply_plan,
     backfill_defaults,
-    carried_properties,
     default_sql,
     rewrite_table,
 )
@@ -73,6 +73,24 @@ class TableRename:
     old: tuple[str, str]  # (db, table) at the source
     new: tuple[str, str]
     seq: int  # the statement's position
+    # The schema-change event's Kafka offset: the connector sends one event per pair of a
+    # `RENAME TABLE a TO b, c TO d`, all at the statement's position, in statement order.
+    offset: int = 0
+
+    @property
+    def mark(self) -> str:
+        """What the moved lake table records (RENAMED_AT_PROPERTY): which step gave it its name."""
+        return f"{self.seq}:{self.offset}"
+
+
+# The rename step (TableRename.mark) that gave a lake table its name: a batch run again after a
+# crash in the middle of `RENAME TABLE a TO tmp, b TO a, tmp TO b` redoes only the steps not done.
+RENAMED_AT_PROPERTY = "cdc.renamed-at"
+
+
+def _mark_order(mark: str | None) -> tuple[int, int]:
+    seq, _, offset = (mark or "0:0").partition(":")
+    return int(seq), int(offset or 0)
 
 
 def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableDDL], list[TableRename]]:
@@ -81,15 +99,25 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
     schema-change events)."""
     rows = (
         classified.where(F.col("_ddl").isNotNull())
-        .select("_ddl", "_ddl_tables", "_src_db", "_cdc_seq", F.col("_cdc_source_ts").cast("double").alias("ts"))
-        .orderBy("_cdc_seq")
+        .select(
+            "_ddl",
+            "_ddl_tables",
+            "_src_db",
+            "_cdc_seq",
+            "offset",
+            F.col("_cdc_source_ts").cast("double").alias("ts"),
+        )
+        # The events of one statement share its position: their offsets keep the statement's order.
+        .orderBy("_cdc_seq", "offset")
         .collect()
     )
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
     renames: list[TableRename] = []
     for r in rows:
         seq = int(r["_cdc_seq"])
-        renames += [TableRename(old, new, seq) for old, new in D.table_renames(r["_ddl"], r["_src_db"] or "")]
+        renames += [
+            TableRename(old, new, seq, int(r["offset"])) for old, new in D.table_renames(r["_ddl"], r["_src_db"] or "")
+        ]
         for change in r["_ddl_tables"] or []:
             for db, tbl in D.table_ids([change["id"]]):
                 if change["type"] == "DROP":
@@ -157,6 +185,9 @@ class LakeTables:
         self._early: dict[str, list[D.ColumnChange]] = defaultdict(list)
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
+        # RENAME TABLE steps carried out by this process: (position, old, new); the connector sends a
+        # statement's events again after a restart of its own.
+        self._renamed: set[tuple[int, tuple[str, str], tuple[str, str]]] = set()
 
     # ------------------------------------------------------------------ cached state
     def state(self, ident: str) -> TableState | None:
@@ -199,8 +230,8 @@ class LakeTables:
         out = []
         for r in renames:
             old, new = self.settings.table_identifier(*r.old), self.settings.table_identifier(*r.new)
-            if old == new or self.state(old) is None:
-                continue
+            if old == new or (r.seq, r.old, r.new) in self._renamed or self._moved_already(old, new, r):
+                continue  # a step done before: this batch run again, or the connector sent it again
             if self.state(new) is not None:
                 log.error(
                     "table %s: renamed from %s at the source, but the lake has both: the new name's events were "
@@ -210,15 +241,50 @@ class LakeTables:
                     new,
                 )
                 continue
-            tblprops = carried_properties(self.spark, old)
+            self._early_rows(old, new, r)
+            tblprops = properties_sql({**self._properties(old), RENAMED_AT_PROPERTY: r.mark})
             self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
             move_markers(self.spark, old, new)
             self.spark.sql(f"DROP TABLE {old}")
             self.forget(new)
             self._states[old] = None
+            self._renamed.add((r.seq, r.old, r.new))
             log.warning("table %s: renamed from %s at the source; the lake table moved with its rows", new, old)
             out.append(TableReport(new, schema=f"renamed from {old.rsplit('.', 1)[-1]}"))
         return out
+
+    def _early_rows(self, old: str, new: str, r: TableRename) -> None:
+        """Rows of the old name written after the rename were read before the statement (the
+        schema-change topic behind the table's): they are another table's, and an update or delete
+        among them changed a row of this one. Named in an error with the fix; the move goes on."""
+        if _mark_order(table_properties(self.spark, old).get(RENAMED_AT_PROPERTY))[0] == r.seq:
+            return  # named by an earlier step of this statement: that step looked already
+        early = self.spark.sql(f"SELECT count(*) AS n FROM {old} WHERE _cdc_seq > {r.seq}").first()["n"]
+        if early:
+            log.error(
+                "table %s: %d row(s) of changes written after the source renamed it to %s were applied to it "
+                "before the RENAME statement was read; they belong to the table that has the name now. "
+                "Rebuild both tables from the raw zone or a new snapshot",
+                old,
+                early,
+                new,
+            )
+
+    def _properties(self, ident: str) -> dict[str, str]:
+        return {k: v for k, v in table_properties(self.spark, ident).items() if k not in RESERVED_PROPERTIES}
+
+    def _moved_already(self, old: str, new: str, r: TableRename) -> bool:
+        """Whether step `r` was carried out before (a batch run again after a crash), finishing it
+        when it stopped between its copy and the drop: the old name's lake table, if any, got its
+        name at a later step, or the new name's table is this step's copy."""
+        old_mark = table_properties(self.spark, old).get(RENAMED_AT_PROPERTY) if self.state(old) else None
+        if self.state(old) is None or _mark_order(old_mark) > _mark_order(r.mark):
+            return True
+        if self.state(new) is not None and table_properties(self.spark, new).get(RENAMED_AT_PROPERTY) == r.mark:
+            self.spark.sql(f"DROP TABLE {old}")
+            self._states[old] = None
+            return True
+        return False
 
     def replace_when_created(self, ident: str, drop_seq: int) -> None:
         """The source table was dropped (at `drop_seq`) and created again with another primary key,
@@ -338,8 +404,10 @@ class LakeTables:
 
     # ------------------------------------------------------------------ column renames and drops
     def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
-        """The changes the lake keeps: renames always, drops only when it drops columns too."""
-        return [c for c in changes if c.kind == D.RENAME or self.settings.dropped_column_policy == "drop"]
+        """The changes the lake records: renames, and drops (as KEPT when the lake keeps the column)."""
+        if self.settings.dropped_column_policy == "drop":
+            return list(changes)
+        return [replace(c, kind=D.KEPT) if c.kind == D.DROP else c for c in changes]
 
     def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
         props = properties_sql({D.COLUMN_CHANGES_PROPERTY: D.dumps(changes)})
@@ -355,17 +423,62 @@ class LakeTables:
             return ""
         done = []
         keys = list(state.keys)
+        recorded = list(state.column_changes)
         for ch in todo:
+            # A column renamed onto the name of a dropped column the lake kept: the kept one moves aside.
+            kept = D.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == D.RENAME and ch.new else None
+            if kept is not None:
+                aside, what = self._set_aside(ident, kept)
+                recorded.append(aside)
+                done.append(what)
             done += self._apply_column_change(ident, ch, keys)
             if ch.kind == D.RENAME and ch.new:
                 keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
         if keys != state.keys:
             self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: ','.join(keys)})})")
-        self._record_column_changes(ident, state.column_changes + todo)
+        self._record_column_changes(ident, recorded + todo)
         self.forget(ident)  # the catalog is the truth for the new column names
         if done:
             log.info("table %s: source DDL applied: %s", ident, ", ".join(done))
         return ", ".join(done)
+
+    def set_aside_readded(self, ident: str, groups: list[SchemaGroup]) -> str:
+        """Columns dropped at the source and kept in the lake that the source has added again under
+        the same name (a group of events after the drop carries the name): each kept column moves
+        aside to `<name>__dropped` with its values, recorded as a rename at the drop's position (so
+        events written before the drop still fill it), and the name is free for the new column,
+        whatever its type. Returns what was done, for the log."""
+        state = self.state(ident)
+        if state is None:
+            return ""
+        recorded, done = list(state.column_changes), []
+        for k in [c for c in state.column_changes if c.kind == D.KEPT]:
+            carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
+            if D.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
+                aside, what = self._set_aside(ident, k)
+                recorded.append(aside)
+                done.append(what)
+        if not done:
+            return ""
+        self._record_column_changes(ident, recorded)
+        self.forget(ident)
+        log.warning("table %s: %s", ident, "; ".join(done))
+        return ", ".join(done)
+
+    def _set_aside(self, ident: str, kept: D.ColumnChange) -> tuple[D.ColumnChange, str]:
+        """Rename the lake column of a kept dropped column out of the way (metadata only)."""
+        lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
+        name = lake.get(kept.old.lower())
+        if name is None:
+            # Renamed by a run that crashed before recording it: the newest aside name is the one.
+            taken = {n for n in lake if n.startswith(kept.old.lower() + D.SET_ASIDE_SUFFIX)}
+            name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))] if taken else kept.old
+        else:
+            aside = D.set_aside_name(name, set(lake))
+            self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(name)} TO {quote(aside)}")
+            self.forget(ident)
+        what = f"{name}->{aside} (dropped at the source and added again: the old values set aside)"
+        return D.ColumnChange(D.RENAME, name, aside, kept.seq), what
 
     def _apply_column_change(self, ident: str, ch: D.ColumnChange, keys: list[str]) -> list[str]:
         """One rename or drop, against the table as it is now; what was done, for the log."""
@@ -460,6 +573,10 @@ class LakeTables:
         self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
         self.forget(ident)
         log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)
+
+
+def _has_column(g: SchemaGroup, name: str) -> bool:
+    return name.lower() in {c.name.lower() for c in g.columns or []}
 
 
 def _key_text(keys: list[str]) -> str:

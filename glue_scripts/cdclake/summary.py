@@ -41,6 +41,7 @@ def group_aggregate(classified: DataFrame) -> DataFrame:
         F.first("_key_schema", ignorenulls=True).alias("key_schema"),
         F.first("_key_json", ignorenulls=True).alias("sample_key"),
         F.max("_cdc_seq").alias("max_seq"),
+        F.min("_cdc_seq").alias("min_seq"),
         # epoch seconds: collected datetimes would be in the driver's local time zone
         F.max(F.col("_cdc_source_ts").cast("double")).alias("max_source_ts"),
         F.min("offset").alias("min_offset"),
@@ -115,6 +116,7 @@ def _add_change(groups: dict[tuple[str, str, int, int], SchemaGroup], r: Summary
     if g is not None:
         g.events += r["n"]
         g.max_seq = max(g.max_seq, int(r["max_seq"]))
+        g.min_seq = min(g.min_seq if g.min_seq is not None else g.max_seq, int(r["min_seq"]))
         return
     groups[key] = SchemaGroup(
         db=r["_src_db"],
@@ -126,4 +128,5 @@ def _add_change(groups: dict[tuple[str, str, int, int], SchemaGroup], r: Summary
         sample_key=r["sample_key"],
         events=r["n"],
         max_seq=int(r["max_seq"]),
+        min_seq=int(r["min_seq"]),
     )

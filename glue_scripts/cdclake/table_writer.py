@@ -27,7 +27,16 @@ from pyspark.sql import types as T
 
 from . import ddl as D
 from .deadletter import as_dead_letters
-from .decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, resolve_groups, to_lake_names
+from .decode import (
+    RAW_KEEP,
+    SchemaGroup,
+    conform,
+    cut_at,
+    decode_group,
+    group_rows,
+    resolve_groups,
+    to_lake_names,
+)
 from .deletes import remember_images, remember_keyed
 from .evolution import Columns, SchemaPlan, plan_schema
 from .keyless import merge_multiset
@@ -120,6 +129,14 @@ class TableWriter:
             self.tables.replace_when_created(ident, drop)
             state = None
         known = self.tables.known_changes(ident, state, stmt)
+        # Events on both sides of a column's drop or rename may share a schema: cut them apart.
+        groups = cut_at(batch.cached, groups, [c.seq for c in known])
+        if state is not None and any(c.kind == D.KEPT for c in known):
+            aside = self.tables.set_aside_readded(ident, groups)
+            if aside:
+                run.report.schema = "; ".join(x for x in (run.report.schema, aside) if x)
+                state = self.tables.state(ident)
+                known = state.column_changes if state is not None else known
         good, rejected = self._screen(ident, groups, state, known, stmt)
         dead = self._reject(run, rejected)
         # A DROP TABLE at the source: the table's events newer than it are of a table created again

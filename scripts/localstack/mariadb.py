@@ -104,7 +104,11 @@ max_connections=50
 """
     )
     # mariadb-install-db gives root (and, when not run as root, the invoking user) unix_socket auth.
-    (d / "client.cnf").write_text(f"[client]\nsocket={socket_path(s)}\nuser={plumbing.os_user()}\n")
+    # utf8mb4 as on RDS for MySQL 8: the client's default ("auto") picks utf8mb3 from a UTF-8 locale,
+    # which rejects 4-byte characters (emoji) that a utf8mb4 column takes.
+    (d / "client.cnf").write_text(
+        f"[client]\nsocket={socket_path(s)}\nuser={plumbing.os_user()}\ndefault-character-set=utf8mb4\n"
+    )
 
 
 # ---------------------------------------------------------------------------------------- SQL

@@ -5,9 +5,11 @@ follow --dropped_table_policy and --dropped_column_policy."""
 from __future__ import annotations
 
 import copy
+import json
+from decimal import Decimal
 
 import pytest
-from cdc_events import Events, customer, key_schema, load, row_fields, value_schema_of, with_row_fields
+from cdc_events import Events, customer, decimal_b64, key_schema, load, row_fields, value_schema_of, with_row_fields
 
 BASE = value_schema_of("mariadb/c_insert.json")
 
@@ -481,3 +483,265 @@ def test_a_column_the_source_computes_for_existing_rows_is_named_in_a_warning(la
     [line] = [r.getMessage() for r in caplog.records if "without change events" in r.getMessage()]
     assert line.startswith("source table inventory.customers: column(s) twice added by ALTER TABLE")
     assert "take a new Debezium snapshot of the table" in line
+
+
+# ---------------------------------------------------------------- tables swapped by one RENAME TABLE
+def rename_events(ev: Events, pairs: list[tuple[str, str]], pos: int) -> list[dict]:
+    """The schema-change events the MySQL connector writes for `RENAME TABLE a TO b, c TO d, ...`:
+    one per pair, each with that pair's statement and the new name in `tableChanges`, all at the
+    statement's binlog position, on consecutive offsets of the schema-change topic."""
+    out = []
+    for old, new in pairs:
+        one = Events(table=new, next_ddl_offset=ev.next_ddl_offset)
+        out.append(one.schema_change(f"RENAME TABLE `{old}` TO `{new}`", pos=pos))
+        ev.next_ddl_offset = one.next_ddl_offset
+    return out
+
+
+def seed_tables(lake, names: tuple[str, ...]) -> dict[str, Events]:
+    """A lake table per name, each holding one row whose first_name says which table it came from."""
+    tables = {n: Events(topic=f"mdb.inventory.{n}", table=n) for n in names}
+    batch = []
+    for i, (n, ev) in enumerate(tables.items()):
+        ev.next_pos = 1000 + i
+        ev.record("c", {"id": 1}, customer(1, f"from_{n}"))
+        batch += ev.take()
+    lake.apply(batch)
+    return tables
+
+
+def holds(lake, name: str) -> str | None:
+    if not lake.spark.catalog.tableExists(lake.table(f"inventory_{name}")):
+        return None
+    return ",".join(r["first_name"] for r in lake.rows(f"inventory_{name}"))
+
+
+SWAP = [("a", "tmp"), ("b", "a"), ("tmp", "b")]
+
+
+@pytest.mark.parametrize("policy", ["keep", "drop"])
+def test_two_tables_swapped_through_a_temporary_name_each_hold_the_others_rows(make_lake, policy):
+    lake = make_lake(dropped_table_policy=policy)
+    tables = seed_tables(lake, ("a", "b"))
+    ddl = Events()
+    ddl.next_ddl_offset = 40
+    statement = rename_events(ddl, SWAP, pos=5000)
+    tables["a"].record("u", {"id": 2}, customer(2, "written_to_a_before"), pos=4000)
+    # After the swap, `a` is the old `b`: a new row there, and one more in `b` (the old `a`).
+    tables["a"].record("c", {"id": 3}, customer(3, "new_in_a"), pos=6000)
+    tables["b"].record("c", {"id": 4}, customer(4, "new_in_b"), pos=6100)
+    # Debezium's events in any order in the batch: their offsets say the statement's order.
+    report = lake.apply(statement[::-1] + tables["a"].take() + tables["b"].take())
+    assert report.dead == 0, lake.dead_letters()
+    assert (holds(lake, "a"), holds(lake, "b"), holds(lake, "tmp")) == (
+        "from_b,new_in_a",
+        "from_a,written_to_a_before,new_in_b",
+        None,
+    )
+    # The batch run again after a crash (its offsets not committed): nothing moves twice.
+    lake.apply(statement[::-1] + tables["a"].take(), batch_id=1)
+    assert (holds(lake, "a"), holds(lake, "b")) == ("from_b,new_in_a", "from_a,written_to_a_before,new_in_b")
+
+
+def test_a_swap_stopped_between_its_steps_is_finished_by_the_batch_run_again(lake):
+    seed_tables(lake, ("a", "b"))
+    statement = rename_events(Events(), SWAP, pos=5000)
+    # The job died after the first step and the second step's copy: `tmp` and both `a`s exist.
+    lake.apply(statement[:1])
+    first = {
+        r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table('inventory_tmp')}").collect()
+    }
+    second = first["cdc.renamed-at"].split(":")[0] + f":{statement[1]['offset']}"
+    lake.spark.sql(
+        f"CREATE TABLE {lake.table('inventory_a')} USING iceberg TBLPROPERTIES ('cdc.primary-key'='id', "
+        f"'cdc.renamed-at'='{second}') AS SELECT * FROM {lake.table('inventory_b')}"
+    )
+    restarted = type(lake)(lake.spark, lake.settings.warehouse, lake.dead_dir.parent, namespace=lake.namespace)
+    report = restarted.apply(statement, batch_id=0)
+    assert report.dead == 0
+    assert (holds(lake, "a"), holds(lake, "b"), holds(lake, "tmp")) == ("from_b", "from_a", None)
+
+
+def test_three_tables_rotated_by_one_rename_and_the_same_swap_twice_end_as_at_the_source(lake):
+    seed_tables(lake, ("a", "b", "c"))
+    ddl = Events()
+    rotation = rename_events(ddl, [("a", "tmp"), ("b", "a"), ("c", "b"), ("tmp", "c")], pos=5000)
+    lake.apply(rotation)
+    assert (holds(lake, "a"), holds(lake, "b"), holds(lake, "c")) == ("from_b", "from_c", "from_a")
+    # The same swap twice, in one batch and then once more in a later batch: swapped, back, swapped.
+    twice = rename_events(ddl, SWAP, pos=6000) + rename_events(ddl, SWAP, pos=7000)
+    lake.apply(twice)
+    assert (holds(lake, "a"), holds(lake, "b")) == ("from_b", "from_c")
+    lake.apply(rename_events(ddl, SWAP, pos=8000))
+    assert (holds(lake, "a"), holds(lake, "b"), holds(lake, "tmp")) == ("from_c", "from_b", None)
+
+
+# ---------------------------------------------------------------- a column dropped and added again
+def readded(schema_fields: list[dict], column: str, field: dict) -> dict:
+    """The envelope schema after `DROP COLUMN column` then `ADD COLUMN column ...`: the column last."""
+    return with_row_fields(BASE, [f for f in schema_fields if f["field"] != column] + [field | {"field": column}])
+
+
+DECIMAL_6_1 = {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+               "parameters": {"scale": "1", "connect.decimal.precision": "6"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("policy", ["keep", "drop"])
+def test_a_column_dropped_and_added_again_with_another_type_is_the_new_column_in_the_lake(make_lake, policy):
+    lake = make_lake(dropped_column_policy=policy)
+    ev = Events()
+    seed(lake, ev)
+    before_drop = ev.next_pos
+    ev.next_pos += 100
+    ev.schema_change("ALTER TABLE customers DROP COLUMN last_name")
+    ev.schema_change("ALTER TABLE customers ADD COLUMN last_name DECIMAL(6,1)")
+    schema = readded(row_fields(BASE), "last_name", DECIMAL_6_1)
+    row = customer(1, "New") | {"last_name": decimal_b64("12.5", 1)}
+    ev.record("u", {"id": 1}, row, value_schema=schema)
+    report = lake.apply(ev.take())
+    assert report.dead == 0, lake.dead_letters()
+    assert ("last_name->last_name__dropped" in report.tables[0].schema) is (policy == "keep")
+    # Written before the drop, read after it: its last_name is the dropped column's.
+    ev.record("u", {"id": 2}, customer(2, "Late") | {"last_name": "Late-Thomas"}, pos=before_drop)
+    ev.record("c", {"id": 4}, customer(4, "Four") | {"last_name": decimal_b64("-3.0", 1)}, value_schema=schema)
+    report = lake.apply(ev.take())
+    assert report.dead == 0, lake.dead_letters()
+    types = {f.name: f.dataType.simpleString() for f in lake.spark.table(lake.table()).schema}
+    assert types["last_name"] == "decimal(6,1)"
+    rows = lake.by_id()
+    # The source: rows 2 and 3 were not changed since the column came back, so they hold null there.
+    assert {i: r["last_name"] for i, r in rows.items()} == {1: Decimal("12.5"), 2: None, 3: None, 4: Decimal("-3.0")}
+    if policy == "keep":
+        # The dropped column's values stay, under another name (null for rows changed since, as any
+        # column dropped at the source).
+        assert {i: r["last_name__dropped"] for i, r in rows.items()} == {
+            1: None, 2: "Late-Thomas", 3: "Thomas", 4: None
+        }  # fmt: skip
+    else:
+        assert "last_name__dropped" not in types
+    # A restarted job reads what was done from the table: nothing moves again.
+    fresh = type(lake)(lake.spark, lake.settings.warehouse, lake.dead_dir.parent, namespace=lake.namespace,
+                       dropped_column_policy=policy)  # fmt: skip
+    ev.record("u", {"id": 3}, customer(3, "Three") | {"last_name": decimal_b64("1.0", 1)}, value_schema=schema)
+    assert fresh.apply(ev.take()).dead == 0
+    assert lake.by_id()[3]["last_name"] == Decimal("1.0") and lake.by_id()[2]["last_name"] is None
+
+
+def test_the_last_column_dropped_and_added_again_alike_in_one_batch_splits_the_events_at_the_drop(lake):
+    """Dropped and added again with its type, as the last column: the events before and after carry
+    the same schema, and one batch holds both."""
+    ev = Events()
+    seed(lake, ev)
+    ev.record("u", {"id": 1}, customer(1, "Before") | {"created_at": "2026-01-01T00:00:00Z"})
+    ev.schema_change("ALTER TABLE customers DROP COLUMN created_at")
+    ev.schema_change("ALTER TABLE customers ADD COLUMN created_at TIMESTAMP NULL")
+    ev.record("u", {"id": 2}, customer(2, "After") | {"created_at": "2026-02-02T00:00:00Z"})
+    report = lake.apply(ev.take())
+    assert report.dead == 0, lake.dead_letters()
+    rows = lake.by_id()
+    assert {i: r["created_at"] is None for i, r in rows.items()} == {1: True, 2: False, 3: True}
+    assert rows[1]["created_at__dropped"] is not None and rows[2]["created_at__dropped"] is None
+
+
+def test_a_column_renamed_onto_a_dropped_columns_name_takes_its_place_and_the_old_values_stay(lake):
+    ev = Events()
+    seed(lake, ev)
+    ev.schema_change("ALTER TABLE customers DROP COLUMN email")
+    ev.schema_change("ALTER TABLE customers RENAME COLUMN first_name TO email")
+    fields = [
+        f | {"field": "email"} if f["field"] == "first_name" else f for f in row_fields(BASE) if f["field"] != "email"
+    ]
+    row = {k: v for k, v in customer(1).items() if k not in ("first_name", "email")} | {"email": "Renamed"}
+    ev.record("u", {"id": 1}, row, value_schema=with_row_fields(BASE, fields))
+    report = lake.apply(ev.take())
+    assert report.dead == 0, lake.dead_letters()
+    assert columns(lake) == ["id", "email", "last_name", "email__dropped", "balance", "created_at"]
+    rows = lake.by_id()
+    assert {i: r["email"] for i, r in rows.items()} == {1: "Renamed", 2: "Sally", 3: "Sally"}
+    assert {i: r["email__dropped"] for i, r in rows.items()} == {1: None, 2: "old2@example.com", 3: "old3@example.com"}
+
+
+def _nullable(column: str, type_: str = "string", **kw) -> dict:
+    return {"type": type_, "optional": True, "field": column, **kw}
+
+
+_ID = {"type": "int32", "optional": False, "field": "id"}
+_DEC = {"name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+        "parameters": {"scale": "1", "connect.decimal.precision": "6"}}  # fmt: skip
+# readd_t of the stack test, schema by schema: (id, note, v, tag, memo) at first, then note dropped
+# and added as a decimal, memo dropped and added with a default, tag dropped and v renamed onto it.
+READD = [
+    with_row_fields(BASE, [_ID, *fields])
+    for fields in (
+        [_nullable("note"), _nullable("v", "int32"), _nullable("tag"), _nullable("memo")],
+        [_nullable("v", "int32"), _nullable("tag"), _nullable("memo"), _nullable("note", "bytes", **_DEC)],
+        [_nullable("v", "int32"), _nullable("tag"), _nullable("note", "bytes", **_DEC), _nullable("memo", default="d")],
+        [_nullable("tag", "int32"), _nullable("note", "bytes", **_DEC), _nullable("memo", default="d")],
+    )
+]
+
+
+@pytest.mark.parametrize("batches_before", [(), (2, 5, 8)], ids=["one-batch", "statements-and-data-apart"])
+def test_columns_set_aside_and_renamed_onto_their_names_in_one_run_of_statements_end_as_at_the_source(
+    lake, batches_before
+):
+    ev = Events()
+    for i, (n, v, t, m) in enumerate([("a", 1, "x", "m1"), ("b", 2, "y", "m2"), ("c", 3, "z", "m3")], 1):
+        ev.record("c", {"id": i}, {"id": i, "note": n, "v": v, "tag": t, "memo": m}, value_schema=READD[0])
+    lake.apply(ev.take())
+    twelve = decimal_b64("12.5", 1)
+    steps = [
+        lambda: ev.schema_change("ALTER TABLE customers DROP COLUMN note"),
+        lambda: ev.schema_change("ALTER TABLE customers ADD COLUMN note DECIMAL(6,1)"),
+        lambda: ev.record("u", {"id": 1}, {"id": 1, "v": 1, "tag": "x", "memo": "m1", "note": twelve}, value_schema=READD[1]),
+        lambda: ev.schema_change("ALTER TABLE customers DROP COLUMN memo"),
+        lambda: ev.schema_change("ALTER TABLE customers ADD COLUMN memo VARCHAR(10) DEFAULT 'd'"),
+        lambda: ev.record("u", {"id": 2}, {"id": 2, "v": 2, "tag": "y", "note": None, "memo": "new"}, value_schema=READD[2]),
+        lambda: ev.schema_change("ALTER TABLE customers DROP COLUMN tag"),
+        lambda: ev.schema_change("ALTER TABLE customers RENAME COLUMN v TO tag"),
+        lambda: ev.record("u", {"id": 3}, {"id": 3, "tag": 7, "note": None, "memo": "d"}, value_schema=READD[3]),
+        lambda: ev.record("c", {"id": 4}, {"id": 4, "tag": None, "note": None, "memo": "d"}, value_schema=READD[3]),
+    ]  # fmt: skip
+    for i, step in enumerate(steps):
+        if i in batches_before:
+            assert lake.apply(ev.take()).dead == 0, lake.dead_letters()
+        step()
+    assert lake.apply(ev.take()).dead == 0, lake.dead_letters()
+    rows = {r["id"]: (r["note"], r["tag"], r["memo"]) for r in lake.rows()}
+    assert rows == {1: (Decimal("12.5"), 1, "d"), 2: (None, 2, "new"), 3: (None, 7, "d"), 4: (None, None, "d")}
+    dropped = {r["id"]: (r["note__dropped"], r["tag__dropped"], r["memo__dropped"]) for r in lake.rows()}
+    # What each row last held before each drop; null where the row changed after the drop (as for
+    # any kept column).
+    assert dropped == {1: (None, "x", "m1"), 2: (None, "y", None), 3: (None, None, None), 4: (None, None, None)}
+
+
+def test_statements_of_the_connectors_schema_history_topic_are_not_applied(make_lake):
+    """The connector's own `<prefix>.schema-history` topic (matched by a topic pattern that starts
+    with the prefix) holds every statement again, without a binlog position in `source`."""
+    lake = make_lake(dropped_column_policy="drop")
+    ev = Events()
+    seed(lake, ev)
+    record = load("mariadb/schema_history_drop_column.json")["value"]
+    record["ddl"], record["databaseName"] = "ALTER TABLE customers DROP COLUMN last_name", "inventory"
+    record["tableChanges"][0]["id"] = '"inventory"."customers"'
+    history = Events(topic="mdb.schema-history")
+    history.raw(None, json.dumps(record))
+    report = lake.apply(history.take())
+    assert report.dead == 0 and report.schema_events == 1
+    assert "last_name" in columns(lake)
+    props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
+    assert "cdc.column-changes" not in props
+
+
+def test_a_change_written_after_a_swap_but_read_before_its_statement_is_named_in_an_error(lake, caplog):
+    import logging
+
+    caplog.set_level(logging.ERROR, logger="cdclake")
+    tables = seed_tables(lake, ("a", "b"))
+    # The new `a` (the old `b`) gets a row; the schema-change topic is read a batch later.
+    tables["a"].record("c", {"id": 5}, customer(5, "after_swap"), pos=6000)
+    lake.apply(tables["a"].take())
+    lake.apply(rename_events(Events(), SWAP, pos=5000))
+    [error] = [r.getMessage() for r in caplog.records if "before the RENAME statement was read" in r.getMessage()]
+    assert error.startswith(f"table {lake.table('inventory_a')}: 1 row(s) of changes written after the source")
+    assert "Rebuild both tables from the raw zone" in error

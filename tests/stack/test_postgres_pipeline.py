@@ -97,6 +97,22 @@ def test_added_columns_give_old_rows_a_quoted_text_a_nan_and_a_20_digit_default_
     reconciled(pg_job, "--source", "postgres", "--table", "customer")
 
 
+def test_json_and_jsonb_columns_added_then_set_by_update_reconcile(pg_job: Stack) -> None:
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE json_t (id INTEGER PRIMARY KEY, v INTEGER);"
+        "ALTER TABLE json_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE json_t;"
+        "INSERT INTO json_t VALUES (1, 1), (2, 2), (3, 3);"
+    )
+    reconciled(pg_job, "--source", "postgres", "--table", "json_t")
+    pg_job.sql(
+        "SET ROLE salesdb_owner; ALTER TABLE json_t ADD COLUMN doc jsonb; ALTER TABLE json_t ADD COLUMN raw json;"
+        """UPDATE json_t SET doc = '{"b": [1, 2.50], "a": "x", "n": null}' WHERE id = 1;"""
+        """UPDATE json_t SET raw = '{"z":1,  "a" : [true]}', doc = '"just text"' WHERE id = 2;"""
+    )
+    out = reconciled(pg_job, "--source", "postgres", "--table", "json_t")
+    assert re.search(r"json_t +source +3 +lake +3 +OK", out), out
+
+
 def test_a_second_table_with_a_composite_key_created_while_streaming_is_captured(pg_job: Stack) -> None:
     out = apply(pg_job, PG_SQL / "04_second_table.sql")
     assert "orders" in out and "source       7  lake       7  OK" in out

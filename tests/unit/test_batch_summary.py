@@ -27,6 +27,7 @@ def row(status: str = "change", **fields: Any) -> dict[str, Any]:
         "key_schema": None,
         "sample_key": '{"id": 1}',
         "max_seq": 100,
+        "min_seq": 1,
         "max_source_ts": 1_700_000_000.0,
         "min_offset": 0,
         "max_offset": 0,

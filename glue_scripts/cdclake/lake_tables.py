@@ -281,6 +281,7 @@ class LakeTables:
         if self.state(old) is None or _mark_order(old_mark) > _mark_order(r.mark):
             return True
         if self.state(new) is not None and table_properties(self.spark, new).get(RENAMED_AT_PROPERTY) == r.mark:
+            move_markers(self.spark, old, new)
             self.spark.sql(f"DROP TABLE {old}")
             self._states[old] = None
             return True

@@ -40,25 +40,15 @@ from pyspark.sql import SparkSession
 
 from .config import Config
 from .measure import RssSampler, mib, process_tree
+from .peers.workload import ORDERS_COLUMNS
 from .report import Table
 
 log = logging.getLogger("cdcbench")
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "e2e"
 TABLE = f"glue_catalog.{NAMESPACE}.salesdb_bench_orders"
-DDL = """CREATE DATABASE IF NOT EXISTS salesdb;
-CREATE TABLE IF NOT EXISTS salesdb.bench_orders (
-  id          INT            NOT NULL,
-  customer_id INT            NOT NULL,
-  status      VARCHAR(16)    NOT NULL,
-  amount      DECIMAL(12, 2) NOT NULL,
-  qty         INT            NOT NULL,
-  weight_g    BIGINT         NULL,
-  note        VARCHAR(64)    NULL,
-  version     INT            NOT NULL,
-  created_at  DATETIME(6)    NOT NULL,
-  updated_at  DATETIME(6)    NOT NULL,
-  PRIMARY KEY (id)
+DDL = f"""CREATE DATABASE IF NOT EXISTS salesdb;
+CREATE TABLE IF NOT EXISTS salesdb.bench_orders ({ORDERS_COLUMNS}
 ) ENGINE = InnoDB;
 """
 INSERT = (

@@ -9,7 +9,8 @@ import random
 import time
 from dataclasses import dataclass, field
 
-COLUMNS = """
+# The orders table every system and the end-to-end section (cdcbench/endtoend.py) change.
+ORDERS_COLUMNS = """
   id          INT            NOT NULL,
   customer_id INT            NOT NULL,
   status      VARCHAR(16)    NOT NULL,
@@ -31,7 +32,7 @@ DDL_STEPS = (
 
 
 def create_sql(table: str) -> str:
-    return f"CREATE TABLE {table} ({COLUMNS}\n) ENGINE = InnoDB"
+    return f"CREATE TABLE {table} ({ORDERS_COLUMNS}\n) ENGINE = InnoDB"
 
 
 def row(i: int) -> tuple:

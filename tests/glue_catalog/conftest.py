@@ -57,14 +57,12 @@ def aws_credentials() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """One moto server (S3, Glue and the rest of moto's services) on a free loopback port."""
-    from moto.server import ThreadedMotoServer
+    """One moto server (S3, Glue and the rest of moto's services) on a free loopback port, in a process
+    of its own so that no other tier's moto in the same worker shares or resets its state."""
+    from moto_process import moto_server_process
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with moto_server_process() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="session")

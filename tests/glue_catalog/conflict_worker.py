@@ -17,6 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent)]
 
+from cdc_events import Events  # noqa: E402
 from cdc_workload import MergeBarrier, Workload, assert_rows  # noqa: E402
 
 
@@ -46,8 +47,10 @@ def main() -> None:
     spark = local_session(settings)
     barrier = MergeBarrier(work / "barrier")
     processor = BatchProcessor(spark, settings, writes=Writes(keyed=barrier.wrap(merge_changes)))
-    table = settings.table_identifier("inventory", "customers")
-    w = Workload(seed=5, keys=20)
+    # A table of its own: the tier's moto server (one per session) keeps the tables the other tests
+    # of this tier wrote, inventory_customers among them.
+    table = settings.table_identifier("inventory", "held_merge")
+    w = Workload(seed=5, keys=20, events=Events(topic="mdb.inventory.held_merge", table="held_merge"))
 
     def apply(batch_id: int, records: list) -> None:
         rows = [tuple(r[c] for c in RAW_SCHEMA.names) for r in records]

@@ -224,6 +224,14 @@ def row_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return next(f for f in schema["fields"] if f["field"] == "after")["fields"]
 
 
+def email_became_int_schema() -> dict[str, Any]:
+    """The customers value schema after the source turned `email` (text in the lake) into an INT: an
+    incompatible change, so the job dead-letters the events that carry it."""
+    schema = copy.deepcopy(value_schema_of("mariadb/c_insert.json"))
+    next(f for f in row_fields(schema) if f["field"] == "email")["type"] = "int32"
+    return schema
+
+
 def key_schema(table: str, *fields: tuple[str, str]) -> dict[str, Any]:
     """The Kafka key schema the MySQL connector writes for `inventory.<table>` keyed by `fields`
     ((Connect type, column) pairs, in key order)."""

@@ -6,7 +6,6 @@ keeps each tier's account to itself, whatever xdist puts in the same worker."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,6 +14,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from processes import free_port, stop_process
 
 # The same threaded server the in-process tiers use (the `moto_server` command's server dropped
 # keep-alive connections the AWS SDK in the job's JVM reused), run in a child Python.
@@ -25,16 +26,10 @@ SERVE = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def moto_server_process(timeout: float = 60.0) -> Iterator[str]:
     """Start a moto server on a free loopback port, yield its endpoint once it answers, stop it after."""
-    port = _free_port()
+    port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     # Its request log goes to a file: a pipe nobody reads fills up and stalls the server.
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -56,9 +51,4 @@ def moto_server_process(timeout: float = 60.0) -> Iterator[str]:
                     time.sleep(0.2)
             yield endpoint
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)

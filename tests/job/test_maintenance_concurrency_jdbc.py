@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from processes import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -42,12 +43,6 @@ def _jdbc_jar() -> str | None:
     local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local"))
     jars = sorted(glob.glob(str(local / "connect" / "plugins" / "debezium-connector-postgres" / "postgresql-*.jar")))
     return jars[-1] if jars else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -74,7 +69,7 @@ def postgres() -> Iterator[str]:
         shutil.chown(data, run_as.pw_uid, run_as.pw_gid)
     init = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
     subprocess.run(init, check=True, capture_output=True, preexec_fn=demote, timeout=120)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
          "-c", f"unix_socket_directories={sock}", "-c", "fsync=off"],

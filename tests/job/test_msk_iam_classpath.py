@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -39,6 +38,7 @@ from pathlib import Path
 import pytest
 from cdclake.settings import build_settings
 from cdclake.sources import kafka_options
+from processes import free_port, port_open, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_LIBS = ROOT / ".local" / "kafka" / "libs"
@@ -47,19 +47,7 @@ STORE_PASSWORD = "test-store-pw"
 CLASS_NOT_FOUND = ("ClassNotFoundException", "NoClassDefFoundError", "could not be found", "No LoginModule found")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-BROKER_PORT, CONTROLLER_PORT = _free_port(), _free_port()
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+BROKER_PORT, CONTROLLER_PORT = free_port(), free_port()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,7 +86,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory, tls: dict[str, Path]) -> Iterator[str]:
     """A single-node KRaft broker: SASL_SSL with PLAIN on 29092, the controller on 29093."""
-    if _port_open(BROKER_PORT) or _port_open(CONTROLLER_PORT):
+    if port_open(BROKER_PORT) or port_open(CONTROLLER_PORT):
         pytest.fail(f"port {BROKER_PORT} or {CONTROLLER_PORT} is already in use")
     d = tmp_path_factory.mktemp("kafka")
     plain = (
@@ -154,18 +142,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory, tls: dict[str, Path]) -> It
     proc = subprocess.Popen([*java, "kafka.Kafka", str(props)], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 90
-        while not _port_open(BROKER_PORT):
+        while not port_open(BROKER_PORT):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"broker did not start:\n{(d / 'broker.log').read_text()[-3000:]}")
             time.sleep(0.5)
         yield f"127.0.0.1:{BROKER_PORT}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace=30)
         log.close()
 
 

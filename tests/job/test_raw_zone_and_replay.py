@@ -3,12 +3,11 @@ streamed one, and dead letters replay through the same job once their cause is f
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
 
-from cdc_events import Events, customer, load, row_fields, value_schema_of
+from cdc_events import Events, customer, email_became_int_schema, load
 from test_job_cli import SCRIPT, run_job
 
 DATA = ["id", "first_name", "last_name", "email", "balance", "created_at", "loyalty_tier", "_cdc_op", "_cdc_seq"]
@@ -49,8 +48,7 @@ def test_dead_letters_replay_after_the_cause_is_fixed(lake, tmp_path, warehouse,
     ev.record("c", {"id": 1}, customer(1))
     lake.apply(ev.take())
     # The source turned `email` into an int: incompatible, so the events are dead-lettered.
-    schema = copy.deepcopy(value_schema_of("mariadb/c_insert.json"))
-    next(f for f in row_fields(schema) if f["field"] == "email")["type"] = "int32"
+    schema = email_became_int_schema()
     ev.record("u", {"id": 1}, customer(1) | {"email": 42}, value_schema=schema)
     ev.record("c", {"id": 2}, customer(2) | {"email": 7}, value_schema=schema)
     report = lake.apply(ev.take())
@@ -84,8 +82,7 @@ def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside
     ev = Events()
     ev.record("c", {"id": 1}, customer(1))
     lake.apply(ev.take())
-    schema = copy.deepcopy(value_schema_of("mariadb/c_insert.json"))
-    next(f for f in row_fields(schema) if f["field"] == "email")["type"] = "int32"
+    schema = email_became_int_schema()
     ev.record("c", {"id": 2}, customer(2) | {"email": 7}, value_schema=schema)
     report = lake.apply(ev.take())
     assert report.dead == 1

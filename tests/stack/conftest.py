@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stack_helpers import SQL, Stack, free_port, short_dir
+from processes import free_port
+from stack_helpers import SQL, Stack, short_dir
 
 
 @pytest.fixture

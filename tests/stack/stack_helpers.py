@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,12 +21,6 @@ CLI = ROOT / "scripts" / "local-stack"
 SQL = ROOT / "sql"
 CUSTOMER_TOPIC = "salesdb.salesdb.customer"
 ORDERS_TOPIC = "salesdb.salesdb.orders"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)

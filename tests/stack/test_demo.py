@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from stack_helpers import ROOT, free_port
+from processes import free_port
+from stack_helpers import ROOT
 
 pytestmark = pytest.mark.stack
 

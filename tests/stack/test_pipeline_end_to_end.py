@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import stack_types as st
 import type_matrix as tm
-from stack_helpers import CUSTOMER_TOPIC, ROOT, SQL, Stack, free_port, short_dir
+from processes import free_port
+from stack_helpers import CUSTOMER_TOPIC, ROOT, SQL, Stack, short_dir
 
 pytestmark = pytest.mark.stack
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import stack_types as st
 import type_matrix as tm
-from stack_helpers import CLI, ROOT, SQL, Stack, by_key, free_port
+from processes import free_port
+from stack_helpers import CLI, ROOT, SQL, Stack, by_key
 
 pytestmark = pytest.mark.stack
 

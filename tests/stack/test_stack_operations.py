@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from stack_helpers import CLI, CUSTOMER_TOPIC, Event, Stack, by_key, free_port
+from processes import free_port
+from stack_helpers import CLI, CUSTOMER_TOPIC, Event, Stack, by_key
 
 pytestmark = pytest.mark.stack
 

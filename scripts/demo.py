@@ -25,9 +25,10 @@ import cli
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
-import lake  # noqa: E402
+import lake  # noqa: E402  (first: puts the job's package, cdclake, on the path)
 import local_job  # noqa: E402
 import reconcile  # noqa: E402
+from cdclake.lake_contract import is_metadata_column  # noqa: E402
 from localstack import commands, plumbing, sources  # noqa: E402
 
 STEPS = 7
@@ -157,7 +158,7 @@ def run(keep: bool, source: str | None = None) -> int:
             )
         print("  schema history:")
         for sid, cols in lake.schema_history(customer):
-            print(f"    schema {sid}: {', '.join(c for c in cols if not c.startswith('_cdc_'))}")
+            print(f"    schema {sid}: {', '.join(c for c in cols if not is_metadata_column(c))}")
         lat = latency_probe(s, con, customer)
         if lat:
             print(

@@ -8,15 +8,16 @@ this machine cannot download DuckDB extensions at run time.
 from __future__ import annotations
 
 import json
+import sys
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-METADATA_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_cdc_ingested_at")
-# The job's delete markers beside a table (glue_scripts/cdclake/deletes.py): not a source table.
-MARKER_SUFFIX = "__cdc_deletes"
+# The job's lake-table contract (names of its metadata columns, properties, marker tables).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "glue_scripts"))
+from cdclake.lake_contract import MARKER_SUFFIX
 
 
 def _extension_file(package: str, name: str) -> str:

@@ -37,9 +37,10 @@ from typing import Any
 
 import cli
 import duckdb
-import lake
+import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
+from cdclake.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
 from localstack import commands, mariadb, postgres, sources
 from localstack.plumbing import DATABASE, Settings, StackError, live_record, os_user
 
@@ -215,9 +216,6 @@ def compare_rows(
         elif checksum(s[0]) != checksum(d[0]):
             res.different.append((k, [c for c in columns if s[0][c] != d[0][c]]))
     return res
-
-
-SOURCE_DROPPED = "cdc.source-dropped"
 
 
 def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, postgres: bool) -> TableResult:

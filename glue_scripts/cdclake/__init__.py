@@ -2,6 +2,7 @@
 
 Modules, in the order a micro-batch flows through them:
   records       the raw-record contract (topic, partition, offset, timestamp, key, value)
+  lake_contract the lake table's contract: _cdc_* columns, cdc.* properties, TableState, policies
   sources       Kafka / JSON-lines files -> raw batch (topic, partition, offset, timestamp, key, value)
   envelope      classify records, read the Debezium envelope (op, source position, table)
   ordering      position in the source log -> _cdc_seq; newest change per key

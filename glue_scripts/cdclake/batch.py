@@ -29,6 +29,7 @@ from . import envelope as E
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import SchemaGroup, cut_at, resolve_groups
 from .evolution import plan_schema
+from .lake_contract import SchemaChangePolicy
 from .lake_tables import LakeTables, TableDDL, follow_renames, read_statements
 from .merge import truncate_before
 from .report import BatchReport, FollowWatch, TableReport
@@ -122,7 +123,7 @@ class BatchProcessor:
             # A table's events on both sides of its rename share a schema: cut them apart first.
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in renames if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, renames)
-        if s.schema_change_policy == "fail":
+        if s.schema_change_policy == SchemaChangePolicy.FAIL:
             self._fail_on_lossy_change(batch, tables)
         for table, groups in sorted(tables.items()):
             outcome = self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))

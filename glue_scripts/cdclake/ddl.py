@@ -20,9 +20,6 @@ import json
 import re
 from dataclasses import dataclass
 
-COLUMN_CHANGES_PROPERTY = "cdc.column-changes"
-SOURCE_DROPPED_PROPERTY = "cdc.source-dropped"
-SOURCE_DROPPED_POSITION_PROPERTY = "cdc.source-dropped-position"
 _KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
 
 RENAME, DROP = "rename", "drop"

@@ -24,19 +24,19 @@ from .connect_types import (
     row_columns,
 )
 from .envelope import schema_json
+from .lake_contract import CDC_COPY, CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from .records import RAW_COLUMNS
 from .sqltext import quote
 
 META_COLUMNS: list[tuple[str, T.DataType]] = [
-    ("_cdc_op", T.StringType()),
-    ("_cdc_seq", T.DecimalType(38, 0)),
-    ("_cdc_offset", T.LongType()),
-    ("_cdc_source_ts", T.TimestampType()),
-    ("_cdc_ingested_at", T.TimestampType()),
+    (CDC_OP, T.StringType()),
+    (CDC_SEQ, T.DecimalType(38, 0)),
+    (CDC_OFFSET, T.LongType()),
+    (CDC_SOURCE_TS, T.TimestampType()),
+    (CDC_INGESTED_AT, T.TimestampType()),
 ]
 # Tables without a primary key: the copy number of a row among identical rows (keyless.py).
-COPY_COLUMN: tuple[str, T.DataType] = ("_cdc_copy", T.IntegerType())
-META_NAMES = [n for n, _ in META_COLUMNS] + [COPY_COLUMN[0]]
+COPY_COLUMN: tuple[str, T.DataType] = (CDC_COPY, T.IntegerType())
 # The raw record columns a decoded row carries along as `_raw_*` (for its dead letter).
 RAW_KEEP = RAW_COLUMNS
 _CORRUPT = "_corrupt"
@@ -137,9 +137,9 @@ def group_rows(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         & (F.col("_src_table") == group.table)
     )
     if group.seq_after is not None:
-        cond &= F.col("_cdc_seq") > _seq(group.seq_after)
+        cond &= F.col(CDC_SEQ) > _seq(group.seq_after)
     if group.seq_upto is not None:
-        cond &= F.col("_cdc_seq") <= _seq(group.seq_upto)
+        cond &= F.col(CDC_SEQ) <= _seq(group.seq_upto)
     return classified.where(cond)
 
 
@@ -162,11 +162,11 @@ def cut_at(classified: DataFrame, groups: list[SchemaGroup], positions: list[int
             continue
         piece = F.lit(len(cuts))
         for i, c in reversed(list(enumerate(cuts))):
-            piece = F.when(F.col("_cdc_seq") <= _seq(c), F.lit(i)).otherwise(piece)
+            piece = F.when(F.col(CDC_SEQ) <= _seq(c), F.lit(i)).otherwise(piece)
         rows = (
             group_rows(classified, g)
             .groupBy(piece.alias("piece"))
-            .agg(F.count(F.lit(1)).alias("n"), F.min("_cdc_seq").alias("lo"), F.max("_cdc_seq").alias("hi"))
+            .agg(F.count(F.lit(1)).alias("n"), F.min(CDC_SEQ).alias("lo"), F.max(CDC_SEQ).alias("hi"))
             .collect()
         )
         bounds = [None, *cuts, None]
@@ -187,16 +187,16 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     if not group.keys:
         # Without a key a row is its whole image, so an update is one copy of `before` removed and
         # one of `after` added (keyless.py): the same record twice, as a delete and as an update.
-        op = F.col("_cdc_op")
-        rows = rows.withColumn("_cdc_op", F.explode(F.when(op == "u", F.array(F.lit("d"), op)).otherwise(F.array(op))))
+        op = F.col(CDC_OP)
+        rows = rows.withColumn(CDC_OP, F.explode(F.when(op == "u", F.array(F.lit("d"), op)).otherwise(F.array(op))))
     raw_keep = [c for c in RAW_KEEP if c in rows.columns]
-    df = _converted(_parsed(rows, group, raw_keep), group, [*raw_keep, "_cdc_op", "_cdc_seq", "_cdc_source_ts"])
+    df = _converted(_parsed(rows, group, raw_keep), group, [*raw_keep, CDC_OP, CDC_SEQ, CDC_SOURCE_TS])
     return df.select(
         *[F.col(f"__v{i}").cast(ddl(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
-        "_cdc_op",
-        "_cdc_seq",
-        F.col("offset").alias("_cdc_offset"),
-        "_cdc_source_ts",
+        CDC_OP,
+        CDC_SEQ,
+        F.col("offset").alias(CDC_OFFSET),
+        CDC_SOURCE_TS,
         _decode_error(group).alias("_decode_error"),
         *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
     )
@@ -211,12 +211,12 @@ def _parsed(rows: DataFrame, group: SchemaGroup, raw_keep: list[str]) -> DataFra
     key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in _key_specs(group)])
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
-    image_json = F.when(F.col("_cdc_op") == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
+    image_json = F.when(F.col(CDC_OP) == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
     return rows.select(
         *raw_keep,
-        "_cdc_op",
-        "_cdc_seq",
-        "_cdc_source_ts",
+        CDC_OP,
+        CDC_SEQ,
+        CDC_SOURCE_TS,
         F.from_json(image_json, image_type, opts).alias("_img"),
         F.from_json("_key_json", key_type).alias("_key"),
     )
@@ -264,7 +264,7 @@ def _decode_error(group: SchemaGroup) -> Column:
     index = {spec.name.lower(): i for i, spec in enumerate(group.columns)}
     key_null = [F.when(F.col(f"__r{index[k.lower()]}").isNull(), F.lit(k)) for k in group.keys]
     return (
-        F.when(~F.col("__img") & (F.col("_cdc_op") != "d"), F.lit("row image is missing"))
+        F.when(~F.col("__img") & (F.col(CDC_OP) != "d"), F.lit("row image is missing"))
         .when(
             ~F.col("__img") & F.lit(not group.keys),
             F.lit(
@@ -308,6 +308,6 @@ def conform(
         src = present.get(name.lower())
         value = F.col(quote(src)) if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
         cols.append(value.cast(ddl(typ)).alias(name))
-    keep = ["_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts", "_decode_error"]
+    keep = [CDC_OP, CDC_SEQ, CDC_OFFSET, CDC_SOURCE_TS, "_decode_error"]
     keep += [f"_raw_{c}" for c in RAW_KEEP if f"_raw_{c}" in decoded.columns]
     return decoded.select(*cols, *keep)

@@ -34,6 +34,17 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .conflicts import RetryPolicy, retry_on_conflict
+from .lake_contract import (
+    CDC_DELETED_AT,
+    CDC_INGESTED_AT,
+    CDC_KEY,
+    CDC_OFFSET,
+    CDC_OP,
+    CDC_ROW,
+    CDC_SEQ,
+    MARKER_SUFFIX,
+    MARKERS_OF_PROPERTY,
+)
 from .ordering import newer_than
 from .sqltext import properties_sql, quote, sql_string
 
@@ -41,13 +52,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql import types as T
 
-MARKER_SUFFIX = "__cdc_deletes"
 ALL_KEYS = "*"  # the `_cdc_key` of a truncate's marker: it stands for every key
-MARKER_COLUMNS = (
-    "_cdc_key string NOT NULL, _cdc_seq decimal(38,0), _cdc_offset bigint, _cdc_deleted_at timestamp, _cdc_row string"
-)
-# The lake table a marker table belongs to (a property, so a reader can tell without the name).
-MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
+MARKER_COLUMNS = f"{CDC_KEY} string NOT NULL, {CDC_SEQ} decimal(38,0), {CDC_OFFSET} bigint, {CDC_DELETED_AT} timestamp, {CDC_ROW} string"
 
 
 def marker_table(table: str) -> str:
@@ -118,12 +124,12 @@ def _remember(table: str, deleted: DataFrame, retry: RetryPolicy) -> None:
 
 def remember_keyed(table: str, newest: DataFrame, keys: list[str], columns: list[str], retry: RetryPolicy) -> None:
     """Remember the deletes among the newest change per key (merge.latest_per_key's output)."""
-    deleted = newest.where(F.col("_cdc_op") == "d").select(
-        F.to_json(F.struct(*[F.col(quote(k)).alias(k.lower()) for k in keys])).alias("_cdc_key"),
-        "_cdc_seq",
-        "_cdc_offset",
-        F.col("_cdc_ingested_at").alias("_cdc_deleted_at"),
-        row_json(columns).alias("_cdc_row"),
+    deleted = newest.where(F.col(CDC_OP) == "d").select(
+        F.to_json(F.struct(*[F.col(quote(k)).alias(k.lower()) for k in keys])).alias(CDC_KEY),
+        CDC_SEQ,
+        CDC_OFFSET,
+        F.col(CDC_INGESTED_AT).alias(CDC_DELETED_AT),
+        row_json(columns).alias(CDC_ROW),
     )
     _remember(table, deleted, retry)
 
@@ -131,25 +137,25 @@ def remember_keyed(table: str, newest: DataFrame, keys: list[str], columns: list
 def remember_images(table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy) -> None:
     """Remember the row images (tables without a key) whose newest change in the batch removes a
     copy: a delete, or the `before` of an update (keyless.py)."""
-    newest = F.max(F.struct("_cdc_seq", "_cdc_offset", "_cdc_op", "_cdc_ingested_at", "_cdc_row")).alias("n")
+    newest = F.max(F.struct(CDC_SEQ, CDC_OFFSET, CDC_OP, CDC_INGESTED_AT, CDC_ROW)).alias("n")
     deleted = (
         changes.select(
-            image_key(match).alias("_cdc_key"),
-            "_cdc_seq",
-            "_cdc_offset",
-            "_cdc_op",
-            "_cdc_ingested_at",
-            row_json(columns).alias("_cdc_row"),
+            image_key(match).alias(CDC_KEY),
+            CDC_SEQ,
+            CDC_OFFSET,
+            CDC_OP,
+            CDC_INGESTED_AT,
+            row_json(columns).alias(CDC_ROW),
         )
-        .groupBy("_cdc_key")
+        .groupBy(CDC_KEY)
         .agg(newest)
-        .where(F.col("n._cdc_op") == "d")
+        .where(F.col(f"n.{CDC_OP}") == "d")
         .select(
-            "_cdc_key",
-            F.col("n._cdc_seq").alias("_cdc_seq"),
-            F.col("n._cdc_offset").alias("_cdc_offset"),
-            F.col("n._cdc_ingested_at").alias("_cdc_deleted_at"),
-            F.col("n._cdc_row").alias("_cdc_row"),
+            CDC_KEY,
+            F.col(f"n.{CDC_SEQ}").alias(CDC_SEQ),
+            F.col(f"n.{CDC_OFFSET}").alias(CDC_OFFSET),
+            F.col(f"n.{CDC_INGESTED_AT}").alias(CDC_DELETED_AT),
+            F.col(f"n.{CDC_ROW}").alias(CDC_ROW),
         )
     )
     _remember(table, deleted, retry)
@@ -159,8 +165,8 @@ def overrules_sql(marker: str, change: str) -> str:
     """SQL predicate, the decision: the remembered delete (alias `marker`) of the change's key
     overrules the change (alias `change`). A delete is never overruled (the MERGE's own guard
     decides); an insert or update is when it is not newer than the delete."""
-    newer = newer_than(f"{change}._cdc_seq", f"{change}._cdc_offset", f"{marker}._cdc_seq", f"{marker}._cdc_offset")
-    return f"({change}._cdc_op <> 'd' AND NOT {newer})"
+    newer = newer_than(f"{change}.{CDC_SEQ}", f"{change}.{CDC_OFFSET}", f"{marker}.{CDC_SEQ}", f"{marker}.{CDC_OFFSET}")
+    return f"({change}.{CDC_OP} <> 'd' AND NOT {newer})"
 
 
 def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
@@ -168,8 +174,8 @@ def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
     truncate, overrules (anti-joins: a key may have several markers)."""
     return (
         f"(SELECT s.* FROM {source_view} s WHERE NOT EXISTS (SELECT 1 FROM {markers} d "
-        f"WHERE d._cdc_key = {key_json_sql('s', keys)} AND {overrules_sql('d', 's')}) "
-        f"AND NOT EXISTS (SELECT 1 FROM {markers} d WHERE d._cdc_key = {sql_string(ALL_KEYS)} "
+        f"WHERE d.{CDC_KEY} = {key_json_sql('s', keys)} AND {overrules_sql('d', 's')}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {markers} d WHERE d.{CDC_KEY} = {sql_string(ALL_KEYS)} "
         f"AND {overrules_sql('d', 's')}))"
     )
 
@@ -179,28 +185,26 @@ def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPol
     (`_cdc_key` '*'), so a change older than it read later is dropped too. Offset -1: a change at
     the truncate's own position is newer (truncate_before keeps it)."""
     row = spark.createDataFrame(
-        [(ALL_KEYS, seq, -1, None)], "_cdc_key string, _seq string, _cdc_offset bigint, _cdc_row string"
+        [(ALL_KEYS, seq, -1, None)], f"{CDC_KEY} string, _seq string, {CDC_OFFSET} bigint, {CDC_ROW} string"
     )
     marker = row.select(
-        "_cdc_key",
-        F.col("_seq").cast("decimal(38,0)").alias("_cdc_seq"),
-        "_cdc_offset",
-        F.current_timestamp().alias("_cdc_deleted_at"),
-        "_cdc_row",
+        CDC_KEY,
+        F.col("_seq").cast("decimal(38,0)").alias(CDC_SEQ),
+        CDC_OFFSET,
+        F.current_timestamp().alias(CDC_DELETED_AT),
+        CDC_ROW,
     )
     _remember(table, marker, retry)
 
 
 def newest_markers(markers: DataFrame) -> DataFrame:
     """One row per key: its newest remembered delete's position (`_mkey`, `_mpos`)."""
-    return markers.groupBy(F.col("_cdc_key").alias("_mkey")).agg(
-        F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_mpos")
-    )
+    return markers.groupBy(F.col(CDC_KEY).alias("_mkey")).agg(F.max(F.struct(CDC_SEQ, CDC_OFFSET)).alias("_mpos"))
 
 
 def newest_truncate(markers: DataFrame) -> DataFrame:
     """One row: the newest remembered truncate's position (`_tpos`, null when none)."""
-    return markers.where(F.col("_cdc_key") == ALL_KEYS).agg(F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_tpos"))
+    return markers.where(F.col(CDC_KEY) == ALL_KEYS).agg(F.max(F.struct(CDC_SEQ, CDC_OFFSET)).alias("_tpos"))
 
 
 def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.StructType) -> None:
@@ -209,21 +213,21 @@ def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.S
     markers = markers_if_any(spark, table)
     if markers is None:
         return
-    row = F.from_json(F.col("_cdc_row"), columns)
+    row = F.from_json(F.col(CDC_ROW), columns)
     names = [f.name for f in columns.fields]
     if keys:
         key = F.to_json(F.struct(*[row.getField(k).alias(k.lower()) for k in keys]))
     else:
         key = F.sha2(F.to_json(F.struct(*[row.getField(c).alias(c.lower()) for c in names])), 256)
-    key = F.when(F.col("_cdc_key") == ALL_KEYS, F.lit(ALL_KEYS)).otherwise(key)  # a truncate stays one
-    rebuilt = spark.table(markers).withColumn("_cdc_key", key).where(F.col("_cdc_key").isNotNull())
+    key = F.when(F.col(CDC_KEY) == ALL_KEYS, F.lit(ALL_KEYS)).otherwise(key)  # a truncate stays one
+    rebuilt = spark.table(markers).withColumn(CDC_KEY, key).where(F.col(CDC_KEY).isNotNull())
     # Read before the overwrite commits: one commit replaces every marker.
     rebuilt.localCheckpoint(eager=True).writeTo(markers).overwrite(F.lit(True))
 
 
 def prune_sql(markers: str, older_than: str) -> str:
     """Markers applied before `older_than` (a timestamp literal) go: the maintenance bound."""
-    return f"DELETE FROM {markers} WHERE _cdc_deleted_at < {older_than}"
+    return f"DELETE FROM {markers} WHERE {CDC_DELETED_AT} < {older_than}"
 
 
 def drop_markers(spark: SparkSession, table: str) -> None:

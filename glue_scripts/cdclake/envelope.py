@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from .ordering import sequence_expr
 from .records import RAW_COLUMNS
 from .records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
@@ -239,11 +240,11 @@ def _classify_projection() -> list[Column]:
         F.col("_p.after").alias("_after_json"),
         status_reason["col1"].alias("_status"),
         status_reason["col2"].alias("_reason"),
-        op.alias("_cdc_op"),
+        op.alias(CDC_OP),
         db.alias("_src_db"),
         src["table"].alias("_src_table"),
-        sequence_expr(src, F.col("partition"), F.col("offset")).alias("_cdc_seq"),
-        F.timestamp_millis(src["ts_ms"]).alias("_cdc_source_ts"),
+        sequence_expr(src, F.col("partition"), F.col("offset")).alias(CDC_SEQ),
+        F.timestamp_millis(src["ts_ms"]).alias(CDC_SOURCE_TS),
         F.xxhash64(F.coalesce(F.col("_value_schema"), F.lit(""))).alias("_schema_id"),
         F.xxhash64(F.coalesce(F.col("_key_schema"), F.lit(""))).alias("_key_schema_id"),
         F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),

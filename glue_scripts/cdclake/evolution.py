@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .connect_types import ColumnSpec
+from .lake_contract import SchemaChangePolicy, backfill_property
 from .sqltext import properties_sql, quote, sql_string, table_properties
 
 Columns = list[tuple[str, T.DataType]]
@@ -104,10 +105,12 @@ class SchemaPlan:
         return "; ".join((["created"] if self.create else []) + ([", ".join(parts)] if parts else []))
 
 
-def lossy_reason(table: str, column: str, lake_type: T.DataType, new_type: T.DataType, policy: str) -> str:
+def lossy_reason(
+    table: str, column: str, lake_type: T.DataType, new_type: T.DataType, policy: SchemaChangePolicy
+) -> str:
     """Why a type change is not applied, naming the table, the column, both types and the fix."""
     old, new = lake_type.simpleString(), new_type.simpleString()
-    if policy == "dead_letter":
+    if policy == SchemaChangePolicy.DEAD_LETTER:
         why = "only in-place promotions are applied (--schema_change_policy dead_letter)"
         fix = "run the job with --schema_change_policy evolve if every stored value converts exactly,"
     else:
@@ -121,7 +124,10 @@ def lossy_reason(table: str, column: str, lake_type: T.DataType, new_type: T.Dat
 
 
 def plan_schema(
-    existing: Columns | None, groups: list[Columns], policy: str = "evolve", table: str = "the table"
+    existing: Columns | None,
+    groups: list[Columns],
+    policy: SchemaChangePolicy = SchemaChangePolicy.EVOLVE,
+    table: str = "the table",
 ) -> SchemaPlan:
     """Plan the lake schema for incoming schema groups (ordered oldest first).
 
@@ -144,7 +150,9 @@ def plan_schema(
                 lake_name, lake_type = staged[key]
                 if fits(typ, lake_type):
                     continue
-                if can_widen(lake_type, typ) or (policy != "dead_letter" and exact_change(lake_type, typ)):
+                if can_widen(lake_type, typ) or (
+                    policy != SchemaChangePolicy.DEAD_LETTER and exact_change(lake_type, typ)
+                ):
                     staged[key] = (lake_name, typ)
                 else:
                     problem = lossy_reason(table, name, lake_type, typ, policy)
@@ -175,7 +183,7 @@ def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict
     `defaults` (column -> SQL literal) are recorded as pending backfills before the columns are added.
     """
     if defaults:
-        props = properties_sql({BACKFILL_PREFIX + n: e for n, e in defaults.items()})
+        props = properties_sql({backfill_property(n): e for n, e in defaults.items()})
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
     # New columns go after the last data column, before the _cdc_* metadata columns.
     added = {n.lower() for n, _ in plan.add}
@@ -260,9 +268,6 @@ def _literal(value: object) -> str:
     return sql_string(str(value))
 
 
-BACKFILL_PREFIX = "cdc.backfill."
-
-
 def backfill_defaults(spark: SparkSession, table: str, defaults: dict[str, str]) -> None:
     """Give rows written before a column existed that column's source default.
 
@@ -270,4 +275,4 @@ def backfill_defaults(spark: SparkSession, table: str, defaults: dict[str, str])
     (see apply_plan) and removed only after the UPDATE committed, so a restart finishes the job."""
     for name, expr in defaults.items():
         spark.sql(f"UPDATE {table} SET {quote(name)} = {expr} WHERE {quote(name)} IS NULL")
-        spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql_string(BACKFILL_PREFIX + name)})")
+        spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql_string(backfill_property(name))})")

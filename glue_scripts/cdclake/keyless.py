@@ -24,12 +24,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .conflicts import retry_on_conflict
-from .decode import COPY_COLUMN, META_NAMES
 from .deletes import image_key, markers_if_any, newest_markers, newest_truncate
+from .lake_contract import CDC_COPY, CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
 from .merge import MERGE_RETRY
 from .sqltext import quote
 
-COPY = COPY_COLUMN[0]
+COPY = CDC_COPY
 
 
 def _same_image(left: str, right: str, match: list[str]) -> Column:
@@ -46,14 +46,14 @@ def copies_to_write(
     lake columns every event of the batch carries; a column dropped at the source is not compared).
     `markers`: the table's delete markers; an image's position is the newer of its copies' and its
     marker's."""
-    meta = [c for c in META_NAMES if c != COPY]
-    signed = changes.withColumn("_sign", F.when(F.col("_cdc_op") == "d", F.lit(-1)).otherwise(F.lit(1)))
+    meta = list(METADATA_COLUMNS)
+    signed = changes.withColumn("_sign", F.when(F.col(CDC_OP) == "d", F.lit(-1)).otherwise(F.lit(1)))
     images = signed.select(*[F.col(quote(c)) for c in match]).distinct()
     stored = (
         lake.alias("t")
         .join(images.alias("i"), _same_image("t", "i", match), "left_semi")
         .groupBy(*[F.col(quote(c)) for c in match])
-        .agg(F.count(F.lit(1)).alias("_n"), F.max(F.struct("_cdc_seq", "_cdc_offset")).alias("_pos"))
+        .agg(F.count(F.lit(1)).alias("_n"), F.max(F.struct(CDC_SEQ, CDC_OFFSET)).alias("_pos"))
     )
     joined = signed.alias("c").join(stored.alias("s"), _same_image("c", "s", match), "left")
     pos = F.col("s._pos")
@@ -65,12 +65,12 @@ def copies_to_write(
             .crossJoin(F.broadcast(newest_truncate(markers)))
         )
         pos = F.greatest(pos, F.col("m._mpos"), F.col("_tpos"))  # null when none has one
-    pos_seq, pos_off = pos.getField("_cdc_seq"), pos.getField("_cdc_offset")
-    c_seq, c_off = F.col("c._cdc_seq"), F.col("c._cdc_offset")
+    pos_seq, pos_off = pos.getField(CDC_SEQ), pos.getField(CDC_OFFSET)
+    c_seq, c_off = F.col(f"c.{CDC_SEQ}"), F.col(f"c.{CDC_OFFSET}")
     newer = pos_seq.isNull() | (c_seq > pos_seq) | ((c_seq == pos_seq) & (c_off > pos_off))
     rest = [c for c in columns if c not in match]
     # The newest change of an image first by its position: its op and values are the copies'.
-    first = ["_cdc_seq", "_cdc_offset", "_cdc_op"]
+    first = [CDC_SEQ, CDC_OFFSET, CDC_OP]
     order = first + [c for c in meta if c not in first] + rest
     counted = joined.where(newer).select(
         *[F.col(f"c.{quote(c)}").alias(c) for c in match],
@@ -98,14 +98,14 @@ def copies_to_write(
 
 def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: list[str]) -> str:
     on = " AND ".join([f"t.{quote(c)} <=> s.{quote(c)}" for c in match] + [f"t.{COPY} = s.{COPY}"])
-    meta = [c for c in META_NAMES if c != COPY]
+    meta = list(METADATA_COLUMNS)
     all_cols = columns + meta + [COPY]
     # The newest change of an image may be a delete of one of its copies: a copy that stays keeps
     # its own op, one added is an insert.
-    kept_op = "CASE WHEN s._cdc_op = 'd' THEN t._cdc_op ELSE s._cdc_op END"
-    sets = [f"t.{quote(c)} = {kept_op if c == '_cdc_op' else f's.{quote(c)}'}" for c in meta]
+    kept_op = f"CASE WHEN s.{CDC_OP} = 'd' THEN t.{CDC_OP} ELSE s.{CDC_OP} END"
+    sets = [f"t.{quote(c)} = {kept_op if c == CDC_OP else f's.{quote(c)}'}" for c in meta]
     values = [
-        "CASE WHEN s._cdc_op = 'd' THEN 'c' ELSE s._cdc_op END" if c == "_cdc_op" else f"s.{quote(c)}" for c in all_cols
+        f"CASE WHEN s.{CDC_OP} = 'd' THEN 'c' ELSE s.{CDC_OP} END" if c == CDC_OP else f"s.{quote(c)}" for c in all_cols
     ]
     return (
         f"MERGE INTO {table} t USING {source_view} s ON {on} "

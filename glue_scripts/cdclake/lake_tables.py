@@ -20,41 +20,40 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import ddl as D
-from .decode import COPY_COLUMN, META_NAMES, SchemaGroup
+from .decode import SchemaGroup
 from .deletes import drop_markers, move_markers, rekey_markers
 from .evolution import (
-    BACKFILL_PREFIX,
     RESERVED_PROPERTIES,
-    Columns,
     SchemaPlan,
     apply_plan,
     backfill_defaults,
     default_sql,
     rewrite_table,
 )
-from .merge import KEY_PROPERTY, create_table, drop_identifier_fields, truncate_before
+from .lake_contract import (
+    ALL_METADATA_COLUMNS,
+    CDC_COPY,
+    CDC_SEQ,
+    CDC_SOURCE_TS,
+    COLUMN_CHANGES_PROPERTY,
+    KEY_BATCH_PROPERTY,
+    KEY_POSITION_PROPERTY,
+    KEY_PROPERTY,
+    PROPERTY_PREFIX,
+    RENAMED_AT_PROPERTY,
+    SOURCE_DROP_PROPERTIES,
+    SOURCE_DROPPED_POSITION_PROPERTY,
+    SOURCE_DROPPED_PROPERTY,
+    DropPolicy,
+    TableState,
+    keys_text,
+)
+from .merge import create_table, drop_identifier_fields, truncate_before
 from .report import TableReport
 from .settings import Settings
 from .sqltext import properties_sql, quote, sql_string, table_properties
 
 log = logging.getLogger("cdclake")
-
-# Where the source's primary key last changed (ALTER TABLE), and the batch that applied it.
-KEY_POSITION_PROPERTY = "cdc.primary-key-position"
-KEY_BATCH_PROPERTY = "cdc.primary-key-batch"
-
-
-@dataclass
-class TableState:
-    columns: Columns  # data columns, without _cdc_* metadata
-    keys: list[str]
-    pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
-    column_changes: list[D.ColumnChange] = field(default_factory=list)  # applied renames and drops
-    dropped_seq: int | None = None  # position of a DROP TABLE at the source that the lake table outlived
-    # The primary key changed at the source (ALTER TABLE): events older than `key_position` carry
-    # the key before it; `key_batch` is the fingerprint of the batch that changed it.
-    key_position: int | None = None
-    key_batch: str | None = None
 
 
 @dataclass
@@ -79,13 +78,10 @@ class TableRename:
 
     @property
     def mark(self) -> str:
-        """What the moved lake table records (RENAMED_AT_PROPERTY): which step gave it its name."""
+        """What the moved lake table records (RENAMED_AT_PROPERTY): which step gave it its name, so
+        a batch run again after a crash in the middle of `RENAME TABLE a TO tmp, b TO a, tmp TO b`
+        redoes only the steps not done."""
         return f"{self.seq}:{self.offset}"
-
-
-# The rename step (TableRename.mark) that gave a lake table its name: a batch run again after a
-# crash in the middle of `RENAME TABLE a TO tmp, b TO a, tmp TO b` redoes only the steps not done.
-RENAMED_AT_PROPERTY = "cdc.renamed-at"
 
 
 def _mark_order(mark: str | None) -> tuple[int, int]:
@@ -103,18 +99,18 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
             "_ddl",
             "_ddl_tables",
             "_src_db",
-            "_cdc_seq",
+            CDC_SEQ,
             "offset",
-            F.col("_cdc_source_ts").cast("double").alias("ts"),
+            F.col(CDC_SOURCE_TS).cast("double").alias("ts"),
         )
         # The events of one statement share its position: their offsets keep the statement's order.
-        .orderBy("_cdc_seq", "offset")
+        .orderBy(CDC_SEQ, "offset")
         .collect()
     )
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
     renames: list[TableRename] = []
     for r in rows:
-        seq = int(r["_cdc_seq"])
+        seq = int(r[CDC_SEQ])
         renames += [
             TableRename(old, new, seq, int(r["offset"])) for old, new in D.table_renames(r["_ddl"], r["_src_db"] or "")
         ]
@@ -198,22 +194,10 @@ class LakeTables:
 
     def _load(self, ident: str) -> TableState:
         schema = self.spark.table(ident).schema
-        cols = [(f.name, f.dataType) for f in schema.fields if f.name not in META_NAMES]
-        props = table_properties(self.spark, ident)
-        keys = [k for k in props.get(KEY_PROPERTY, "").split(",") if k]
-        drop_identifier_fields(self.spark, ident, keys)
-        pending = {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)}
-        dropped = props.get(D.SOURCE_DROPPED_POSITION_PROPERTY)
-        key_position = props.get(KEY_POSITION_PROPERTY)
-        return TableState(
-            cols,
-            keys,
-            pending,
-            D.loads(props.get(D.COLUMN_CHANGES_PROPERTY)),
-            int(dropped) if dropped else None,
-            int(key_position) if key_position else None,
-            props.get(KEY_BATCH_PROPERTY),
-        )
+        cols = [(f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS]
+        state = TableState.from_properties(cols, table_properties(self.spark, ident))
+        drop_identifier_fields(self.spark, ident, state.keys)
+        return state
 
     def forget(self, ident: str | None = None) -> None:
         """Drop cached table state (after a failure, the catalog is the truth)."""
@@ -259,7 +243,7 @@ class LakeTables:
         among them changed a row of this one. Named in an error with the fix; the move goes on."""
         if _mark_order(table_properties(self.spark, old).get(RENAMED_AT_PROPERTY))[0] == r.seq:
             return  # named by an earlier step of this statement: that step looked already
-        early = self.spark.sql(f"SELECT count(*) AS n FROM {old} WHERE _cdc_seq > {r.seq}").first()["n"]
+        early = self.spark.sql(f"SELECT count(*) AS n FROM {old} WHERE {CDC_SEQ} > {r.seq}").first()["n"]
         if early:
             log.error(
                 "table %s: %d row(s) of changes written after the source renamed it to %s were applied to it "
@@ -392,12 +376,12 @@ class LakeTables:
             if f is not None and k.lower() not in new and not f.nullable:
                 self.spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
         # The markers first: a batch run again re-keys them again from the rows they keep.
-        data = [f for f in self.spark.table(ident).schema.fields if f.name not in META_NAMES]
+        data = [f for f in self.spark.table(ident).schema.fields if f.name not in ALL_METADATA_COLUMNS]
         rekey_markers(self.spark, ident, keys, T.StructType(data))
-        props = {KEY_PROPERTY: ",".join(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
+        props = {KEY_PROPERTY: keys_text(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
         self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
-        if COPY_COLUMN[0] in fields:
-            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {COPY_COLUMN[0]}")
+        if CDC_COPY in fields:
+            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {CDC_COPY}")
         self.forget(ident)
         what = f"primary key {_key_text(state.keys)} -> {_key_text(keys)}"
         log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ident, what)
@@ -406,12 +390,12 @@ class LakeTables:
     # ------------------------------------------------------------------ column renames and drops
     def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
         """The changes the lake records: renames, and drops (as KEPT when the lake keeps the column)."""
-        if self.settings.dropped_column_policy == "drop":
+        if self.settings.dropped_column_policy == DropPolicy.DROP:
             return list(changes)
         return [replace(c, kind=D.KEPT) if c.kind == D.DROP else c for c in changes]
 
     def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
-        props = properties_sql({D.COLUMN_CHANGES_PROPERTY: D.dumps(changes)})
+        props = properties_sql({COLUMN_CHANGES_PROPERTY: D.dumps(changes)})
         self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({props})")
 
     def apply_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> str:
@@ -436,7 +420,7 @@ class LakeTables:
             if ch.kind == D.RENAME and ch.new:
                 keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
         if keys != state.keys:
-            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: ','.join(keys)})})")
+            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: keys_text(keys)})})")
         self._record_column_changes(ident, recorded + todo)
         self.forget(ident)  # the catalog is the truth for the new column names
         if done:
@@ -496,7 +480,7 @@ class LakeTables:
                 # it as a column: rows last written before the rename hold their value under the
                 # old name. Re-running this is harmless: the old column is dropped last.
                 self.spark.sql(
-                    f"UPDATE {ident} SET {quote(new)} = {quote(old)} WHERE _cdc_seq IS NULL OR _cdc_seq < {ch.seq}"
+                    f"UPDATE {ident} SET {quote(new)} = {quote(old)} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {ch.seq}"
                 )
                 self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
                 return [f"{old}->{new} (renamed after its new name had arrived)"]
@@ -529,7 +513,7 @@ class LakeTables:
             return
         if not recreated and stmt is not None and stmt.drop_seq is not None:
             # The new table's events may have been read before the statement.
-            recreated = bool(self.spark.sql(f"SELECT 1 FROM {ident} WHERE _cdc_seq > {drop} LIMIT 1").count())
+            recreated = bool(self.spark.sql(f"SELECT 1 FROM {ident} WHERE {CDC_SEQ} > {drop} LIMIT 1").count())
         if not recreated:
             recreated = stmt is not None and (stmt.create_seq or 0) > drop
         if recreated:
@@ -545,7 +529,7 @@ class LakeTables:
     def _source_dropped(self, ident: str, stmt: TableDDL) -> str:
         """--dropped_table_policy: keep the lake table and mark it, or drop it."""
         assert stmt.drop_seq is not None
-        if self.settings.dropped_table_policy == "drop":
+        if self.settings.dropped_table_policy == DropPolicy.DROP:
             self.spark.sql(f"DROP TABLE IF EXISTS {ident}")
             drop_markers(self.spark, ident)
             self._states[ident] = None
@@ -553,11 +537,11 @@ class LakeTables:
             log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ident)
             return "dropped"
         when = datetime.fromtimestamp(stmt.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        props = {D.SOURCE_DROPPED_PROPERTY: when, D.SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
+        props = {SOURCE_DROPPED_PROPERTY: when, SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
         self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
         self.forget(ident)
         log.warning(
-            "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, D.SOURCE_DROPPED_PROPERTY
+            "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, SOURCE_DROPPED_PROPERTY
         )
         return "kept, marked"
 
@@ -565,12 +549,12 @@ class LakeTables:
         """Remove what a replaced table carried over of the dropped one (REPLACE TABLE keeps table
         properties): its drop mark, recorded column changes and pending backfills."""
         props = list(table_properties(self.spark, ident))
-        stale = [k for k in props if k.startswith("cdc.") and k != KEY_PROPERTY]
+        stale = [k for k in props if k.startswith(PROPERTY_PREFIX) and k != KEY_PROPERTY]
         if stale:
             self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, stale))})")
 
     def _unmark_dropped(self, ident: str) -> None:
-        keys = ", ".join(sql_string(k) for k in (D.SOURCE_DROPPED_PROPERTY, D.SOURCE_DROPPED_POSITION_PROPERTY))
+        keys = ", ".join(sql_string(k) for k in SOURCE_DROP_PROPERTIES)
         self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
         self.forget(ident)
         log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)

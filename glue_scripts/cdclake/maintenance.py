@@ -31,8 +31,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from .conflicts import ConflictRetriesExhausted, RetryPolicy, retry_on_conflict
+from .conflicts import ConflictRetriesExhausted, retry_on_conflict
 from .deletes import is_marker_table, prune_sql
+from .lake_contract import CDC_DELETED_AT
+from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 from .sqltext import properties_sql, sql_string, table_properties
 
 if TYPE_CHECKING:
@@ -40,11 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cdclake")
 
-MIB = 1024 * 1024
-# remove_orphan_files refuses a younger cut-off: a file that young may belong to a commit in flight.
-MIN_ORPHAN_AGE_HOURS = 24
-# Iceberg's own default: a file under 75% of the target size is a compaction candidate.
-SMALL_FILE_RATIO = 0.75
 # Both writers of a table (the streaming MERGE and a maintenance job) lose the catalog race more
 # often than one writer does; Iceberg's defaults give up after 4 retries.
 COMMIT_RETRY_PROPERTIES = {
@@ -53,37 +50,6 @@ COMMIT_RETRY_PROPERTIES = {
     "commit.retry.max-wait-ms": "30000",
     "commit.retry.total-timeout-ms": "600000",
 }
-
-
-@dataclass(frozen=True)
-class MaintenancePolicy:
-    """Limits and settings of table maintenance (job arguments `--maintenance_*`)."""
-
-    target_file_size_mb: int = 128
-    min_input_files: int = 5
-    max_small_files: int = 50
-    max_delete_files: int = 20
-    delete_file_threshold: int = 5
-    max_snapshots: int = 200
-    snapshot_retention_minutes: int = 120
-    retain_last_snapshots: int = 10
-    max_manifests: int = 100
-    remove_orphans: bool = False
-    orphan_min_age_hours: int = 72
-    conflict_retries: int = 5
-    delete_retention_days: int = 30
-
-    @property
-    def target_file_size_bytes(self) -> int:
-        return self.target_file_size_mb * MIB
-
-    @property
-    def small_file_bytes(self) -> int:
-        return int(self.target_file_size_bytes * SMALL_FILE_RATIO)
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(attempts=self.conflict_retries + 1)
 
 
 # ---------------------------------------------------------------------------------------- health
@@ -444,7 +410,7 @@ def prune_delete_markers(spark: SparkSession, markers: str, policy: MaintenanceP
     if policy.delete_retention_days <= 0:
         return 0
     cutoff = _timestamp(now_s - policy.delete_retention_days * 86400)
-    old = int(spark.sql(f"SELECT count(*) AS n FROM {markers} WHERE _cdc_deleted_at < {cutoff}").first()["n"])  # type: ignore[index]
+    old = int(spark.sql(f"SELECT count(*) AS n FROM {markers} WHERE {CDC_DELETED_AT} < {cutoff}").first()["n"])  # type: ignore[index]
     if old:
         retry_on_conflict(lambda: spark.sql(prune_sql(markers, cutoff)), f"prune {markers}", policy.retry)
         log.info(

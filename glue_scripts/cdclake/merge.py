@@ -10,6 +10,7 @@ from pyspark.sql import types as T
 from .conflicts import RetryPolicy, retry_on_conflict
 from .decode import COPY_COLUMN, META_COLUMNS
 from .deletes import live_changes_sql, markers_if_any, remember_truncate
+from .lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, KEY_PROPERTY, METADATA_COLUMNS, WriteMode, keys_text
 from .ordering import newer_than
 from .sqltext import properties_sql, quote
 
@@ -19,21 +20,13 @@ log = logging.getLogger(__name__)
 # snapshot; patiently, because giving up fails the batch and with it the streaming job.
 MERGE_RETRY = RetryPolicy(attempts=8, base_delay_s=1.0, max_delay_s=30.0)
 
-# The table property naming the source's primary key (the MERGE's key columns).
-KEY_PROPERTY = "cdc.primary-key"
-
-_MODES = {
-    "merge-on-read": "merge-on-read",
-    "copy-on-write": "copy-on-write",
-}
-
 
 def create_table(
     spark: SparkSession,
     table: str,
     columns: list[tuple[str, T.DataType]],
     keys: list[str],
-    write_mode: str,
+    write_mode: WriteMode,
     replace: bool = False,
 ) -> None:
     """Create an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
@@ -46,7 +39,7 @@ def create_table(
     # A table without a key numbers the copies of a row (keyless.py).
     meta = META_COLUMNS + ([] if keys else [COPY_COLUMN])
     defs = [f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}" for n, t in columns + meta]
-    mode = _MODES[write_mode]
+    mode = WriteMode(write_mode).value
     props = {
         "format-version": "2",
         "write.delete.mode": mode,
@@ -56,7 +49,7 @@ def create_table(
         "write.delete.granularity": "file",
         "write.metadata.delete-after-commit.enabled": "true",
         "write.metadata.previous-versions-max": "100",
-        KEY_PROPERTY: ",".join(keys),
+        KEY_PROPERTY: keys_text(keys),
     }
     tblprops = properties_sql(props)
     create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
@@ -96,8 +89,8 @@ def merge_sql(
     `keep`: column -> SQL literal; an update whose value is that literal (the connector's
     placeholder for a value it could not send, see unavailable.py) leaves the lake value as it is."""
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
-    newer = newer_than("s._cdc_seq", "s._cdc_offset", "t._cdc_seq", "t._cdc_offset")
-    all_cols = columns + [n for n, _ in META_COLUMNS]
+    newer = newer_than(f"s.{CDC_SEQ}", f"s.{CDC_OFFSET}", f"t.{CDC_SEQ}", f"t.{CDC_OFFSET}")
+    all_cols = columns + list(METADATA_COLUMNS)
     keep = keep or {}
 
     def assign(c: str) -> str:
@@ -111,9 +104,9 @@ def merge_sql(
     source = live_changes_sql(source_view, markers, keys) if markers else source_view
     return (
         f"MERGE INTO {table} t USING {source} s ON {on} "
-        f"WHEN MATCHED AND s._cdc_op = 'd' AND {newer} THEN DELETE "
-        f"WHEN MATCHED AND s._cdc_op <> 'd' AND {newer} THEN UPDATE SET {set_list} "
-        f"WHEN NOT MATCHED AND s._cdc_op <> 'd' THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
+        f"WHEN MATCHED AND s.{CDC_OP} = 'd' AND {newer} THEN DELETE "
+        f"WHEN MATCHED AND s.{CDC_OP} <> 'd' AND {newer} THEN UPDATE SET {set_list} "
+        f"WHEN NOT MATCHED AND s.{CDC_OP} <> 'd' THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
     )
 
 
@@ -141,5 +134,5 @@ def merge_changes(
 def truncate_before(spark: SparkSession, table: str, seq: int) -> None:
     """A source TRUNCATE: remove every row written from a change older than the truncate, and
     remember it (deletes.py), so such a change read later does not come back."""
-    spark.sql(f"DELETE FROM {table} WHERE _cdc_seq IS NULL OR _cdc_seq < {seq}")
+    spark.sql(f"DELETE FROM {table} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq}")
     remember_truncate(spark, table, seq, MERGE_RETRY)

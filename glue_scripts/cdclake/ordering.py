@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .connect_types import ddl
+from .lake_contract import POSITION_COLUMNS
 from .sqltext import quote
 
 SEQ_TYPE = T.DecimalType(38, 0)
@@ -64,7 +65,7 @@ def latest_per_key(changes: DataFrame, key_columns: list[str]) -> DataFrame:
 
     One hash aggregation (max of a struct led by the ordering fields), cheaper than a window sort.
     """
-    order_first = ["_cdc_seq", "_cdc_offset"]
+    order_first = list(POSITION_COLUMNS)
     rest = [c for c in changes.columns if c not in order_first and c not in key_columns]
     newest = F.max(F.struct(*[F.col(quote(c)) for c in order_first + rest])).alias("_newest")
     grouped = changes.groupBy(*[F.col(quote(k)) for k in key_columns]).agg(newest)

@@ -10,15 +10,13 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from typing import Any
 
-from .maintenance import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
+from .lake_contract import SOURCE_DROPPED_PROPERTY, DropPolicy, KeylessTablePolicy, SchemaChangePolicy, WriteMode
+from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 
 SOURCES = ("kafka", "files")
-WRITE_MODES = ("merge-on-read", "copy-on-write")
-SCHEMA_CHANGE_POLICIES = ("evolve", "fail", "dead_letter")
-DROP_POLICIES = ("keep", "drop")
-KEYLESS_POLICIES = ("multiset", "dead_letter")
 CATALOG_TYPES = ("glue", "hadoop")
 
 
@@ -61,6 +59,19 @@ def choice(allowed: tuple[str, ...]) -> Parse:
         if value not in allowed:
             raise ArgumentError(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
         return value
+
+    return parse
+
+
+def one_of(policy: type[StrEnum]) -> Parse:
+    """A policy argument: parsed once into its enum member, so the code compares members, not text."""
+
+    def parse(name: str, value: str) -> StrEnum:
+        try:
+            return policy(value)
+        except ValueError:
+            allowed = ", ".join(p.value for p in policy)
+            raise ArgumentError(f"--{name} must be one of {allowed}; got {value!r}") from None
 
     return parse
 
@@ -148,7 +159,7 @@ ARGS: tuple[Arg, ...] = (
         "write_mode",
         "merge-on-read",
         "Row-level write mode of new tables: merge-on-read or copy-on-write.",
-        parse=choice(WRITE_MODES),
+        parse=one_of(WriteMode),
     ),
     Arg(
         "schema_change_policy",
@@ -156,28 +167,28 @@ ARGS: tuple[Arg, ...] = (
         "A column type change Iceberg cannot promote in place: `evolve` rewrites the table to the new type in "
         "one commit when every stored value converts exactly, else dead letters; `fail`: such a lossy change "
         "fails the batch; `dead_letter`: every such change goes to the dead letters.",
-        parse=choice(SCHEMA_CHANGE_POLICIES),
+        parse=one_of(SchemaChangePolicy),
     ),
     Arg(
         "dropped_table_policy",
         "keep",
         "A table dropped at the source (MySQL DDL): `keep` keeps the lake table as it was and marks it with the "
-        "table property `cdc.source-dropped`; `drop` drops the lake table.",
-        parse=choice(DROP_POLICIES),
+        f"table property `{SOURCE_DROPPED_PROPERTY}`; `drop` drops the lake table.",
+        parse=one_of(DropPolicy),
     ),
     Arg(
         "dropped_column_policy",
         "keep",
         "A column dropped at the source (MySQL DDL): `keep` keeps the lake column (null for later changes); "
         "`drop` drops it from the lake table.",
-        parse=choice(DROP_POLICIES),
+        parse=one_of(DropPolicy),
     ),
     Arg(
         "keyless_table_policy",
         "multiset",
         "A table without a primary key: `multiset` keeps exactly the source's rows, duplicates included (the "
         "whole row is its identity); `dead_letter` sends its changes to the dead letters.",
-        parse=choice(KEYLESS_POLICIES),
+        parse=one_of(KeylessTablePolicy),
     ),
     Arg(
         "unavailable_value_placeholder",
@@ -212,83 +223,79 @@ ARGS: tuple[Arg, ...] = (
 
 # Limits and settings of table maintenance: the streaming job's and the maintenance job's (same
 # names and defaults in both, except `maintenance_remove_orphans`, see maintenance_job.py).
+_MAINTENANCE_DEFAULTS = MaintenancePolicy()
+
+
+def policy_arg(name: str, help: str, parse: Parse) -> Arg:
+    """A `--maintenance_*` argument, its default the one MaintenancePolicy states."""
+    value = getattr(_MAINTENANCE_DEFAULTS, name.removeprefix("maintenance_"))
+    return Arg(name, str(value).lower() if isinstance(value, bool) else str(value), help, parse)
+
+
 POLICY_ARGS: tuple[Arg, ...] = (
-    Arg(
+    policy_arg(
         "maintenance_target_file_size_mb",
-        "128",
         "Target size of compacted data files (`rewrite_data_files`).",
         parse=integer(1),
     ),
-    Arg(
+    policy_arg(
         "maintenance_min_input_files",
-        "5",
         "A file group is rewritten only if it has at least this many files.",
         parse=integer(2),
     ),
-    Arg(
+    policy_arg(
         "maintenance_max_small_files",
-        "50",
         "Compaction is due when a table has more data files smaller than 75% of the target size.",
         parse=integer(1),
     ),
-    Arg(
+    policy_arg(
         "maintenance_max_delete_files",
-        "20",
         "Compaction and a delete-file rewrite are due when a table has more live delete files than this.",
         parse=integer(1),
     ),
-    Arg(
+    policy_arg(
         "maintenance_delete_file_threshold",
-        "5",
         "Compaction also rewrites any data file with at least this many delete files (applying them).",
         parse=integer(1),
     ),
-    Arg(
+    policy_arg(
         "maintenance_max_snapshots",
-        "200",
         "Snapshot expiry is due when a table has more snapshots than this.",
         parse=integer(2),
     ),
-    Arg(
+    policy_arg(
         "maintenance_snapshot_retention_minutes",
-        "120",
         "Expiry keeps snapshots younger than this (time travel, queries in flight); also due when the oldest "
         "snapshot is twice as old.",
         parse=integer(0),
     ),
-    Arg(
+    policy_arg(
         "maintenance_retain_last_snapshots",
-        "10",
         "Expiry always keeps at least this many newest snapshots.",
         parse=integer(1),
     ),
-    Arg(
+    policy_arg(
         "maintenance_max_manifests",
-        "100",
         "A manifest rewrite is due when the current snapshot has more manifests than this.",
         parse=integer(2),
     ),
-    Arg(
+    policy_arg(
         "maintenance_remove_orphans",
-        "false",
         "`true`: also delete files that no snapshot references (lists the table's whole location).",
         parse=parse_bool,
     ),
-    Arg(
+    policy_arg(
         "maintenance_orphan_min_age_hours",
-        "72",
         "Only orphan files older than this are deleted; at least 24 (a younger file may be part of a commit in flight).",
         parse=integer(MIN_ORPHAN_AGE_HOURS),
     ),
-    Arg(
+    policy_arg(
         "maintenance_conflict_retries",
-        "5",
         "Re-runs, with exponential backoff, of a maintenance procedure that lost a commit race to a concurrent writer.",
         parse=integer(0),
     ),
-    Arg(
+    policy_arg(
         "maintenance_delete_retention_days",
-        "30",
         "Delete markers (docs/ARCHITECTURE.md: Ordering guarantee) of deletes applied longer ago than this are removed; a replay "
         "of older changes must come within this time of the deletes it must lose to. `0`: kept for ever.",
         parse=integer(0),
@@ -343,11 +350,11 @@ class Settings:
     warehouse: str = _default("warehouse")
     namespace: str = _default("namespace")
     table_name_template: str = _default("table_name_template")
-    write_mode: str = _default("write_mode")
-    schema_change_policy: str = _default("schema_change_policy")
-    dropped_table_policy: str = _default("dropped_table_policy")
-    dropped_column_policy: str = _default("dropped_column_policy")
-    keyless_table_policy: str = _default("keyless_table_policy")
+    write_mode: WriteMode = _default("write_mode")
+    schema_change_policy: SchemaChangePolicy = _default("schema_change_policy")
+    dropped_table_policy: DropPolicy = _default("dropped_table_policy")
+    dropped_column_policy: DropPolicy = _default("dropped_column_policy")
+    keyless_table_policy: KeylessTablePolicy = _default("keyless_table_policy")
     unavailable_value_placeholder: str = _default("unavailable_value_placeholder")
     checkpoint_location: str = _default("checkpoint_location")
     dead_letter_path: str = _default("dead_letter_path")

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from . import envelope as E
 from .decode import SchemaGroup
+from .lake_contract import CDC_SEQ, CDC_SOURCE_TS
 
 TableId = tuple[str, str]  # (source db or schema, source table)
 # (value schema id, the schema's text or None) -> the text: from this batch's row when it has one
@@ -40,10 +41,10 @@ def group_aggregate(classified: DataFrame) -> DataFrame:
         F.first("_value_schema", ignorenulls=True).alias("value_schema"),
         F.first("_key_schema", ignorenulls=True).alias("key_schema"),
         F.first("_key_json", ignorenulls=True).alias("sample_key"),
-        F.max("_cdc_seq").alias("max_seq"),
-        F.min("_cdc_seq").alias("min_seq"),
+        F.max(CDC_SEQ).alias("max_seq"),
+        F.min(CDC_SEQ).alias("min_seq"),
         # epoch seconds: collected datetimes would be in the driver's local time zone
-        F.max(F.col("_cdc_source_ts").cast("double")).alias("max_source_ts"),
+        F.max(F.col(CDC_SOURCE_TS).cast("double")).alias("max_source_ts"),
         F.min("offset").alias("min_offset"),
         F.max("offset").alias("max_offset"),
         F.max(F.col("timestamp").cast("double")).alias("max_timestamp"),

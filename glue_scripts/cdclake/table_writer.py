@@ -40,7 +40,8 @@ from .decode import (
 from .deletes import remember_images, remember_keyed
 from .evolution import Columns, SchemaPlan, plan_schema
 from .keyless import merge_multiset
-from .lake_tables import LakeTables, TableDDL, TableState, newest_drop
+from .lake_contract import CDC_INGESTED_AT, CDC_OP, CDC_SEQ, KeylessTablePolicy, TableState
+from .lake_tables import LakeTables, TableDDL, newest_drop
 from .merge import MERGE_RETRY, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .report import TableReport
@@ -251,7 +252,7 @@ class TableWriter:
         self, g: SchemaGroup, groups: list[SchemaGroup], new_table: bool, stmt: TableDDL | None
     ) -> str | None:
         """Why the group cannot be applied for its key (None: it can)."""
-        if self.settings.keyless_table_policy == "dead_letter" and not g.keys:
+        if self.settings.keyless_table_policy == KeylessTablePolicy.DEAD_LETTER and not g.keys:
             return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
         # Keyless events beside keyed ones of a table the lake does not have yet: written before an
         # ALTER TABLE that added the key (in this batch), or else broken records.
@@ -313,11 +314,11 @@ class TableWriter:
             )
             if truncate_seq is not None:
                 truncate_before(self.spark, run.ident, truncate_seq)
-                changes = changes.where(F.col("_cdc_seq") > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
+                changes = changes.where(F.col(CDC_SEQ) > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
                 run.report.truncated = True
-            changes = changes.withColumn("_cdc_ingested_at", F.current_timestamp())
+            changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
             toasted = any(r["ok"] and r["_unavail"] for r in counts)
-            deletes = any(r["ok"] and r["_cdc_op"] == "d" for r in counts)
+            deletes = any(r["ok"] and r[CDC_OP] == "d" for r in counts)
             self._merge(run.ident, changes, keys, columns, good, toasted, deletes)
             _count_ops(run.report, counts, keys)
         finally:
@@ -331,7 +332,7 @@ class TableWriter:
         unavailable = placeholder_columns(columns, placeholder)
         return (
             # Grouped by the decode error too (null when decoded): the reasons come with the counts.
-            decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), "_cdc_op", "_decode_error")
+            decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), CDC_OP, "_decode_error")
             .agg(
                 F.count(F.lit(1)).alias("count"),
                 F.max(has_placeholder(unavailable, placeholder)).alias("_unavail"),
@@ -442,6 +443,6 @@ def _count_ops(tr: TableReport, counts: list[Any], keys: list[str]) -> None:
     ops: dict[str, int] = defaultdict(int)
     for r in counts:
         if r["ok"]:
-            ops[r["_cdc_op"]] += r["count"]
+            ops[r[CDC_OP]] += r["count"]
     # A keyless update was counted as a delete of `before` too (decode.py).
     tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"] - (0 if keys else ops["u"])

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ
 from .sqltext import quote, sql_binary, sql_string
 
 
@@ -53,7 +54,7 @@ def has_placeholder(columns: dict[str, T.DataType], placeholder: str) -> Column:
     any_hit = hits[0]
     for h in hits[1:]:
         any_hit = any_hit | h
-    return (F.col("_cdc_op") == "u") & F.coalesce(any_hit, F.lit(False))
+    return (F.col(CDC_OP) == "u") & F.coalesce(any_hit, F.lit(False))
 
 
 def carry_within_batch(
@@ -61,10 +62,10 @@ def carry_within_batch(
 ) -> DataFrame:
     """Replace a placeholder in the newest change of a key by the value of the newest earlier
     change of that key in the same batch that had one (not a delete: its image has no values)."""
-    order = F.struct(F.col("_cdc_seq"), F.col("_cdc_offset"))
+    order = F.struct(F.col(CDC_SEQ), F.col(CDC_OFFSET))
     aggs = []
     for i, (c, t) in enumerate(columns.items()):
-        real = (F.col("_cdc_op") != "d") & ~F.coalesce(
+        real = (F.col(CDC_OP) != "d") & ~F.coalesce(
             F.col(quote(c)) == placeholder_literal(t, placeholder), F.lit(False)
         )
         # max_by ignores rows whose ordering value is null: only changes with a real value count

@@ -18,6 +18,7 @@ from typing import Any
 from cdclake.batch import BatchProcessor
 from cdclake.decode import SchemaGroup, conform, decode_group
 from cdclake.envelope import classify
+from cdclake.lake_contract import CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from cdclake.records import RAW_COLUMNS, RAW_SCHEMA
 from cdclake.settings import Settings, build_settings
 from cdclake.sources import parse_lines
@@ -109,11 +110,11 @@ def job_rows(keys: range, spark: SparkSession, table: str) -> DataFrame:
         F.col("loyalty_points").cast("int").alias("loyalty_points"),
         F.col("lifetime_orders").cast("bigint").alias("lifetime_orders"),
         F.timestamp_micros("updated_at").cast("timestamp_ntz").alias("updated_at"),
-        F.lit("r").alias("_cdc_op"),
-        F.lit(str(snapshot_seq)).cast("decimal(38,0)").alias("_cdc_seq"),
-        F.col("id").alias("_cdc_offset"),
-        F.timestamp_millis(F.lit(G.BASE_MS - 60_000)).alias("_cdc_source_ts"),
-        F.current_timestamp().alias("_cdc_ingested_at"),
+        F.lit("r").alias(CDC_OP),
+        F.lit(str(snapshot_seq)).cast("decimal(38,0)").alias(CDC_SEQ),
+        F.col("id").alias(CDC_OFFSET),
+        F.timestamp_millis(F.lit(G.BASE_MS - 60_000)).alias(CDC_SOURCE_TS),
+        F.current_timestamp().alias(CDC_INGESTED_AT),
     )
     return out.select(*spark.table(table).columns)
 
@@ -165,8 +166,8 @@ def write_decoded(raw: DataFrame, path: Path) -> DataFrame:
     decoded = conform(decode_group(classified, group), columns)
     (
         decoded.where(F.col("_decode_error").isNull())
-        .select(*[n for n, _ in columns], "_cdc_op", "_cdc_seq", "_cdc_offset", "_cdc_source_ts")
-        .withColumn("_cdc_ingested_at", F.current_timestamp())
+        .select(*[n for n, _ in columns], CDC_OP, CDC_SEQ, CDC_OFFSET, CDC_SOURCE_TS)
+        .withColumn(CDC_INGESTED_AT, F.current_timestamp())
         .write.mode("overwrite")
         .parquet(str(path))
     )

@@ -235,7 +235,6 @@ REQUIRED = {
 def test_streaming_job_maintenance_defaults_are_on_by_time_and_safe():
     s = build_settings(REQUIRED)
     assert (s.maintenance_every_batches, s.maintenance_interval_minutes) == (0, 60)
-    assert s.maintenance == MaintenancePolicy()
     assert s.maintenance.remove_orphans is False  # listing a whole table location does not belong between batches
     assert s.maintenance.orphan_min_age_hours >= M.MIN_ORPHAN_AGE_HOURS
     custom = build_settings(REQUIRED | {"maintenance_every_batches": "5", "maintenance_max_snapshots": "30"})

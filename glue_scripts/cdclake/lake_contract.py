@@ -1,0 +1,148 @@
+"""The lake table's contract: what the job adds to a source table and reads back from it.
+
+Every module and script that writes or reads these names takes them from here (no Spark needed);
+tests/unit/test_lake_contract.py fails on a copy elsewhere.
+
+Metadata columns, after the source's columns in every lake table:
+
+    _cdc_op           the change that wrote the row: c (insert), r (snapshot read), u, d
+    _cdc_seq          decimal(38,0), the change's position in the source log (ordering.py)
+    _cdc_offset       bigint, its Kafka offset: the tie-breaker at equal positions
+    _cdc_source_ts    when the source committed the change
+    _cdc_ingested_at  when the job applied it
+    _cdc_copy         int, tables without a primary key only: the copy's number among identical rows
+
+Delete markers, the table `<table>__cdc_deletes` beside it (deletes.py): `_cdc_key`, `_cdc_seq`,
+`_cdc_offset`, `_cdc_deleted_at`, `_cdc_row`.
+
+Table properties, each `cdc.<name>`: see the constants below. `TableState.from_properties` is what
+the job reads back from them.
+
+The policies are the job arguments that decide what happens to a table (README: the arguments),
+parsed once into these enums by settings.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from .ddl import ColumnChange, loads
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+# ------------------------------------------------------------------ metadata columns
+METADATA_PREFIX = "_cdc_"
+CDC_OP = "_cdc_op"
+CDC_SEQ = "_cdc_seq"
+CDC_OFFSET = "_cdc_offset"
+CDC_SOURCE_TS = "_cdc_source_ts"
+CDC_INGESTED_AT = "_cdc_ingested_at"
+CDC_COPY = "_cdc_copy"
+# Every lake table's metadata columns, in table order (a keyless table has CDC_COPY after them).
+METADATA_COLUMNS = (CDC_OP, CDC_SEQ, CDC_OFFSET, CDC_SOURCE_TS, CDC_INGESTED_AT)
+ALL_METADATA_COLUMNS = (*METADATA_COLUMNS, CDC_COPY)
+# A change's position: the MERGE's guard compares these, greatest wins.
+POSITION_COLUMNS = (CDC_SEQ, CDC_OFFSET)
+
+# ------------------------------------------------------------------ delete markers
+MARKER_SUFFIX = "__cdc_deletes"
+CDC_KEY = "_cdc_key"  # the deleted key as JSON (keyless: a hash of the row image)
+CDC_DELETED_AT = "_cdc_deleted_at"
+CDC_ROW = "_cdc_row"  # the deleted row's image as JSON
+
+# ------------------------------------------------------------------ table properties
+PROPERTY_PREFIX = "cdc."
+# The source's primary key, comma-separated: the MERGE's key columns.
+KEY_PROPERTY = "cdc.primary-key"
+# Where the source's primary key last changed (ALTER TABLE), and the fingerprint of the batch that applied it.
+KEY_POSITION_PROPERTY = "cdc.primary-key-position"
+KEY_BATCH_PROPERTY = "cdc.primary-key-batch"
+# The column renames and drops applied so far, with their positions (ddl.dumps).
+COLUMN_CHANGES_PROPERTY = "cdc.column-changes"
+# A DROP TABLE at the source the lake table outlived (--dropped_table_policy keep): when, and where in the log.
+SOURCE_DROPPED_PROPERTY = "cdc.source-dropped"
+SOURCE_DROPPED_POSITION_PROPERTY = "cdc.source-dropped-position"
+# The RENAME TABLE step (`position:offset`) that gave a lake table its name.
+RENAMED_AT_PROPERTY = "cdc.renamed-at"
+# A source default not yet given to rows written before its column existed: `cdc.backfill.<column>`.
+BACKFILL_PREFIX = "cdc.backfill."
+# On a marker table: the lake table it belongs to.
+MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
+# The drop mark: set together, removed together.
+SOURCE_DROP_PROPERTIES = (SOURCE_DROPPED_PROPERTY, SOURCE_DROPPED_POSITION_PROPERTY)
+
+
+def backfill_property(column: str) -> str:
+    return BACKFILL_PREFIX + column
+
+
+def keys_text(keys: list[str]) -> str:
+    """KEY_PROPERTY's value."""
+    return ",".join(keys)
+
+
+def is_metadata_column(name: str) -> bool:
+    return name.startswith(METADATA_PREFIX)
+
+
+@dataclass
+class TableState:
+    """What the job knows of a lake table between batches."""
+
+    columns: list[tuple[str, T.DataType]]  # data columns, without the metadata columns
+    keys: list[str]
+    pending_backfill: dict[str, str] = field(default_factory=dict)  # left by a crash mid-evolution
+    column_changes: list[ColumnChange] = field(default_factory=list)  # applied renames and drops
+    dropped_seq: int | None = None  # position of a DROP TABLE at the source that the lake table outlived
+    # The primary key changed at the source (ALTER TABLE): events older than `key_position` carry
+    # the key before it; `key_batch` is the fingerprint of the batch that changed it.
+    key_position: int | None = None
+    key_batch: str | None = None
+
+    @classmethod
+    def from_properties(cls, columns: list[tuple[str, T.DataType]], props: dict[str, str]) -> TableState:
+        """The state of a table with these data columns and table properties."""
+        dropped = props.get(SOURCE_DROPPED_POSITION_PROPERTY)
+        key_position = props.get(KEY_POSITION_PROPERTY)
+        return cls(
+            columns,
+            [k for k in props.get(KEY_PROPERTY, "").split(",") if k],
+            {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)},
+            loads(props.get(COLUMN_CHANGES_PROPERTY)),
+            int(dropped) if dropped else None,
+            int(key_position) if key_position else None,
+            props.get(KEY_BATCH_PROPERTY),
+        )
+
+
+# ------------------------------------------------------------------ policies (job arguments)
+class SchemaChangePolicy(StrEnum):
+    """--schema_change_policy: a column type change Iceberg cannot promote in place."""
+
+    EVOLVE = "evolve"  # rewrite the table when every stored value converts exactly
+    FAIL = "fail"  # a lossy change fails the batch
+    DEAD_LETTER = "dead_letter"  # every such change goes to the dead letters
+
+
+class DropPolicy(StrEnum):
+    """--dropped_table_policy and --dropped_column_policy: what the lake does with what the source dropped."""
+
+    KEEP = "keep"
+    DROP = "drop"
+
+
+class KeylessTablePolicy(StrEnum):
+    """--keyless_table_policy: a table without a primary key."""
+
+    MULTISET = "multiset"  # whole rows are the identity, duplicates kept
+    DEAD_LETTER = "dead_letter"
+
+
+class WriteMode(StrEnum):
+    """--write_mode: Iceberg's row-level write mode of the tables the job creates."""
+
+    MERGE_ON_READ = "merge-on-read"
+    COPY_ON_WRITE = "copy-on-write"

@@ -18,7 +18,7 @@ from .deletes import marker_table
 from .logs import configure_logging
 from .maintenance import Cadence, StreamMaintainer
 from .session import catalog_conf, local_session
-from .settings import ARGS, ArgumentError, Settings, build_settings, parse_job_argv
+from .settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
 from .sources import data_loss_advice, open_stream
 
 log = logging.getLogger("cdclake")
@@ -116,7 +116,7 @@ def check_input_exists(settings: Settings) -> None:
     """A local `--files_path` that does not exist is named before Spark starts (Spark's own
     error is a traceback); an S3 prefix is left to Spark, which can list it."""
     path = settings.files_path
-    if settings.source == "files" and "://" not in path and not os.path.isdir(path):
+    if settings.source == Source.FILES and "://" not in path and not os.path.isdir(path):
         raise ArgumentError(f"--files_path {path} is not a directory: give the folder of the JSON-lines files")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .settings import Settings
+from .settings import CatalogType, Settings
 
 
 def catalog_conf(s: Settings) -> dict[str, str]:
@@ -31,7 +31,7 @@ def catalog_conf(s: Settings) -> dict[str, str]:
         # position deletes, in 3 of 3 runs of tests/stack's burst test; with row-based reads in 0 of 3.
         "spark.sql.iceberg.vectorization.enabled": "false",
     }
-    if s.catalog_type == "glue":
+    if s.catalog_type == CatalogType.GLUE:
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
         conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
         conf[f"{prefix}.glue.skip-name-validation"] = "false"

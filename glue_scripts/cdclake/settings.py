@@ -16,8 +16,26 @@ from typing import Any
 from .lake_contract import SOURCE_DROPPED_PROPERTY, DropPolicy, KeylessTablePolicy, SchemaChangePolicy, WriteMode
 from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 
-SOURCES = ("kafka", "files")
-CATALOG_TYPES = ("glue", "hadoop")
+
+class Source(StrEnum):
+    """--source: where events come from."""
+
+    KAFKA = "kafka"
+    FILES = "files"
+
+
+class KafkaAuth(StrEnum):
+    """--kafka_auth."""
+
+    IAM = "iam"  # MSK IAM over SASL_SSL
+    NONE = "none"  # PLAINTEXT
+
+
+class CatalogType(StrEnum):
+    """--catalog_type."""
+
+    GLUE = "glue"  # Glue Data Catalog + S3FileIO
+    HADOOP = "hadoop"  # a warehouse folder
 
 
 class ArgumentError(ValueError):
@@ -64,7 +82,8 @@ def choice(allowed: tuple[str, ...]) -> Parse:
 
 
 def one_of(policy: type[StrEnum]) -> Parse:
-    """A policy argument: parsed once into its enum member, so the code compares members, not text."""
+    """An argument of a few named values: parsed once into its enum member, so the code compares
+    members, not text."""
 
     def parse(name: str, value: str) -> StrEnum:
         try:
@@ -120,7 +139,7 @@ ARGS: tuple[Arg, ...] = (
         "source",
         "kafka",
         "Where events come from: `kafka` (MSK / any Kafka) or `files` (JSON lines).",
-        parse=choice(SOURCES),
+        parse=one_of(Source),
     ),
     Arg("kafka_bootstrap_servers", "", "Kafka bootstrap servers (host:port,...). Required for `kafka`."),
     Arg("kafka_topics", "", "Comma-separated topics to read. Use this or `kafka_topic_pattern`.", parse=topics),
@@ -129,7 +148,7 @@ ARGS: tuple[Arg, ...] = (
         "kafka_auth",
         "iam",
         "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker).",
-        parse=choice(("iam", "none")),
+        parse=one_of(KafkaAuth),
     ),
     Arg(
         "starting_offsets",
@@ -145,7 +164,7 @@ ARGS: tuple[Arg, ...] = (
         "catalog_type",
         "glue",
         "`glue` (Glue Data Catalog + S3FileIO) or `hadoop` (local warehouse).",
-        parse=choice(CATALOG_TYPES),
+        parse=one_of(CatalogType),
     ),
     Arg("warehouse", "", "Warehouse root, e.g. s3://bucket/warehouse or a local path. Required."),
     Arg("namespace", "cdc", "Catalog namespace (Glue database) of the target tables.", parse=identifier),
@@ -336,17 +355,17 @@ def _default(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Settings:
-    source: str = _default("source")
+    source: Source = _default("source")
     kafka_bootstrap_servers: str = _default("kafka_bootstrap_servers")
     kafka_topics: tuple[str, ...] = _default("kafka_topics")
     kafka_topic_pattern: str = _default("kafka_topic_pattern")
-    kafka_auth: str = _default("kafka_auth")
+    kafka_auth: KafkaAuth = _default("kafka_auth")
     starting_offsets: str = _default("starting_offsets")
     max_offsets_per_trigger: int = _default("max_offsets_per_trigger")
     files_path: str = _default("files_path")
     max_files_per_trigger: int = _default("max_files_per_trigger")
     catalog_name: str = _default("catalog_name")
-    catalog_type: str = _default("catalog_type")
+    catalog_type: CatalogType = _default("catalog_type")
     warehouse: str = _default("warehouse")
     namespace: str = _default("namespace")
     table_name_template: str = _default("table_name_template")
@@ -446,7 +465,11 @@ def build_settings(raw: dict[str, str]) -> Settings:
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
             raise ArgumentError(f"--{name} is required")
-    if v["raw_zone_path"] and v["source"] == "files" and v["raw_zone_path"].rstrip("/") == v["files_path"].rstrip("/"):
+    if (
+        v["raw_zone_path"]
+        and v["source"] == Source.FILES
+        and v["raw_zone_path"].rstrip("/") == v["files_path"].rstrip("/")
+    ):
         raise ArgumentError(
             "--raw_zone_path must differ from --files_path (a rebuild would archive into its own input)"
         )
@@ -456,7 +479,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
 
 def _check_source(v: dict[str, Any]) -> None:
     """What the chosen --source needs."""
-    if v["source"] == "kafka":
+    if v["source"] == Source.KAFKA:
         if not v["kafka_bootstrap_servers"]:
             raise ArgumentError("--kafka_bootstrap_servers is required with --source kafka")
         if bool(v["kafka_topics"]) == bool(v["kafka_topic_pattern"]):
@@ -466,7 +489,7 @@ def _check_source(v: dict[str, Any]) -> None:
                 re.compile(v["kafka_topic_pattern"])
             except re.error as e:
                 raise ArgumentError(f"--kafka_topic_pattern is not a valid regex: {e}") from None
-    if v["source"] == "files" and not v["files_path"]:
+    if v["source"] == Source.FILES and not v["files_path"]:
         raise ArgumentError("--files_path is required with --source files")
 
 

@@ -7,7 +7,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .records import LINE_SCHEMA, RAW_COLUMNS
-from .settings import Settings
+from .settings import KafkaAuth, Settings, Source
 
 # MSK IAM auth. The classes come from aws-msk-iam-auth, which the Glue job gets with --extra-jars
 # (pom.xml profile glue-extra-jars; locally .local/jars/glue-extra, on the class path of local_session).
@@ -35,7 +35,7 @@ def kafka_options(s: Settings) -> dict[str, str]:
         opts["subscribe"] = ",".join(s.kafka_topics)
     else:
         opts["subscribePattern"] = s.kafka_topic_pattern
-    if s.kafka_auth == "iam":
+    if s.kafka_auth == KafkaAuth.IAM:
         opts.update(MSK_IAM_OPTIONS)
     return opts
 
@@ -102,4 +102,4 @@ def files_stream(spark: SparkSession, s: Settings) -> DataFrame:
 
 
 def open_stream(spark: SparkSession, s: Settings) -> DataFrame:
-    return kafka_stream(spark, s) if s.source == "kafka" else files_stream(spark, s)
+    return kafka_stream(spark, s) if s.source == Source.KAFKA else files_stream(spark, s)

@@ -6,7 +6,16 @@ import re
 from pathlib import Path
 
 import pytest
-from cdclake.settings import ARGS, ArgumentError, build_settings, parse_argv, parse_job_argv
+from cdclake.settings import (
+    ARGS,
+    ArgumentError,
+    CatalogType,
+    KafkaAuth,
+    Source,
+    build_settings,
+    parse_argv,
+    parse_job_argv,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = {"warehouse": "/w", "checkpoint_location": "/c", "dead_letter_path": "/d"}
@@ -15,7 +24,8 @@ REQUIRED = {"warehouse": "/w", "checkpoint_location": "/c", "dead_letter_path": 
 def test_glue_style_arguments_are_parsed_and_unknown_glue_arguments_kept():
     raw = parse_argv(["--JOB_ID", "j_1", "--source", "files", "--files_path=/in", "--run_once", "true"])
     s = build_settings(raw | REQUIRED)
-    assert s.source == "files" and s.files_path == "/in" and s.run_once is True
+    assert s.source is Source.FILES and s.files_path == "/in" and s.run_once is True
+    assert (s.catalog_type, s.kafka_auth) == (CatalogType.GLUE, KafkaAuth.IAM)  # the defaults, as members
     assert s.extra == {"JOB_ID": "j_1"}
 
 

@@ -5,13 +5,16 @@
   local Kafka Connect loads as its plugin (scripts/runtime.py resolves it with Maven when missing).
 - The Glue job's extra jars: the jars of the manifest's glue-extra-jars profile (the MSK IAM client).
 - cdclake.zip (glue_scripts/cdclake/ as a package, for --extra-py-files).
-- The custom-resource Lambda zip.
+- The custom-resource Lambda zips: each function's folder, the shared cloudformation/lambda/cfn_reply.py,
+  and the wheels its requirements.txt pins (for the Lambda runtime's Python and architecture), unpacked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -123,6 +126,61 @@ def build_cdclake_zip(out: Path, package_dir: Path = ROOT / "glue_scripts" / "cd
     return write_zip(out, entries)
 
 
+# The Lambda runtime the custom-resource functions run on (the template's Runtime, Architectures): the
+# wheels of a function's requirements.txt are fetched for it.
+LAMBDA_PYTHON = "3.12"
+LAMBDA_ARCHITECTURE = "x86_64"
+LAMBDA_PLATFORM = "manylinux_2_28_x86_64"  # Amazon Linux 2023 (glibc 2.34), the python3.12 runtime's OS
+SHARED_LAMBDA_CODE = ROOT / "cloudformation" / "lambda" / "cfn_reply.py"
+
+
+def lambda_wheel_dir() -> Path:
+    return runtime.local_dir() / "lambda-wheels" / f"cp{LAMBDA_PYTHON.replace('.', '')}-{LAMBDA_PLATFORM}"
+
+
+def lambda_wheels(requirements: Path) -> list[Path]:
+    """The wheels of a function's pinned requirements for the Lambda runtime, downloaded from PyPI by
+    pip into .local/lambda-wheels/ once (binary wheels only, no dependencies: the runtime provides boto3)."""
+    pins = [line.split("#", 1)[0].strip() for line in requirements.read_text().splitlines()]
+    pins = [pin for pin in pins if pin]
+    if not all("==" in pin for pin in pins):
+        raise ValueError(f"{requirements}: every requirement must be pinned with ==: {pins}")
+    dest = lambda_wheel_dir()
+
+    def find() -> list[Path]:
+        found = []
+        for pin in pins:
+            name, version = (part.strip() for part in pin.split("=="))
+            stem = f"{name.replace('-', '_').lower()}-{version}-"
+            found += [w for w in dest.glob("*.whl") if w.name.lower().startswith(stem)][:1]
+        return found
+
+    if len(wheels := find()) == len(pins):
+        return wheels
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    cmd += ["--only-binary=:all:", "--platform", LAMBDA_PLATFORM, "--python-version", LAMBDA_PYTHON]
+    cmd += ["--implementation", "cp", "--dest", str(dest), *pins]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0 or len(wheels := find()) != len(pins):
+        raise RuntimeError(f"pip download of {requirements} for the Lambda runtime failed:\n{result.stderr}")
+    return wheels
+
+
+def wheel_entries(wheel: Path) -> list[tuple[str, bytes]]:
+    """A wheel's files as `pip install --target` lays them out: packages and their .dist-info at the
+    root (the signer reads its own version from its metadata)."""
+    with zipfile.ZipFile(wheel) as zf:
+        return [(name, zf.read(name)) for name in zf.namelist() if not name.endswith("/")]
+
+
 def build_lambda_zip(out: Path, src: Path) -> Built:
-    # Handler at the zip root (Handler: index.handler).
-    return write_zip(out, package_files(src, ""))
+    """Handler at the zip root (Handler: index.handler), the shared reply module beside it, and the
+    unpacked wheels of src/requirements.txt when there is one."""
+    entries = [e for e in package_files(src, "") if e[0] != "requirements.txt"]
+    entries.append((SHARED_LAMBDA_CODE.name, SHARED_LAMBDA_CODE.read_bytes()))
+    requirements = src / "requirements.txt"
+    if requirements.is_file():
+        for wheel in lambda_wheels(requirements):
+            entries += wheel_entries(wheel)
+    return write_zip(out, entries)

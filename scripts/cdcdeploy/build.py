@@ -2,7 +2,8 @@
 
   build/cloudformation/cdc-pipeline.yaml   rendered template (connector config, worker config, queries)
   build/cloudformation/bootstrap.yaml      artifacts-bucket stack
-  build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`)
+  build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`); the
+                                           schema-history function's wheels come from PyPI (cached in .local)
   build/artifacts/*                        plugin zip, the Glue job's extra jar, cdclake.zip, job scripts, seed SQL
   build/artifacts.json                     manifest: local path, content-hash S3 key, sha256, parameters
 
@@ -30,6 +31,8 @@ CDCLAKE_DIR = ROOT / "glue_scripts" / "cdclake"
 SEED_SQL_DIR = ROOT / "sql"
 LAMBDA_SRC = templates.CFN_DIR / "lambda" / "bootstrap_brokers"
 LAMBDA_ZIP = "lambda/bootstrap-brokers.zip"  # the path the template's Code names, next to the template
+HISTORY_LAMBDA_SRC = templates.CFN_DIR / "lambda" / "schema_history_topic"
+HISTORY_LAMBDA_ZIP = "lambda/schema-history-topic.zip"
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,10 @@ class Artifact:
 
 
 def build_templates(out_dir: Path) -> dict[str, Path]:
-    """Rendered templates plus the Lambda zip they reference (enough for cfn-lint, checkov, package)."""
+    """Rendered templates plus the Lambda zips they reference (enough for cfn-lint, checkov, package)."""
     paths = templates.write_templates(out_dir)
     artifacts.build_lambda_zip(out_dir / LAMBDA_ZIP, LAMBDA_SRC)
+    artifacts.build_lambda_zip(out_dir / HISTORY_LAMBDA_ZIP, HISTORY_LAMBDA_SRC)
     return paths
 
 
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = cli.Parser(prog="scripts/build-artifacts", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default build/)")
     parser.add_argument(
-        "--templates-only", action="store_true", help="render the templates and the Lambda zip only (for linting)"
+        "--templates-only", action="store_true", help="render the templates and the Lambda zips only (for linting)"
     )
     parser.add_argument(
         "--plugin-zip",

@@ -136,7 +136,11 @@ def _broker_and_connect_up(
     # Connector
     engine = s.engine
     source_port = port[engine.COMPONENT]
-    written = connect.register_connector(s, port["connect"], engine.connector_config(s, source_port, port["kafka"]))
+    config = engine.connector_config(s, source_port, port["kafka"])
+    history_topic = config.get("schema.history.internal.kafka.topic")
+    if history_topic:  # the MySQL connector's; made before the connector starts, as on AWS
+        say(f"kafka: schema history: {kafka.ensure_history_topic(port['kafka'], history_topic)}")
+    written = connect.register_connector(s, port["connect"], config)
     restarted_at = None
     if written:
         say(f"connector: registered {s.connector} from {engine.TEMPLATE.relative_to(ROOT)}")

@@ -1,17 +1,24 @@
 """The Apache Kafka broker of the local stack: one KRaft node (broker and controller), its
-configuration, log directory and health; and the JVM command line Kafka Connect shares."""
+configuration, log directory and health; the JVM command line Kafka Connect shares; and Debezium's
+schema-history topic, made before the connector starts as the stack's custom resource makes it on AWS."""
 
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import shlex
 import shutil
 import subprocess
 import uuid
 from pathlib import Path
+from types import ModuleType
 
-from localstack.plumbing import Settings, StackError, launch, say, tcp_open, wait_until
+from localstack.plumbing import ROOT, Settings, StackError, launch, say, tcp_open, wait_until
+
+# The schema-history topic code the stack's custom resource runs on AWS (loaded from its file: the
+# function's folder is not a package).
+HISTORY_TOPIC_CODE = ROOT / "cloudformation" / "lambda" / "schema_history_topic" / "history_topic.py"
 
 
 def libs(s: Settings) -> Path:
@@ -87,7 +94,8 @@ default.replication.factor=1
 num.partitions=1
 # One consumer per group at most here: no reason to wait for more members before a rebalance.
 group.initial.rebalance.delay.ms=0
-# Retention as MSK's default (7 days); Debezium creates its schema-history topic with infinite retention.
+# Retention as MSK's default (7 days); the schema-history topic is created before the connector with
+# retention.ms=-1 (ensure_history_topic), as on MSK.
 log.retention.hours=168
 """
     )
@@ -157,3 +165,26 @@ def start(s: Settings, port: int, controller_port: int) -> None:
     proc = launch(s, "kafka", cmd, port)
     secs = wait_until(s, "kafka", lambda: health(port), proc, "a metadata response")
     say(f"kafka: ready in {secs:.1f}s (pid {proc.pid})")
+
+
+def history_topic_module() -> ModuleType:
+    """cloudformation/lambda/schema_history_topic/history_topic.py, the code the custom resource runs."""
+    spec = importlib.util.spec_from_file_location("history_topic", HISTORY_TOPIC_CODE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ensure_history_topic(port: int, topic: str) -> str:
+    """Creates (or makes fit) Debezium's schema-history topic before the connector starts, with the
+    code the stack's custom resource runs against MSK Serverless: Debezium then finds it and logs
+    "already exist" instead of creating it with retention.ms=Long.MAX_VALUE. Returns what was done."""
+    from confluent_kafka.admin import AdminClient
+
+    history_topic = history_topic_module()
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "allow.auto.create.topics": False, "log_level": 2})
+    try:
+        return history_topic.ensure_topic(admin, topic)
+    except history_topic.TopicError as exc:
+        raise StackError(f"kafka: schema-history topic: {exc}") from exc

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 
@@ -145,3 +147,19 @@ def sub_value(node: Any, values: dict[str, str]) -> str:
         scope = values | {k: sub_value(v, values) for k, v in variables.items()}
         return re.sub(r"\$\{([^}!]+)\}", lambda m: scope[m.group(1)], text)
     return str(node)
+
+
+class Replies(BaseHTTPRequestHandler):
+    """CloudFormation's pre-signed ResponseURL, played by a local HTTP server (fixture response_url):
+    records each custom-resource reply."""
+
+    received: list[dict[str, Any]] = []  # noqa: RUF012 - shared with the test through the class
+
+    def do_PUT(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Replies.received.append({"body": json.loads(body), "content_type": self.headers.get("Content-Type")})
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT / "scripts", ROOT / "glue_scripts", ROOT / "cloudformation" / "lint_rules"):
+# cloudformation/lambda: the custom resources' shared reply module (cfn_reply), next to their index.py in each zip.
+for extra in (
+    ROOT / "scripts",
+    ROOT / "glue_scripts",
+    ROOT / "cloudformation" / "lint_rules",
+    ROOT / "cloudformation" / "lambda",
+):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
 from cdcdeploy import build, templates  # noqa: E402
-from cfn_helpers import resolve_variant  # noqa: E402
+from cfn_helpers import Replies, resolve_variant  # noqa: E402
 
 REGION = "eu-west-1"
 
@@ -58,3 +67,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_REGION", REGION)
+
+
+# ---------------------------------------------------------------- CloudFormation's reply URL
+@pytest.fixture
+def response_url() -> Iterator[str]:
+    Replies.received = []
+    server = HTTPServer(("127.0.0.1", 0), Replies)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/signed-reply"
+    server.shutdown()
+    server.server_close()

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +18,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from cdcdeploy.templates import CFN_DIR
+from cfn_helpers import Replies
 from moto import mock_aws
 from moto.kafka.models import kafka_backends
 
@@ -35,30 +34,6 @@ def load_handler() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-class Replies(BaseHTTPRequestHandler):
-    received: list[dict[str, Any]] = []  # noqa: RUF012 - shared with the test through the class
-
-    def do_PUT(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        Replies.received.append({"body": json.loads(body), "content_type": self.headers.get("Content-Type")})
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def response_url() -> Iterator[str]:
-    Replies.received = []
-    server = HTTPServer(("127.0.0.1", 0), Replies)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/signed-reply"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture

@@ -79,6 +79,12 @@ def test_zips_are_byte_for_byte_reproducible(tmp_path: Path, plugin_zip: artifac
     a = artifacts.build_cdclake_zip(tmp_path / "a.zip")
     b = artifacts.build_cdclake_zip(tmp_path / "b.zip")
     assert a.sha256 == b.sha256
+    # The schema-history function's zip too, wheels included: a rebuild keeps its content-hash key.
+    src = build.HISTORY_LAMBDA_SRC
+    assert (
+        artifacts.build_lambda_zip(tmp_path / "h1.zip", src).sha256
+        == artifacts.build_lambda_zip(tmp_path / "h2.zip", src).sha256
+    )
 
 
 def test_cdclake_zip_is_importable_as_a_package(tmp_path: Path) -> None:
@@ -97,7 +103,7 @@ def test_cdclake_zip_is_importable_as_a_package(tmp_path: Path) -> None:
 
 def test_lambda_zip_has_the_handler_at_its_root(built_dir: Path) -> None:
     names = zipfile.ZipFile(built_dir / build.LAMBDA_ZIP).namelist()
-    assert names == ["index.py"]
+    assert names == ["cfn_reply.py", "index.py"]  # the reply module every custom resource shares
 
 
 def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.Built) -> None:

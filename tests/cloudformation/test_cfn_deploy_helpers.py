@@ -88,18 +88,19 @@ def test_parameter_overrides_put_the_bucket_and_artifacts_first_and_let_the_user
 def test_cloudformation_package_reuses_its_keys_on_a_second_run(
     moto_server: str, built_dir: Path, tmp_path: Path
 ) -> None:
-    """The real `aws cloudformation package` against a moto server: same Lambda zip, same key."""
+    """The real `aws cloudformation package` against a moto server: same Lambda zips, same keys."""
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="artifacts", CreateBucketConfiguration={"LocationConstraint": REGION})
+    functions = ("BootstrapBrokersFunction", "SchemaHistoryTopicFunction")
     keys = []
     for i in range(2):
         out = deploy.package(built_dir / "cdc-pipeline.yaml", "artifacts", tmp_path / f"p{i}.yaml", REGION)
         packaged = yaml.load(out.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-        code = packaged["Resources"]["BootstrapBrokersFunction"]["Properties"]["Code"]
-        assert code["S3Bucket"] == "artifacts"
-        keys.append(code["S3Key"])
-    assert keys[0] == keys[1] and keys[0].startswith("cfn/")
-    assert [o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]] == [keys[0]]
+        codes = [packaged["Resources"][f]["Properties"]["Code"] for f in functions]
+        assert {c["S3Bucket"] for c in codes} == {"artifacts"}
+        keys.append(sorted(c["S3Key"] for c in codes))
+    assert keys[0] == keys[1] and all(k.startswith("cfn/") for k in keys[0]) and len(set(keys[0])) == 2
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="artifacts")["Contents"]) == keys[0]
 
 
 @pytest.fixture

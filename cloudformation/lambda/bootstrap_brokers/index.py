@@ -3,27 +3,25 @@
 AWS::MSK::ServerlessCluster returns only its ARN, yet MSK Connect and the Glue job need host:port.
 Properties: ClusterArn. Returns (Fn::GetAtt): BootstrapBrokerStringSaslIam.
 
-The reply to CloudFormation is written here (no cfnresponse module: it exists only for inline code).
+The reply to CloudFormation: cfn_reply.send (cloudformation/lambda/cfn_reply.py, packed next to this file).
 Every failure is reported as FAILED with a reason naming the cluster and the cause, so a stack fails
 fast instead of waiting an hour for a reply that never comes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.request
 from typing import Any
 
 import boto3
 from botocore.config import Config
+from cfn_reply import send
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
 # Bounded so that a throttled or unreachable API still leaves time to reply within the Lambda timeout.
 BOTO_CONFIG = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 5, "mode": "standard"})
-REASON_LIMIT = 1000  # the whole reply must stay under CloudFormation's 4 KiB
 
 
 class ResolveError(RuntimeError):
@@ -43,31 +41,6 @@ def resolve(kafka: Any, cluster_arn: str) -> dict[str, str]:
     if not brokers:
         raise ResolveError(f"MSK cluster {cluster_arn} has no IAM bootstrap brokers: is IAM auth enabled?")
     return {"BootstrapBrokerStringSaslIam": brokers}
-
-
-def send(event: dict[str, Any], status: str, physical_id: str, data: dict[str, str], reason: str) -> None:
-    """PUT the result to the pre-signed ResponseURL, as CloudFormation expects it."""
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason[:REASON_LIMIT],
-            "PhysicalResourceId": physical_id,
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": data,
-        }
-    ).encode()
-    # The URL is signed for an empty content type; urllib would otherwise add one.
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        LOG.info("reply %s for %s: HTTP %s", status, event["LogicalResourceId"], response.status)
 
 
 def handler(event: dict[str, Any], context: Any) -> None:

@@ -32,6 +32,10 @@ class Config:
     fixed_rows: int = 20_000
     fixed_warmup: int = 3
     fixed_batches: int = 5
+    # t. many tables (manytables.py): tables per batch, measured batches per count, warm-up batches
+    table_counts: tuple[int, ...] = (1, 10, 50, 200)
+    tables_batches: int = 1
+    tables_warmup: int = 3
     shuffle_partitions: int = 8
     methods: tuple[str, ...] = ("mor", "cow", "baseline", "append", "job-append", "fixed")
     # --compare REV: that revision's cdclake, importable as `compare_package`, measured in section a
@@ -82,4 +86,5 @@ def make_config(quick: bool, work: Path, e2e: bool) -> Config:
         fixed_rows=100_000,
         fixed_warmup=5,
         fixed_batches=10,
+        tables_batches=2,
     )

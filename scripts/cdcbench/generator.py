@@ -75,9 +75,11 @@ def _row_fields(fixture_fields: dict[str, dict[str, Any]]) -> list[dict[str, Any
 
 
 class Template:
-    """Key and value schemas (serialised once) and source blocks from the fixtures."""
+    """Key and value schemas (serialised once) and source blocks from the fixtures, of the table
+    `db`.`table` on its own topic (the many-tables benchmark makes one per table)."""
 
-    def __init__(self) -> None:
+    def __init__(self, db: str = DB, table: str = TABLE) -> None:
+        topic = f"bench.{db}.{table}"
         update = _fixture("u_update.json")
         snapshot = _fixture("r_snapshot.json")
         schema = copy.deepcopy(update["value"]["schema"])
@@ -86,15 +88,16 @@ class Template:
         for f in schema["fields"]:
             if f["field"] in ("before", "after"):
                 f["fields"] = copy.deepcopy(fields)
-                f["name"] = f"{TOPIC}.Value"
-        schema["name"] = f"{TOPIC}.Envelope"
+                f["name"] = f"{topic}.Value"
+        schema["name"] = f"{topic}.Envelope"
         key_schema = copy.deepcopy(update["key"]["schema"])
-        key_schema["name"] = f"{TOPIC}.Key"
+        key_schema["name"] = f"{topic}.Key"
+        self.topic = topic
         self.columns = [f["field"] for f in fields]
         self.value_prefix = '{"schema":' + json.dumps(schema, separators=(",", ":")) + ',"payload":'
         self.key_prefix = '{"schema":' + json.dumps(key_schema, separators=(",", ":")) + ',"payload":'
-        self.source = {**update["value"]["payload"]["source"], "db": DB, "table": TABLE}
-        self.snapshot_source = {**snapshot["value"]["payload"]["source"], "db": DB, "table": TABLE}
+        self.source = {**update["value"]["payload"]["source"], "db": db, "table": table}
+        self.snapshot_source = {**snapshot["value"]["payload"]["source"], "db": db, "table": table}
 
 
 def _decimal_b64(unscaled: int) -> str:
@@ -291,9 +294,9 @@ def records(changes: list[Change], template: Template | None = None) -> Iterator
         key = t.key_prefix + '{"id":' + str(ch.key) + "}}"
         value = t.value_prefix + json.dumps(payload, separators=(",", ":"), ensure_ascii=False) + "}"
         ts = datetime.fromtimestamp((ch.ts_ms + 3) / 1000, UTC)
-        yield (TOPIC, 0, ch.offset, ts, key, value)
+        yield (t.topic, 0, ch.offset, ts, key, value)
         if ch.op == "d":
-            yield (TOPIC, 0, ch.offset + 1, ts, key, None)
+            yield (t.topic, 0, ch.offset + 1, ts, key, None)
 
 
 def write_jsonl(path: Path, rows: Iterator[tuple[Any, ...]]) -> int:

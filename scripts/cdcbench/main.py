@@ -1,4 +1,4 @@
-"""`scripts/bench [--quick] [--sections a,b,c,j] [--markdown FILE]`: run the benchmarks, print the
+"""`scripts/bench [--quick] [--sections a,b,c,j,t] [--markdown FILE]`: run the benchmarks, print the
 tables and write them as Markdown (see docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sections",
         help="comma-separated subset of a (apply), b (growth), c (end to end), j (JIT flags of short-lived "
-        "JVMs); default a,b,c, with --quick a,b",
+        "JVMs), t (many tables per batch); default a,b,c, with --quick a,b",
     )
     ap.add_argument(
         "--markdown", type=Path, help="where to write the Markdown copy (default: .local/bench/results-<mode>.md)"
@@ -96,9 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         "fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
     )
     ap.add_argument(
+        "--table-counts",
+        metavar="N,N,...",
+        help="section t's numbers of tables per batch (default 1,10,50,200); a run per count keeps each under "
+        "the heavy lock's 15 minutes: `--sections t --table-counts 1,10,50`, then `--table-counts 1,200`",
+    )
+    ap.add_argument(
         "--compare",
         metavar="REV",
-        help="also measure the job at git revision REV in section a, in the same process on the same batches "
+        help="also measure the job at git revision REV in sections a and t, in the same process on the same batches "
         "(before/after of an optimisation: `--quick --sections a --methods mor --compare HEAD~1`)",
     )
     ap.add_argument(
@@ -121,8 +127,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if unknown := set(peers) - set(SYSTEMS):
         ap.error(f"--peers {args.peers!r}: choose a comma-separated subset of {', '.join(SYSTEMS)}")
-    if (not sections and not peers) or sections - {"a", "b", "c", "j"}:
-        ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c, j")
+    if (not sections and not peers) or sections - {"a", "b", "c", "j", "t"}:
+        ap.error(f"--sections {chosen!r}: choose a comma-separated subset of a, b, c, j, t")
+    try:
+        counts = tuple(int(n) for n in args.table_counts.split(",")) if args.table_counts else None
+    except ValueError:
+        ap.error(f"--table-counts {args.table_counts!r}: comma-separated whole numbers, e.g. 1,10,50")
+    if counts is not None and (not counts or min(counts) < 1):
+        ap.error(f"--table-counts {args.table_counts!r}: every count must be at least 1")
     sys.path.insert(0, str(args.glue_scripts.resolve()))
     os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -132,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     cfg = replace(make_config(args.quick, args.work, e2e="c" in sections), methods=tuple(args.methods.split(",")))
+    if counts is not None:
+        cfg = replace(cfg, table_counts=counts)
     if args.compare:
         from .compare import CompareError, extract
 
@@ -182,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
             from . import fixedcost
 
             emit(fixedcost.run(spark, cfg))
+    if "t" in sections:
+        from . import manytables
+
+        emit(manytables.run(spark, cfg))
     if "b" in sections:
         from . import growth
 

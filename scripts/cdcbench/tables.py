@@ -11,7 +11,7 @@ properties; the bulk rows are appended to it.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,13 @@ def raw_batch(spark: SparkSession, changes: list[G.Change], path: Path, template
 
     One file: Spark splits it into 128 MB row groups (a 10,000-event batch is one partition,
     100,000 are five)."""
+    return raw_records(spark, G.records(changes, template), path)
+
+
+def raw_records(spark: SparkSession, records: Iterable[tuple[Any, ...]], path: Path) -> DataFrame:
+    """Kafka records (generator.records, of one table or several) as a raw batch in one file."""
     jsonl = path.with_suffix(".jsonl")
-    G.write_jsonl(jsonl, G.records(changes, template))
+    G.write_jsonl(jsonl, iter(records))
     lines = parse_lines(spark.read.text(str(jsonl))).select(*RAW_COLUMNS)
     lines.coalesce(1).write.mode("overwrite").parquet(str(path))
     jsonl.unlink()

@@ -10,8 +10,8 @@ write the dead letters and log the batch's line (report.py).
 
 Both sources (Spark's Kafka source on Glue, the files source, and the local Kafka client) call
 `BatchProcessor.process(raw_df, batch_id)`. Spark actions per batch: one group aggregate over the
-classified batch, one count per table, the MERGE per table, and a dead-letter write only when
-there is something to write.
+classified batch, the MERGE per table, one count of the decoded rows of all tables (events per
+op, decode errors), and a dead-letter write only when there is something to write.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .merge import truncate_before
 from .report import BatchReport, FollowWatch, TableReport
 from .settings import Settings
 from .summary import BatchSummary, group_aggregate, summarize
-from .table_writer import ClassifiedBatch, TableWriter, Writes
+from .table_writer import ClassifiedBatch, TableWriter, Writes, release
 
 log = logging.getLogger("cdclake")
 
@@ -89,12 +89,14 @@ class BatchProcessor:
         if self._schemas:
             schema = F.when(~F.col("_schema_id").isin(sorted(self._schemas)), schema)
         cached = classified.withColumn("_value_schema", schema).drop(*_UNCACHED).persist(StorageLevel.MEMORY_AND_DISK)
+        batch = ClassifiedBatch(batch_id, classified, cached)
         try:
-            self._process(ClassifiedBatch(batch_id, classified, cached), report)
+            self._process(batch, report)
         except Exception:
             self.forget()
             raise
         finally:
+            release(batch.written)
             cached.unpersist()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
@@ -102,7 +104,7 @@ class BatchProcessor:
 
     def _process(self, batch: ClassifiedBatch, report: BatchReport) -> None:
         s = self.settings
-        rows = group_aggregate(batch.cached).collect()
+        rows = group_aggregate(batch.cached, s.unavailable_value_placeholder).collect()
         if not rows:
             return
         summary = summarize(rows, self._known_schema)
@@ -125,8 +127,12 @@ class BatchProcessor:
             tables, truncated = follow_renames(tables, truncated, renames)
         if s.schema_change_policy == SchemaChangePolicy.FAIL:
             self._fail_on_lossy_change(batch, tables)
-        for table, groups in sorted(tables.items()):
-            outcome = self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
+        outcomes = [
+            self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
+            for table, groups in sorted(tables.items())
+        ]
+        dead += self._writer.count_written(batch)
+        for outcome in outcomes:
             report.tables.append(outcome.report)
             report.dead += outcome.report.dead
             if self._follow.note(outcome.report):

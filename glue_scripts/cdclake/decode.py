@@ -67,6 +67,12 @@ class SchemaGroup:
     # position, `cut_at`); None: no bound.
     seq_after: int | None = None
     seq_upto: int | None = None
+    # From the group aggregate (summary.py): whether the events include deletes and updates, and
+    # whether an update may carry a TOAST placeholder. True may also be said of a group cut from one
+    # that has them: it costs work, never a change.
+    deletes: bool = False
+    updates: bool = False
+    toasted: bool = False
 
     def lake_columns(self) -> list[tuple[str, T.DataType]]:
         return [

@@ -9,16 +9,19 @@ batch's dead-letter and raw-zone folders, and the newest source and Kafka times.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any, Protocol
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from . import envelope as E
 from .decode import SchemaGroup
-from .lake_contract import CDC_SEQ, CDC_SOURCE_TS
+from .lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 
 TableId = tuple[str, str]  # (source db or schema, source table)
 # (value schema id, the schema's text or None) -> the text: from this batch's row when it has one
@@ -34,10 +37,15 @@ class SummaryRow(Protocol):
     def __getitem__(self, key: str) -> Any: ...
 
 
-def group_aggregate(classified: DataFrame) -> DataFrame:
-    """The batch's group aggregate (lazy: the caller collects it)."""
+def group_aggregate(classified: DataFrame, placeholder: str = "") -> DataFrame:
+    """The batch's group aggregate (lazy: the caller collects it). Per group also whether it has
+    deletes and whether an update's new image may hold the TOAST `placeholder` (unavailable.py):
+    the table writer needs no action of its own to know."""
     return classified.groupBy(*GROUP_KEYS).agg(
         F.count(F.lit(1)).alias("n"),
+        F.max(F.col(CDC_OP) == "d").alias("deletes"),
+        F.max(F.col(CDC_OP) == "u").alias("updates"),
+        F.max((F.col(CDC_OP) == "u") & may_hold(F.col("_after_json"), placeholder)).alias("toasted"),
         F.first("_value_schema", ignorenulls=True).alias("value_schema"),
         F.first("_key_schema", ignorenulls=True).alias("key_schema"),
         F.first("_key_json", ignorenulls=True).alias("sample_key"),
@@ -49,6 +57,20 @@ def group_aggregate(classified: DataFrame) -> DataFrame:
         F.max("offset").alias("max_offset"),
         F.max(F.col("timestamp").cast("double")).alias("max_timestamp"),
     )
+
+
+def may_hold(image_json: Column, placeholder: str) -> Column:
+    """Whether a row image's JSON text may hold the placeholder as a value: its text (as JSON
+    writes it, escaped or not) or, for a bytes column, the base64 of its UTF-8 bytes. True for more
+    images than hold it (the text inside a longer value): those only pay for the carrying."""
+    if not placeholder:
+        return F.lit(False)
+    needles = {
+        json.dumps(placeholder, ensure_ascii=False)[1:-1],
+        json.dumps(placeholder)[1:-1],
+        base64.b64encode(placeholder.encode("utf-8")).decode("ascii"),
+    }
+    return reduce(Column.__or__, [F.instr(image_json, n) > 0 for n in sorted(needles)])
 
 
 @dataclass
@@ -116,6 +138,9 @@ def _add_change(groups: dict[tuple[str, str, int, int], SchemaGroup], r: Summary
     g = groups.get(key)
     if g is not None:
         g.events += r["n"]
+        g.deletes = g.deletes or bool(r["deletes"])
+        g.updates = g.updates or bool(r["updates"])
+        g.toasted = g.toasted or bool(r["toasted"])
         g.max_seq = max(g.max_seq, int(r["max_seq"]))
         g.min_seq = min(g.min_seq if g.min_seq is not None else g.max_seq, int(r["min_seq"]))
         return
@@ -130,4 +155,7 @@ def _add_change(groups: dict[tuple[str, str, int, int], SchemaGroup], r: Summary
         events=r["n"],
         max_seq=int(r["max_seq"]),
         min_seq=int(r["min_seq"]),
+        deletes=bool(r["deletes"]),
+        updates=bool(r["updates"]),
+        toasted=bool(r["toasted"]),
     )

@@ -2,8 +2,9 @@
 
     schema groups ──screen──> groups the table can take (the others: dead letters, with the reason)
         ──plan schema──> CREATE / ALTER / rewrite (lake_tables.py)
-        ──decode, conform──> count ops and decode errors (1 Spark action, on the persisted decode)
-        ──newest per key (TOASTed values carried) or net count per row image──> the write (1 commit)
+        ──decode, conform (persisted)──> newest per key (TOASTed values carried) or net count per
+        row image──> the write (1 commit)
+    every table's decoded rows ──count_written──> ops and decode errors (1 Spark action per batch)
 
 The write is a `Writes`: by default `merge.merge_changes` for a table with a primary key and
 `keyless.merge_multiset` for one without. Everything that cannot be applied comes back to the
@@ -46,7 +47,7 @@ from .merge import MERGE_RETRY, merge_changes, truncate_before
 from .ordering import latest_per_key
 from .report import TableReport
 from .settings import Settings
-from .unavailable import carry_within_batch, has_placeholder, keep_existing, placeholder_columns
+from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
 
@@ -73,6 +74,7 @@ class ClassifiedBatch:
     full: DataFrame  # classified records, as computed from the raw batch
     cached: DataFrame  # the same rows, persisted, without the record's key and value text
     fingerprint: str = ""  # the batch's offset ranges: the same when the batch runs again
+    written: list[_Written] = field(default_factory=list)  # decoded and written, not counted yet
 
 
 @dataclass
@@ -99,6 +101,24 @@ class _Run:
     stmt: TableDDL | None
     report: TableReport
     started: float
+
+
+@dataclass
+class _Written:
+    """One write of a table in the batch: its decoded rows (persisted) and what counting them needs."""
+
+    run: _Run
+    decoded: DataFrame
+    good: list[SchemaGroup]
+    columns: Columns
+    fills: dict[str, str]
+    keys: list[str]
+
+
+def release(written: list[_Written]) -> None:
+    """Unpersist the decoded rows of the batch's writes."""
+    for w in written:
+        w.decoded.unpersist()
 
 
 class TableWriter:
@@ -304,46 +324,56 @@ class TableWriter:
         keys: list[str],
         truncate_seq: int | None,
     ) -> list[DataFrame]:
-        """Decode the groups, write what decodes, and return the rest as dead letters."""
+        """Decode the groups and write what decodes. The decoded rows stay persisted until the
+        batch counts them (`count_written`): the events per op and the ones that did not decode."""
         decoded = _decoded(run.batch.cached, good, columns, fills).persist(StorageLevel.MEMORY_AND_DISK)
+        run.batch.written.append(_Written(run, decoded, good, columns, fills, keys))
+        changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
+        if truncate_seq is not None:
+            truncate_before(self.spark, run.ident, truncate_seq)
+            changes = changes.where(F.col(CDC_SEQ) > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
+            run.report.truncated = True
+        changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
+        # From the group aggregate: a group said to have them may have none that decoded (or, cut
+        # from a larger group, none at all), which costs the carrying or an empty append only.
+        toasted = any(g.toasted for g in good)
+        # Without a key an update removes a copy of its `before` image too (decode.py).
+        deletes = any(g.deletes or (not keys and g.updates) for g in good)
+        self._merge(run.ident, changes, keys, columns, good, toasted, deletes)
+        return []
+
+    def count_written(self, batch: ClassifiedBatch) -> list[DataFrame]:
+        """Events per op and decode error of every table the batch wrote, in one Spark action over
+        the persisted decoded rows (instead of one per table): the tables' reports get their
+        counts, and the events that did not decode come back as dead letters. Releases the rows."""
+        written, batch.written = list(batch.written), []
         try:
-            counts = self._counts(decoded, columns)
-            dead = self._undecodable(run, counts, good, columns, fills)
-            changes = decoded.where(F.col("_decode_error").isNull()).drop(
-                "_decode_error", *[f"_raw_{c}" for c in RAW_KEEP]
-            )
-            if truncate_seq is not None:
-                truncate_before(self.spark, run.ident, truncate_seq)
-                changes = changes.where(F.col(CDC_SEQ) > F.lit(str(truncate_seq)).cast(T.DecimalType(38, 0)))
-                run.report.truncated = True
-            changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
-            toasted = any(r["ok"] and r["_unavail"] for r in counts)
-            deletes = any(r["ok"] and r[CDC_OP] == "d" for r in counts)
-            self._merge(run.ident, changes, keys, columns, good, toasted, deletes)
-            _count_ops(run.report, counts, keys)
+            counts: dict[int, list[Any]] = defaultdict(list)
+            if written:
+                parts = [
+                    w.decoded.select(F.lit(i).alias("_w"), F.col("_decode_error").isNull().alias("ok"), CDC_OP,
+                                     "_decode_error")
+                    for i, w in enumerate(written)
+                ]  # fmt: skip
+                rows = (
+                    reduce(DataFrame.unionByName, parts)
+                    .groupBy("_w", "ok", CDC_OP, "_decode_error")
+                    .agg(F.count(F.lit(1)).alias("count"))
+                    .collect()
+                )
+                for r in rows:
+                    counts[r["_w"]].append(r)
+            dead: list[DataFrame] = []
+            for i, w in enumerate(written):
+                dead += self._undecodable(w, counts[i])
+                _count_ops(w.run.report, counts[i], w.keys)
+            return dead
         finally:
-            decoded.unpersist()
-        return dead
+            release(written)
 
-    def _counts(self, decoded: DataFrame, columns: Columns) -> list[Any]:
-        """Events per op and decode error (null when decoded), and whether any holds a TOAST
-        placeholder: the table's one Spark action besides the write."""
-        placeholder = self.settings.unavailable_value_placeholder
-        unavailable = placeholder_columns(columns, placeholder)
-        return (
-            # Grouped by the decode error too (null when decoded): the reasons come with the counts.
-            decoded.groupBy(F.col("_decode_error").isNull().alias("ok"), CDC_OP, "_decode_error")
-            .agg(
-                F.count(F.lit(1)).alias("count"),
-                F.max(has_placeholder(unavailable, placeholder)).alias("_unavail"),
-            )
-            .collect()
-        )
-
-    def _undecodable(
-        self, run: _Run, counts: list[Any], good: list[SchemaGroup], columns: Columns, fills: dict[str, str]
-    ) -> list[DataFrame]:
+    def _undecodable(self, w: _Written, counts: list[Any]) -> list[DataFrame]:
         """The events that did not decode, as dead letters, counted in the table's report."""
+        run, good, columns, fills = w.run, w.good, w.columns, w.fills
         bad = sum(r["count"] for r in counts if not r["ok"])
         if not bad:
             return []
@@ -385,10 +415,10 @@ class TableWriter:
             return
         newest = latest_per_key(changes, keys)
         keep = None
-        if toasted:
+        placeholder = self.settings.unavailable_value_placeholder
+        unavailable = placeholder_columns(columns, placeholder) if toasted else {}
+        if unavailable:
             # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
-            placeholder = self.settings.unavailable_value_placeholder
-            unavailable = placeholder_columns(columns, placeholder)
             newest = carry_within_batch(newest, changes, keys, unavailable, placeholder)
             keep = keep_existing(unavailable, placeholder)
         self.writes.keyed(ident, newest, keys, names, keep)

@@ -46,17 +46,6 @@ def placeholder_columns(columns: list[tuple[str, T.DataType]], placeholder: str)
     return {n: t for n, t in columns if isinstance(t, T.StringType | T.BinaryType)}
 
 
-def has_placeholder(columns: dict[str, T.DataType], placeholder: str) -> Column:
-    """True for a change (an update) in which any of `columns` holds the placeholder."""
-    hits = [F.col(quote(c)) == placeholder_literal(t, placeholder) for c, t in columns.items()]
-    if not hits:
-        return F.lit(False)
-    any_hit = hits[0]
-    for h in hits[1:]:
-        any_hit = any_hit | h
-    return (F.col(CDC_OP) == "u") & F.coalesce(any_hit, F.lit(False))
-
-
 def carry_within_batch(
     newest: DataFrame, changes: DataFrame, keys: list[str], columns: dict[str, T.DataType], placeholder: str
 ) -> DataFrame:

@@ -32,6 +32,9 @@ def row(status: str = "change", **fields: Any) -> dict[str, Any]:
         "min_offset": 0,
         "max_offset": 0,
         "max_timestamp": 1_700_000_001.0,
+        "deletes": False,
+        "updates": False,
+        "toasted": False,
     }
     r.update(fields)
     return r
@@ -174,3 +177,14 @@ def test_positions_collected_as_decimals_become_ints():
     s = summarize([row(max_seq=Decimal("123456789012345678901234567890"))], no_earlier_schemas)
     [g] = s.tables[("inventory", "customers")]
     assert g.max_seq == 123456789012345678901234567890 and isinstance(g.max_seq, int)
+
+
+def test_a_group_has_deletes_updates_and_placeholders_when_any_partition_has_them():
+    s = summarize(
+        [row(partition=0, deletes=True), row(partition=1, updates=True, toasted=True), row(_src_table="orders")],
+        no_earlier_schemas,
+    )
+    [g] = s.tables[("inventory", "customers")]
+    assert (g.deletes, g.updates, g.toasted) == (True, True, True)
+    [other] = s.tables[("inventory", "orders")]
+    assert (other.deletes, other.updates, other.toasted) == (False, False, False)

@@ -122,9 +122,11 @@ class BatchProcessor:
         tables, truncated = summary.tables, summary.truncated
         if renames:
             report.tables += self.tables.rename_tables(renames)
-            # A table's events on both sides of its rename share a schema: cut them apart first.
-            tables = {t: cut_at(batch.cached, gs, [r.seq for r in renames if r.old == t]) for t, gs in tables.items()}
-            tables, truncated = follow_renames(tables, truncated, renames)
+        if follow := self.tables.renames_to_follow(renames, list(tables)):
+            # A table's events on both sides of its rename share a schema: cut them apart first
+            # (no Spark action unless a group has events on both sides).
+            tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
+            tables, truncated = follow_renames(tables, truncated, follow)
         if s.schema_change_policy == SchemaChangePolicy.FAIL:
             self._fail_on_lossy_change(batch, tables)
         outcomes = [

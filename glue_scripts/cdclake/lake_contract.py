@@ -67,6 +67,10 @@ SOURCE_DROPPED_PROPERTY = "cdc.source-dropped"
 SOURCE_DROPPED_POSITION_PROPERTY = "cdc.source-dropped-position"
 # The RENAME TABLE step (`position:offset`) that gave a lake table its name.
 RENAMED_AT_PROPERTY = "cdc.renamed-at"
+# Every RENAME TABLE step a lake table went through, carried along when it moves again:
+# `cdc.renamed.<position>.<offset>.<step>` = `[[old db, old table], [new db, new table]]`. A job started
+# again rebuilds from them the renames that late events of an old name follow (lake_tables.recorded_renames).
+RENAMED_PREFIX = "cdc.renamed."
 # A source default not yet given to rows written before its column existed: `cdc.backfill.<column>`.
 BACKFILL_PREFIX = "cdc.backfill."
 # On a marker table: the lake table it belongs to.

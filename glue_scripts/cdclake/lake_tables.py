@@ -9,6 +9,7 @@ source. `read_statements` reads a batch's schema-change events per table.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
@@ -39,8 +40,10 @@ from .lake_contract import (
     KEY_BATCH_PROPERTY,
     KEY_POSITION_PROPERTY,
     KEY_PROPERTY,
+    MARKER_SUFFIX,
     PROPERTY_PREFIX,
     RENAMED_AT_PROPERTY,
+    RENAMED_PREFIX,
     SOURCE_DROP_PROPERTIES,
     SOURCE_DROPPED_POSITION_PROPERTY,
     SOURCE_DROPPED_PROPERTY,
@@ -75,6 +78,11 @@ class TableRename:
     # The schema-change event's Kafka offset: the connector sends one event per pair of a
     # `RENAME TABLE a TO b, c TO d`, all at the statement's position, in statement order.
     offset: int = 0
+    step: int = 0  # the pair's place in its event's statement (one event may name several pairs)
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        return self.seq, self.offset, self.step
 
     @property
     def mark(self) -> str:
@@ -82,6 +90,22 @@ class TableRename:
         a batch run again after a crash in the middle of `RENAME TABLE a TO tmp, b TO a, tmp TO b`
         redoes only the steps not done."""
         return f"{self.seq}:{self.offset}"
+
+
+def _rename_property(r: TableRename) -> tuple[str, str]:
+    return f"{RENAMED_PREFIX}{r.seq}.{r.offset}.{r.step}", json.dumps([list(r.old), list(r.new)])
+
+
+def recorded_renames(props: dict[str, str]) -> list[TableRename]:
+    """The rename steps a table's properties record (see RENAMED_PREFIX)."""
+    out = []
+    for k, v in props.items():
+        if not k.startswith(RENAMED_PREFIX):
+            continue
+        seq, offset, step = k[len(RENAMED_PREFIX) :].split(".")
+        (old_db, old_table), (new_db, new_table) = json.loads(v)
+        out.append(TableRename((old_db, old_table), (new_db, new_table), int(seq), int(offset), int(step)))
+    return out
 
 
 def _mark_order(mark: str | None) -> tuple[int, int]:
@@ -112,7 +136,8 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
     for r in rows:
         seq = int(r[CDC_SEQ])
         renames += [
-            TableRename(old, new, seq, int(r["offset"])) for old, new in D.table_renames(r["_ddl"], r["_src_db"] or "")
+            TableRename(old, new, seq, int(r["offset"]), step)
+            for step, (old, new) in enumerate(D.table_renames(r["_ddl"], r["_src_db"] or ""))
         ]
         for change in r["_ddl_tables"] or []:
             for db, tbl in D.table_ids([change["id"]]):
@@ -184,6 +209,11 @@ class LakeTables:
         # RENAME TABLE steps carried out by this process: (position, old, new); the connector sends a
         # statement's events again after a restart of its own.
         self._renamed: set[tuple[int, tuple[str, str], tuple[str, str]]] = set()
+        # Every RENAME TABLE step read by this process, in source order: events of an old name written
+        # before a step but read in a later batch (a job catching up reads the small schema-change
+        # topic ahead of the tables' topics) follow it to the table that has the rows now.
+        self._rename_history: list[TableRename] = []
+        self._renames_loaded = False  # the ones recorded by the lake tables (a job started again)
 
     # ------------------------------------------------------------------ cached state
     def state(self, ident: str) -> TableState | None:
@@ -206,6 +236,38 @@ class LakeTables:
         else:
             self._states.pop(ident, None)
 
+    def renames_to_follow(self, renames: list[TableRename], tables: list[tuple[str, str]]) -> list[TableRename]:
+        """The batch's renames added to the ones read before, all in source order: what the batch's
+        events (of `tables`) are routed by (follow_renames). The renames of earlier runs of the job are
+        read from the lake tables' properties once, when a batch first has events of a table the lake
+        does not hold (a copy tool's table that was renamed away, or a new table). A step read again (a
+        batch run again, the connector sending a statement again) is kept once."""
+        if not self._renames_loaded and any(self.state(self.settings.table_identifier(*t)) is None for t in tables):
+            renames = self._lake_renames() + renames
+        known = set(self._rename_history)
+        for r in renames:
+            if r not in known:
+                self._rename_history.append(r)
+                known.add(r)
+        self._rename_history.sort(key=lambda r: r.order)
+        return list(self._rename_history)
+
+    def _lake_renames(self) -> list[TableRename]:
+        """Every rename step recorded by the namespace's lake tables: one catalog listing and one
+        properties read per table, once per process."""
+        self._renames_loaded = True
+        ns = f"{self.settings.catalog_name}.{self.settings.namespace}"
+        names = [r["tableName"] for r in self.spark.sql(f"SHOW TABLES IN {ns}").collect()]
+        found = [
+            r
+            for n in names
+            if not n.endswith(MARKER_SUFFIX)
+            for r in recorded_renames(table_properties(self.spark, f"{ns}.{n}"))
+        ]
+        if found:
+            log.info("%d table rename(s) recorded in %s: late events of the old names follow them", len(found), ns)
+        return found
+
     def rename_tables(self, renames: list[TableRename]) -> list[TableReport]:
         """The batch's RENAME TABLE statements, in source order (`RENAME TABLE t TO t_old, t_new TO t`
         as online schema change tools run it included): each old name's lake table becomes the new
@@ -226,7 +288,9 @@ class LakeTables:
                 )
                 continue
             self._early_rows(old, new, r)
-            tblprops = properties_sql({**self._properties(old), RENAMED_AT_PROPERTY: r.mark})
+            tblprops = properties_sql(
+                {**self._properties(old), RENAMED_AT_PROPERTY: r.mark, **dict([_rename_property(r)])}
+            )
             self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
             move_markers(self.spark, old, new)
             self.spark.sql(f"DROP TABLE {old}")

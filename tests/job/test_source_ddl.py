@@ -283,6 +283,39 @@ def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_sou
     assert "cdc.source-dropped" in props  # --dropped_table_policy keep: the old table stays, marked
 
 
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same run", "job started again"])
+def test_a_copy_then_swap_whose_statement_is_read_before_the_copys_events_ends_equal_to_the_source(lake, restarted):
+    # A job catching up (the batch size capped by --max_offsets_per_trigger) reads the small
+    # schema-change topic ahead of the copy's many events: the swap is applied before them.
+    ev = Events()
+    seed(lake, ev)
+    shadow = Events(topic="mdb.inventory._customers_new", table="_customers_new")
+    shadow.record("c", {"id": 1}, customer(1, "Copy1"), pos=10_001)
+    lake.apply(shadow.take())
+    ev.record("u", {"id": 2}, customer(2, "During"), pos=10_100)  # the source table, before the swap
+    during = ev.take()
+    ev.schema_change("RENAME TABLE `customers` TO `_customers_old`, `_customers_new` TO `customers`", pos=10_200)
+    ev.record("u", {"id": 3}, customer(3, "After swap"), pos=10_300)
+    lake.apply(ev.take())
+    print("PROPS", {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()})
+    if restarted:  # the renames this process applied are known from the lake tables' properties only
+        from cdclake.batch import BatchProcessor
+
+        lake.processor = BatchProcessor(lake.spark, lake.settings)
+    # Read late: the rest of the copy (under the shadow's name) and a change of the old table.
+    for i in (2, 3):
+        shadow.record("c", {"id": i}, customer(i, f"Copy{i}"), pos=10_000 + i)
+    shadow.record("u", {"id": 2}, customer(2, "During (trigger)"), pos=10_101)
+    report = lake.apply(shadow.take() + during)
+    print("TABLES", [r["tableName"] for r in lake.spark.sql(f"SHOW TABLES IN glue_catalog.{lake.namespace}").collect()])
+    print("ROWS", [r.asDict() for r in lake.spark.sql(f"SELECT id, first_name, _cdc_seq FROM {lake.table()}").collect()])
+    assert report.dead == 0
+    lake.assert_rows({1: "Copy1", 2: "During (trigger)", 3: "After swap"})
+    lake.assert_rows({1: "Sally", 2: "During", 3: "Sally"}, name="inventory__customers_old")
+    assert not lake.spark.catalog.tableExists(lake.table("inventory__customers_new"))
+
+
 # ---------------------------------------------------------------- a primary key changed by ALTER TABLE
 ID_EMAIL_KEY = key_schema("customers", ("int32", "id"), ("string", "email"))
 

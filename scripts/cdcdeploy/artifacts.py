@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import subprocess
@@ -155,16 +156,19 @@ def lambda_wheels(requirements: Path) -> list[Path]:
             found += [w for w in dest.glob("*.whl") if w.name.lower().startswith(stem)][:1]
         return found
 
-    if len(wheels := find()) == len(pins):
-        return wheels
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
-    cmd += ["--only-binary=:all:", "--platform", LAMBDA_PLATFORM, "--python-version", LAMBDA_PYTHON]
-    cmd += ["--implementation", "cp", "--dest", str(dest), *pins]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0 or len(wheels := find()) != len(pins):
-        raise RuntimeError(f"pip download of {requirements} for the Lambda runtime failed:\n{result.stderr}")
-    return wheels
+    # One download at a time (test workers build the templates in parallel): no half-written wheel is read.
+    with (dest / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if len(wheels := find()) == len(pins):
+            return wheels
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]
+        cmd += ["--only-binary=:all:", "--platform", LAMBDA_PLATFORM, "--python-version", LAMBDA_PYTHON]
+        cmd += ["--implementation", "cp", "--dest", str(dest), *pins]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0 or len(wheels := find()) != len(pins):
+            raise RuntimeError(f"pip download of {requirements} for the Lambda runtime failed:\n{result.stderr}")
+        return wheels
 
 
 def wheel_entries(wheel: Path) -> list[tuple[str, bytes]]:

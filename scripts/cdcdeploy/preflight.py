@@ -79,7 +79,9 @@ def route_table_of(ec2: Any, subnet: dict) -> dict | None:
 
 def check_glue_subnet_reaches_aws(ec2: Any, subnet: dict, region: str) -> list[Problem]:
     """The Glue subnet reaches S3 (gateway endpoint on its route table, or NAT) and, without NAT, every
-    interface endpoint of network.INTERFACE_ENDPOINTS exists in the VPC."""
+    interface endpoint of network.INTERFACE_ENDPOINTS exists in the VPC. The schema-history topic
+    function runs there too and replies to CloudFormation through S3: without that route its resource
+    would wait an hour for a reply."""
     table = route_table_of(ec2, subnet)
     routes = (table or {}).get("Routes", [])
     has_nat = any(r.get("NatGatewayId") and r.get("DestinationCidrBlock") == "0.0.0.0/0" for r in routes)
@@ -96,7 +98,8 @@ def check_glue_subnet_reaches_aws(ec2: Any, subnet: dict, region: str) -> list[P
         )  # fmt: skip
         if not on_table and not has_nat:
             problems.append(Problem(
-                f"the Glue subnet {subnet_id} has no route to S3: no {name} gateway endpoint on its route table "
+                f"the Glue subnet {subnet_id} has no route to S3 (the Glue job and the schema-history topic "
+                f"function's reply to CloudFormation need it): no {name} gateway endpoint on its route table "
                 f"{(table or {}).get('RouteTableId', '(none)')} and no NAT gateway route",
                 f"aws ec2 create-vpc-endpoint --vpc-id {subnet['VpcId']} --service-name {name} "
                 f"--route-table-ids {(table or {}).get('RouteTableId', '<route table>')}"))  # fmt: skip

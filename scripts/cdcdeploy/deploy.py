@@ -18,11 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import boto3
-import cli
 from botocore.exceptions import ClientError
 
-from cdcdeploy import artifacts, build, preflight, stacks, templates
+from cdcdeploy import arguments, artifacts, build, preflight, stacks, templates
 
 ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 BUILD_DIR = build.BUILD_DIR
@@ -270,14 +268,7 @@ def deploy_and_wait(cfn: Any, stack_name: str, wait_s: float, deploy: Any, poll_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/deploy", description=__doc__.split("\n")[0])
-    parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
-    parser.add_argument(
-        "--region",
-        default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-        help="AWS region (default $AWS_REGION / $AWS_DEFAULT_REGION)",
-    )
-    parser.add_argument("--profile", help="AWS CLI profile")
+    parser = arguments.parser("scripts/deploy", __doc__)
     parser.add_argument("--artifacts-bucket", help="use this existing bucket instead of the <stack>-bootstrap stack's")
     parser.add_argument(
         "--parameter",
@@ -288,18 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plugin-zip", type=Path, help="connector plugin zip to ship instead of building one")
     parser.add_argument("--no-start-job", action="store_true", help="do not start the Glue streaming job")
-    parser.add_argument(
-        "--wait-minutes",
-        type=int,
-        default=180,
-        help="how long to wait for the pipeline stack after the aws CLI stops waiting (default 180)",
+    arguments.add_wait(
+        parser, "--wait-minutes", 180, "how long to wait for the pipeline stack after the aws CLI stops waiting"
     )
-    args = parser.parse_args(argv)
-    if not args.region:
-        parser.error("--region (or AWS_REGION) is required")
+    args = arguments.parse(parser, argv)
 
     check_topic_pattern(args.parameter)
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    session = arguments.session(args)
     if not run_preflight(session, args.parameter, args.region):
         return 2
     built = build.build_templates(BUILD_DIR / "cloudformation")

@@ -7,15 +7,13 @@ refilled log bucket is emptied and retried.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
 
-import boto3
-import cli
 from botocore.exceptions import ClientError, WaiterError
 
+from cdcdeploy import arguments
 from cdcdeploy.deploy import active_runs, stack_outputs
 
 # Outputs that name buckets, per stack; logged buckets come before the log buckets.
@@ -93,22 +91,17 @@ def destroy_stack(session: Any, stack_name: str, bucket_outputs: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/destroy", description=__doc__.split("\n")[0])
-    parser.add_argument("--stack-name", default="cdc-lake")
-    parser.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
-    parser.add_argument("--profile")
+    parser = arguments.parser("scripts/destroy", __doc__)
     parser.add_argument("--keep-bootstrap", action="store_true", help="keep <stack>-bootstrap (artifacts bucket)")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    args = parser.parse_args(argv)
-    if not args.region:
-        parser.error("--region (or AWS_REGION) is required")
+    args = arguments.parse(parser, argv)
     if not args.yes:
         answer = input(f"Delete stack {args.stack_name} and ALL data in its buckets ({args.region})? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("aborted")
             return 1
 
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    session = arguments.session(args)
     cfn = session.client("cloudformation")
     if stack_exists(cfn, args.stack_name):
         job = stack_outputs(cfn, args.stack_name).get("JobName")

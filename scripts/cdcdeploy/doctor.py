@@ -8,7 +8,6 @@ Read-only: it starts, stops and changes nothing (the Athena counts write query r
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -16,11 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-import cli
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdcdeploy import stacks
+from cdcdeploy import arguments, stacks
 
 RUNNING = ("STARTING", "RUNNING", "WAITING")
 BATCH_LINE = re.compile(r"batch \d+: \d+ records \(")
@@ -276,19 +273,8 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/doctor", description=__doc__.split("\n")[0])
-    parser.add_argument("stack", help="the pipeline stack's name (scripts/deploy --stack-name, default cdc-lake)")
-    parser.add_argument(
-        "--region",
-        default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-        help="AWS region (default $AWS_REGION / $AWS_DEFAULT_REGION)",
-    )
-    parser.add_argument("--profile", help="AWS CLI profile")
-    args = parser.parse_args(argv)
-    if not args.region:
-        parser.error("--region (or AWS_REGION) is required")
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    results = run(session, args.stack, args.region)
+    args = arguments.parse(arguments.parser("scripts/doctor", __doc__, stack_positional=True), argv)
+    results = run(arguments.session(args), args.stack_name, args.region)
     for r in results:
         print(r.line(), flush=True)
     failed = [r.check for r in results if not r.ok]

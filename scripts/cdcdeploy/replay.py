@@ -10,14 +10,11 @@ idempotent: a change older than what the lake holds is ignored by the MERGE's po
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
 
-import boto3
-import cli
-
+from cdcdeploy import arguments
 from cdcdeploy.deploy import stack_outputs, start_job_if_idle
 from cdcdeploy.destroy import stop_job
 
@@ -89,17 +86,10 @@ def replay(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/replay", description=__doc__.split("\n")[0])
+    parser = arguments.parser("scripts/replay", __doc__)
     parser.add_argument(
         "files_path", help="s3://<lake bucket>/dead-letters/... or s3://<lake bucket>/raw/... to replay"
     )
-    parser.add_argument("--stack-name", default="cdc-lake", help="pipeline stack name (default cdc-lake)")
-    parser.add_argument(
-        "--region",
-        default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-        help="AWS region (default $AWS_REGION / $AWS_DEFAULT_REGION)",
-    )
-    parser.add_argument("--profile", help="AWS CLI profile")
     parser.add_argument("--namespace", help="write into this Glue database instead (a rebuild beside the live tables)")
     parser.add_argument(
         "--replay-id",
@@ -107,13 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         help="names the replay's checkpoint and dead-letter folders (default: the UTC time)",
     )
     parser.add_argument("--no-restart", action="store_true", help="leave the streaming job stopped afterwards")
-    parser.add_argument(
-        "--timeout-minutes", type=float, default=180, help="give up waiting after this long (default 180)"
-    )
-    args = parser.parse_args(argv)
-    if not args.region:
-        parser.error("--region (or AWS_REGION) is required")
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    arguments.add_wait(parser, "--timeout-minutes", 180, "give up waiting for the replay run after this long")
+    args = arguments.parse(parser, argv)
+    session = arguments.session(args)
     outputs = stack_outputs(session.client("cloudformation"), args.stack_name)
     job, bucket = outputs["JobName"], outputs["LakeBucketName"]
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,6 +76,17 @@ def _resolve(cfn: Template, value: Any, params: Values = None) -> Any:
     return None if isinstance(value, dict | list) else value
 
 
+def _resources(cfn: Template, *types: str) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(name, resource, its Properties or {}) of every resource of these types (all types when none)."""
+    for name, res in cfn.get_resources(list(types)).items():
+        yield name, res, res.get("Properties") or {}
+
+
+def _command(cfn: Template, props: dict[str, Any]) -> Any:
+    """A Glue job's Command.Name, resolved against the parameters' defaults."""
+    return _resolve(cfn, (props.get("Command") or {}).get("Name"))
+
+
 def _is_streaming(props: dict[str, Any]) -> bool:
     args = props.get("DefaultArguments") or {}
     return isinstance(args, dict) and any(a in args for a in STREAMING_ARGS)
@@ -92,9 +104,8 @@ class GlueJobCommand(CloudFormationLintRule):
 
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
-        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
-            props = res.get("Properties") or {}
-            command = _resolve(cfn, (props.get("Command") or {}).get("Name"))
+        for name, _, props in _resources(cfn, "AWS::Glue::Job"):
+            command = _command(cfn, props)
             path = ["Resources", name, "Properties", "Command", "Name"]
             if command is None:
                 continue
@@ -120,8 +131,7 @@ class GlueJobVersion(CloudFormationLintRule):
 
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
-        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
-            props = res.get("Properties") or {}
+        for name, _, props in _resources(cfn, "AWS::Glue::Job"):
             version = _resolve(cfn, props.get("GlueVersion"))
             if str(version) != GLUE_VERSION:
                 matches.append(
@@ -145,9 +155,8 @@ class GlueStreamingTimeout(CloudFormationLintRule):
 
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
-        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
-            props = res.get("Properties") or {}
-            if _resolve(cfn, (props.get("Command") or {}).get("Name")) != "gluestreaming":
+        for name, _, props in _resources(cfn, "AWS::Glue::Job"):
+            if _command(cfn, props) != "gluestreaming":
                 continue
             timeout = _resolve(cfn, props.get("Timeout"))
             minutes = int(timeout) if str(timeout).isdigit() else None
@@ -192,8 +201,7 @@ class DbParameterGroupFamily(CloudFormationLintRule):
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
         groups = cfn.get_resources(["AWS::RDS::DBParameterGroup"])
-        for name, res in cfn.get_resources(["AWS::RDS::DBInstance"]).items():
-            props = res.get("Properties") or {}
+        for name, _, props in _resources(cfn, "AWS::RDS::DBInstance"):
             ref = props.get("DBParameterGroupName")
             if isinstance(ref, dict) and "Fn::If" in ref:  # the group of the engine the defaults select
                 chosen = _condition(cfn, ref["Fn::If"][0])
@@ -223,11 +231,16 @@ _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 EXTRA_JARS_PROFILE = "glue-extra-jars"
 
 
+def _pom_properties(root: ET.Element) -> dict[str, str]:
+    """pom.xml's <properties>, name -> value."""
+    return {el.tag.split("}", 1)[-1]: (el.text or "").strip() for el in root.find("m:properties", _NS) or []}
+
+
 def manifest_jar_names(pom: Path = POM, profile: str = EXTRA_JARS_PROFILE) -> list[str]:
     """File names (artifactId-version[-classifier].jar) of the direct dependencies of one pom.xml profile,
     ${property} versions filled from <properties>."""
     root = ET.parse(pom).getroot()
-    props = {el.tag.split("}", 1)[-1]: (el.text or "").strip() for el in root.find("m:properties", _NS) or []}
+    props = _pom_properties(root)
     names = []
     for prof in root.findall("m:profiles/m:profile", _NS):
         if prof.findtext("m:id", namespaces=_NS) != profile:
@@ -261,8 +274,8 @@ class GlueExtraJarsMatchManifest(CloudFormationLintRule):
         matches = []
         wanted = manifest_jar_names()
         params = cfn.template.get("Parameters", {})
-        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
-            args = (res.get("Properties") or {}).get("DefaultArguments") or {}
+        for name, _, props in _resources(cfn, "AWS::Glue::Job"):
+            args = props.get("DefaultArguments") or {}
             if not isinstance(args, dict) or not _uses_msk_iam(args):
                 continue
             path = ["Resources", name, "Properties", "DefaultArguments"]
@@ -314,12 +327,13 @@ DEMO_SOURCE_TYPES = (
     "AWS::RDS::DBInstance",
     "AWS::RDS::DBSubnetGroup",
     "AWS::RDS::DBParameterGroup",
+    "AWS::SecretsManager::Secret",  # the demo database's login; an existing one comes as ExistingDbSecretArn
 )
 
 
 class ExistingNetworkCreatesNoDemoSource(CloudFormationLintRule):
     id = "E9006"
-    shortdesc = "With ExistingVpcId set, no VPC, subnet, gateway, database or client is created"
+    shortdesc = "With ExistingVpcId set, no VPC, subnet, gateway, database, its secret or client is created"
     description = (
         f"Every {', '.join(t.split('::')[-1] for t in DEMO_SOURCE_TYPES)} resource must carry a Condition "
         f"that is false when {EXISTING_VPC_PARAM} is set, and every security group must then be in that VPC"
@@ -332,7 +346,7 @@ class ExistingNetworkCreatesNoDemoSource(CloudFormationLintRule):
             return []
         existing = {EXISTING_VPC_PARAM: SAMPLE_VPC}
         matches = []
-        for name, res in cfn.get_resources(list(DEMO_SOURCE_TYPES)).items():
+        for name, res, _ in _resources(cfn, *DEMO_SOURCE_TYPES):
             cond = res.get("Condition")
             if cond is None or _condition(cfn, cond, existing) is not False:
                 matches.append(
@@ -342,10 +356,10 @@ class ExistingNetworkCreatesNoDemoSource(CloudFormationLintRule):
                         "Condition that is false then (CreateDemoSource)",
                     )
                 )
-        for name, res in cfn.get_resources(["AWS::EC2::SecurityGroup"]).items():
+        for name, res, props in _resources(cfn, "AWS::EC2::SecurityGroup"):
             if res.get("Condition") is not None and _condition(cfn, res["Condition"], existing) is False:
                 continue
-            vpc = _resolve(cfn, (res.get("Properties") or {}).get("VpcId"), existing)
+            vpc = _resolve(cfn, props.get("VpcId"), existing)
             if vpc != SAMPLE_VPC:
                 matches.append(
                     RuleMatch(
@@ -363,10 +377,10 @@ def _connector_topics(cfn: Template, params: dict[str, Any]) -> list[tuple[str, 
     """(connector, a change topic it writes) for the connectors that exist with `params`:
     <topic.prefix>.<database.include.list or schema.include.list>.<table>."""
     out = []
-    for name, res in cfn.get_resources(["AWS::KafkaConnect::Connector"]).items():
+    for name, res, props in _resources(cfn, "AWS::KafkaConnect::Connector"):
         if res.get("Condition") is not None and _condition(cfn, res["Condition"], params) is not True:
             continue
-        config = (res.get("Properties") or {}).get("ConnectorConfiguration") or {}
+        config = props.get("ConnectorConfiguration") or {}
         prefix = _resolve(cfn, config.get("topic.prefix"), params)
         second = _resolve(cfn, config.get("schema.include.list") or config.get("database.include.list"), params)
         if isinstance(prefix, str) and isinstance(second, str) and "," not in second:
@@ -388,8 +402,8 @@ class JobTopicPatternMatchesConnector(CloudFormationLintRule):
     def match(self, cfn: Template) -> list[RuleMatch]:
         engines = (cfn.template.get("Parameters", {}).get("SourceEngine") or {}).get("AllowedValues") or [None]
         matches = []
-        for name, res in cfn.get_resources(["AWS::Glue::Job"]).items():
-            args = (res.get("Properties") or {}).get("DefaultArguments") or {}
+        for name, _, props in _resources(cfn, "AWS::Glue::Job"):
+            args = props.get("DefaultArguments") or {}
             if not isinstance(args, dict) or "--kafka_topic_pattern" not in args:
                 continue
             for engine in engines:
@@ -413,12 +427,10 @@ class JobTopicPatternMatchesConnector(CloudFormationLintRule):
 def _custom_resource_functions(cfn: Template) -> set[str]:
     """Lambda functions that back a custom resource (its ServiceToken is their Arn)."""
     out = set()
-    for res in cfn.template.get("Resources", {}).values():
-        if not isinstance(res, dict) or not str(res.get("Type", "")).startswith(
-            ("Custom::", "AWS::CloudFormation::CustomResource")
-        ):
+    for _, res, props in _resources(cfn):
+        if not str(res["Type"]).startswith(("Custom::", "AWS::CloudFormation::CustomResource")):
             continue
-        token = (res.get("Properties") or {}).get("ServiceToken")
+        token = props.get("ServiceToken")
         if isinstance(token, dict) and "Fn::GetAtt" in token:
             target = token["Fn::GetAtt"]
             out.add(target[0] if isinstance(target, list) else str(target).split(".", 1)[0])
@@ -436,7 +448,11 @@ class CustomResourceFunctionReservesNoConcurrency(CloudFormationLintRule):
     tags: ClassVar[list[str]] = ["resources", "lambda"]
 
     def match(self, cfn: Template) -> list[RuleMatch]:
-        functions = cfn.get_resources(["AWS::Lambda::Function"])
+        reserving = {
+            name
+            for name, _, props in _resources(cfn, "AWS::Lambda::Function")
+            if "ReservedConcurrentExecutions" in props
+        }
         return [
             RuleMatch(
                 ["Resources", name, "Properties", "ReservedConcurrentExecutions"],
@@ -444,8 +460,7 @@ class CustomResourceFunctionReservesNoConcurrency(CloudFormationLintRule):
                 "concurrency quota is under 100 plus the reservation CreateFunction fails and the stack rolls "
                 "back. Leave it out.",
             )
-            for name in sorted(_custom_resource_functions(cfn))
-            if "ReservedConcurrentExecutions" in ((functions.get(name) or {}).get("Properties") or {})
+            for name in sorted(_custom_resource_functions(cfn) & reserving)
         ]
 
 
@@ -474,17 +489,13 @@ class ConnectVersionLoadsThePlugin(CloudFormationLintRule):
     tags: ClassVar[list[str]] = ["resources", "kafkaconnect"]
 
     def match(self, cfn: Template) -> list[RuleMatch]:
-        props = {
-            el.tag.split("}", 1)[-1]: (el.text or "").strip()
-            for el in ET.parse(POM).getroot().find("m:properties", _NS) or []
-        }
-        debezium = max((_major(v) or 0) for k, v in props.items() if k.startswith("debezium"))
+        pom = _pom_properties(ET.parse(POM).getroot())
+        debezium = max((_major(v) or 0) for k, v in pom.items() if k.startswith("debezium"))
         if debezium < 3:
             return []
         matches = []
-        for name, res in cfn.get_resources(["AWS::KafkaConnect::Connector"]).items():
-            value = (res.get("Properties") or {}).get("KafkaConnectVersion")
-            for version in _possible_values(cfn, value):
+        for name, _, props in _resources(cfn, "AWS::KafkaConnect::Connector"):
+            for version in _possible_values(cfn, props.get("KafkaConnectVersion")):
                 major = _major(version)
                 if major is not None and major < 3:
                     matches.append(

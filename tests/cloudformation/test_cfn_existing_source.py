@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cfn_helpers import failed_assertions, resolve_variant, resources_of, walk
+from project_rules import DEMO_SOURCE_TYPES
 
 EXISTING = {
     "ExistingVpcId": "vpc-0a1b2c3d4e5f60718",
@@ -18,23 +19,8 @@ EXISTING = {
     "ExistingDbSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:debezium-AbCdEf",
     "ExistingDbSecurityGroupId": "sg-0a1b2c3d4e5f60718",
 }
-# What only the demo mode may create.
-DEMO_ONLY_TYPES = {
-    "AWS::EC2::VPC",
-    "AWS::EC2::Subnet",
-    "AWS::EC2::InternetGateway",
-    "AWS::EC2::NatGateway",
-    "AWS::EC2::EIP",
-    "AWS::EC2::RouteTable",
-    "AWS::EC2::VPCEndpoint",
-    "AWS::EC2::FlowLog",
-    "AWS::EC2::Instance",
-    "AWS::EC2::LaunchTemplate",
-    "AWS::RDS::DBInstance",
-    "AWS::RDS::DBSubnetGroup",
-    "AWS::RDS::DBParameterGroup",
-    "AWS::SecretsManager::Secret",
-}
+# What only the demo mode may create: the lint rule's list (E9006).
+DEMO_ONLY_TYPES = set(DEMO_SOURCE_TYPES)
 VARIANTS = [
     pytest.param({}, id="demo-mysql"),
     pytest.param({"SourceEngine": "postgres"}, id="demo-postgres"),

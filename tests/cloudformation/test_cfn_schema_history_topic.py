@@ -7,9 +7,12 @@ What it does to a topic runs against a real Kafka broker in tests/stack/test_sch
 from __future__ import annotations
 
 import base64
+import importlib
 import importlib.util
 import re
 import socket
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -148,6 +151,48 @@ def test_the_zip_ships_the_handler_its_code_and_the_wheels_for_the_functions_run
     # The signer reads its own version from its metadata (its User-Agent): the dist-info ships too.
     assert "aws_msk_iam_sasl_signer_python-1.0.2.dist-info/METADATA" in names
     assert shipped == (SRC / "history_topic.py").read_bytes()
+
+
+# What the Lambda Python runtime provides besides the standard library: boto3 and its dependencies.
+LAMBDA_RUNTIME_PACKAGES = ("boto3", "botocore", "jmespath", "s3transfer", "dateutil", "urllib3", "six")
+
+
+def test_the_zip_imports_and_signs_with_nothing_but_the_runtimes_boto3(built_dir: Path, tmp_path: Path) -> None:
+    """The handler imported from the unpacked zip in an interpreter without site-packages, next to
+    boto3 and its dependencies only (as on Lambda): it needs no package the zip lacks (the signer
+    declares click, which it does not import) and finds the signer's metadata (its User-Agent). The
+    zip's C extension is for Python 3.12: this uses the test environment's, of the same version."""
+    code, runtime_dir = tmp_path / "code", tmp_path / "runtime"
+    with zipfile.ZipFile(built_dir / build.HISTORY_LAMBDA_ZIP) as zf:
+        zf.extractall(
+            code, [n for n in zf.namelist() if not n.startswith(("confluent_kafka/", "confluent_kafka.libs/"))]
+        )
+    import confluent_kafka
+
+    pinned = re.search(r"^confluent-kafka==(\S+)", (SRC / "requirements.txt").read_text(), re.MULTILINE)
+    assert pinned and confluent_kafka.__version__ == pinned.group(1)
+    here = Path(confluent_kafka.__file__).parent
+    for package in (here, here.with_name("confluent_kafka.libs")):
+        (code / package.name).symlink_to(package)
+    runtime_dir.mkdir()
+    for name in LAMBDA_RUNTIME_PACKAGES:
+        module = importlib.import_module(name)
+        location = Path(module.__file__)
+        target = location.parent if location.name == "__init__.py" else location
+        (runtime_dir / target.name).symlink_to(target)
+    program = (
+        f"import sys; sys.path[:0] = [{str(code)!r}, {str(runtime_dir)!r}]; import index; "
+        "token, expiry = index.oauth_token('eu-west-1'); "
+        "assert all(m.split('.')[0] != 'click' for m in sys.modules); print(len(token) > 100)"
+    )
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "HOME": str(tmp_path),
+    }
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", program], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
 
 
 def test_the_shipped_code_creates_the_topic_with_unlimited_retention(built_dir: Path, tmp_path: Path) -> None:

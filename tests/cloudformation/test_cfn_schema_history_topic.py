@@ -89,10 +89,11 @@ def test_the_admin_client_asks_the_token_provider_over_sasl_oauthbearer(
     monkeypatch.setattr(index, "oauth_token", lambda region: issued.append(real(region)) or issued[-1])
     config = index.admin_config(f"127.0.0.1:{closed_port()}", REGION)
     assert (config["security.protocol"], config["sasl.mechanisms"]) == ("SASL_SSL", "OAUTHBEARER")
-    AdminClient({**config, "log_level": 0})  # nothing listens there: only the token is asked for
+    client = AdminClient({**config, "log_level": 0})  # nothing listens there: only the token is asked for
     deadline = time.monotonic() + 10
     while not issued and time.monotonic() < deadline:
         time.sleep(0.05)
+    del client
     assert issued, "the admin client never called oauth_cb"
     assert decoded(issued[0][0])[1]["Action"] == ["kafka-cluster:Connect"]
 

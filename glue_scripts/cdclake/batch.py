@@ -21,11 +21,12 @@ import time
 from datetime import UTC, datetime
 from functools import reduce
 
-from pyspark import StorageLevel
+from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import envelope as E
+from .concurrency import concurrency, run_bounded
 from .deadletter import archive_raw, as_dead_letters, write_dead_letters
 from .decode import SchemaGroup, cut_at, resolve_groups
 from .evolution import plan_schema
@@ -35,7 +36,7 @@ from .merge import truncate_before
 from .report import BatchReport, FollowWatch, TableReport
 from .settings import Settings
 from .summary import BatchSummary, group_aggregate, summarize
-from .table_writer import ClassifiedBatch, TableWriter, Writes, release
+from .table_writer import ClassifiedBatch, TableOutcome, TableWriter, Writes, release
 
 log = logging.getLogger("cdclake")
 
@@ -129,10 +130,13 @@ class BatchProcessor:
             tables, truncated = follow_renames(tables, truncated, follow)
         if s.schema_change_policy == SchemaChangePolicy.FAIL:
             self._fail_on_lossy_change(batch, tables)
-        outcomes = [
-            self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
-            for table, groups in sorted(tables.items())
-        ]
+
+        def apply(item: tuple[tuple[str, str], list[SchemaGroup]]) -> TableOutcome:
+            table, groups = item
+            return self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
+
+        workers = concurrency(s.table_concurrency, self.spark.sparkContext.defaultParallelism)
+        outcomes = run_bounded(apply, sorted(tables.items()), workers, inheritable_thread_target)
         dead += self._writer.count_written(batch)
         for outcome in outcomes:
             report.tables.append(outcome.report)

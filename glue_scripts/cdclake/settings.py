@@ -227,6 +227,13 @@ ARGS: tuple[Arg, ...] = (
     Arg("run_once", "false", "`true`: process what is available now, commit, exit 0.", parse=parse_bool),
     Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work.", parse=integer(1)),
     Arg(
+        "table_concurrency",
+        "0",
+        "Tables of a batch written at once, each its own commit; `0`: Spark's default parallelism (the "
+        "executors' cores), at most 8; `1`: one after the other.",
+        parse=integer(0),
+    ),
+    Arg(
         "maintenance_every_batches",
         "0",
         "Table maintenance (README: Maintenance) after every N micro-batches, between batches; `0`: not by count.",
@@ -381,6 +388,7 @@ class Settings:
     trigger_interval_seconds: int = _default("trigger_interval_seconds")
     run_once: bool = _default("run_once")
     shuffle_partitions: int = _default("shuffle_partitions")
+    table_concurrency: int = _default("table_concurrency")
     maintenance_every_batches: int = _default("maintenance_every_batches")
     maintenance_interval_minutes: int = _default("maintenance_interval_minutes")
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)

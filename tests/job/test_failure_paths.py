@@ -64,6 +64,45 @@ def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commi
     assert lake.snapshots() == snapshots + 1
 
 
+def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_leaves_every_table_as_the_source(
+    make_lake,
+):
+    import threading
+
+    from cdc_workload import assert_rows
+    from cdclake.batch import BatchProcessor, Writes
+    from cdclake.merge import merge_changes
+
+    lake = make_lake(table_concurrency="3")
+    names = [f"t{i}" for i in range(6)]
+    loads = {
+        n: Workload(seed=i, keys=8, events=Events(topic=f"mdb.inventory.{n}", table=n)) for i, n in enumerate(names)
+    }
+    lake.apply([r for n in names for r in loads[n].batch(4)])
+    before = {n: dict(loads[n].expected) for n in names}
+    failing = lake.table("inventory_t2")
+    threads: set[str] = set()
+    fail = True
+
+    def merge(table, changes, *args):
+        threads.add(threading.current_thread().name)
+        if fail and table == failing:
+            raise RuntimeError(f"injected: the commit of {table} failed")
+        merge_changes(table, changes, *args)
+
+    lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
+    batch = [r for n in names for r in loads[n].batch(6)]
+    with pytest.raises(RuntimeError, match=r"injected: the commit of .*inventory_t2 failed"):
+        lake.apply(batch, batch_id=9)
+    assert len(threads) > 1  # the tables were written from the pool, side by side
+    assert_rows(lake.spark, failing, before["t2"])  # nothing of the failed table's batch committed
+
+    fail = False
+    lake.apply(batch, batch_id=9)  # the restarted job: the same batch again
+    for n in names:
+        assert_rows(lake.spark, lake.table(f"inventory_{n}"), loads[n].expected)
+
+
 def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read_and_exits_1(make_lake, spark, caplog):
     from cdclake.maintenance_job import build_job_settings, run_maintenance
     from cdclake.settings import parse_argv

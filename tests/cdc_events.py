@@ -25,6 +25,12 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name).read_text())
 
 
+def captured() -> list[tuple[str, Any]]:
+    """Every captured file as ("<dialect>/<file name>", its JSON), in name order: messages, and the
+    type matrix's source rows (which are no message)."""
+    return [(f"{f.parent.name}/{f.name}", json.loads(f.read_text())) for f in sorted(FIXTURES.glob("*/*.json"))]
+
+
 def connect_json(obj: Any) -> str:
     """JSON text as Kafka Connect's JsonConverter writes it: compact, UTF-8, keys in order."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

@@ -24,7 +24,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).parent / "fixtures" / "debezium"
+from cdc_events import FIXTURES
+
 TABLE = "all_types"
 
 

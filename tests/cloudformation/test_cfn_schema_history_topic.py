@@ -10,7 +10,6 @@ import base64
 import importlib
 import importlib.util
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from cdcdeploy import artifacts, build
 from cdcdeploy.templates import CFN_DIR
 from cfn_helpers import EXISTING_NETWORK, Replies, resolve_variant, walk
 from confluent_kafka.admin import AdminClient
+from processes import free_port
 
 REGION = "eu-west-1"
 SRC = CFN_DIR / "lambda" / "schema_history_topic"
@@ -42,12 +42,6 @@ def load(path: Path, name: str) -> ModuleType:
 def index(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(SRC))  # history_topic, next to index.py in the zip
     return load(SRC / "index.py", "schema_history_topic_index")
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def decoded(token: str) -> tuple[str, dict[str, list[str]]]:
@@ -87,7 +81,7 @@ def test_the_admin_client_asks_the_token_provider_over_sasl_oauthbearer(
     issued: list[tuple[str, float]] = []
     real = index.oauth_token
     monkeypatch.setattr(index, "oauth_token", lambda region: issued.append(real(region)) or issued[-1])
-    config = index.admin_config(f"127.0.0.1:{closed_port()}", REGION)
+    config = index.admin_config(f"127.0.0.1:{free_port()}", REGION)
     assert (config["security.protocol"], config["sasl.mechanisms"]) == ("SASL_SSL", "OAUTHBEARER")
     client = AdminClient({**config, "log_level": 0})  # nothing listens there: only the token is asked for
     deadline = time.monotonic() + 10
@@ -116,7 +110,7 @@ def test_create_against_an_unreachable_cluster_fails_within_its_timeout(
     index: ModuleType, response_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(index, "KAFKA_TIMEOUT_S", 2.0)
-    servers = f"127.0.0.1:{closed_port()}"
+    servers = f"127.0.0.1:{free_port()}"
     t0 = time.monotonic()
     index.handler(event(response_url, "Create", Topic="salesdb.schema-history", BootstrapServers=servers), None)
     assert time.monotonic() - t0 < 15

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,9 +27,9 @@ from typing import Any
 
 import pytest
 from cdc_events import ORDER_LINES_KEY_SCHEMA, Events, decimal_b64, load, value_schema_of, with_row_fields
+from job_runs import MAINTENANCE_JOB, STREAMING_JOB, run_job_script
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 
 # What Glue does with each of its own arguments the template sets, and what the local run does
 # instead. A Glue argument missing here (e.g. a `--conf`) fails the tier: the local run would no
@@ -74,10 +73,8 @@ def job_argv(job, local: dict[str, str], job_args=None) -> list[str]:
     return [tok for name, value in args.items() for tok in (name, value)]
 
 
-def run_job(argv: list[str], env: dict[str, str], script: Path = SCRIPT) -> subprocess.CompletedProcess:
-    run = subprocess.run(
-        [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
-    )
+def run_job(argv: list[str], env: dict[str, str], script: Path = STREAMING_JOB) -> subprocess.CompletedProcess:
+    run = run_job_script(argv, env, script)
     assert run.returncode == 0, f"job failed ({run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     return run
 
@@ -366,9 +363,7 @@ def test_maintenance_job_with_the_templates_arguments_compacts_glue_tables_on_s3
         "--maintenance_min_input_files": "2",
         "--maintenance_remove_orphans": "false",
     }
-    run = run_job(
-        job_argv(maintenance_job, local, MAINTENANCE_JOB_ARGS), job_env, SCRIPT.parent / "cdc_maintenance_job.py"
-    )
+    run = run_job(job_argv(maintenance_job, local, MAINTENANCE_JOB_ARGS), job_env, MAINTENANCE_JOB)
     assert "maintenance run: 1 table(s), 1 maintained, 0 failed" in run.stdout, run.stdout[-3000:]
     assert f"maintenance {database}.inventory_maintained: compact" in run.stdout, run.stdout[-3000:]
     reconcile(catalog, database, "inventory_maintained", table, CUSTOMER_COLUMNS)

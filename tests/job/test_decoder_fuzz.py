@@ -21,14 +21,13 @@ import itertools
 import json
 import os
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from cdc_events import captured
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
 BATCHES = int(os.environ.get("FUZZ_BATCHES") or 2)
 MARK = "@@utf8@@"  # where the invalid-UTF-8 mutation puts its bytes, inside a string value
 
@@ -40,8 +39,7 @@ _batches = itertools.count()
 def _captured() -> list[dict[str, Any]]:
     """Captured change events (any op) as (key, value) dicts with an `after` image."""
     out = []
-    for f in sorted(FIXTURES.glob("*/*.json")):
-        rec = json.loads(f.read_text())
+    for name, rec in captured():
         value = rec.get("value") if isinstance(rec, dict) else None
         if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
             continue
@@ -49,7 +47,7 @@ def _captured() -> list[dict[str, Any]]:
         image = payload.get("after") or payload.get("before")
         if payload.get("op") not in ("c", "r", "u", "d") or not image or not isinstance(rec.get("key"), dict):
             continue
-        out.append({"key": rec["key"], "value": value, "file": f"{f.parent.name}/{f.name}"})
+        out.append({"key": rec["key"], "value": value, "file": name})
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cdc_events import Events, customer, email_became_int_schema
 from cdc_workload import Workload, wrote_nothing
-from test_job_cli import run_job, write_lines
+from job_runs import run_job, write_lines
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import lake as reader

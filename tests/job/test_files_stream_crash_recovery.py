@@ -12,22 +12,17 @@ import time
 from pathlib import Path
 
 from cdc_workload import Workload, assert_rows, commits, wrote_nothing
-from test_job_cli import write_lines
+from job_runs import STREAMING_JOB, local_argv, write_lines
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 NAMESPACE = "files_crash"
 TABLE = f"glue_catalog.{NAMESPACE}.inventory_customers"
 
 
 def job(tmp: Path, warehouse: Path, crash_at: str | None, *extra: str) -> subprocess.Popen:
+    source = ["--source", "files", "--files_path", str(tmp / "in"), "--max_files_per_trigger", "1"]
     args = [
-        sys.executable, str(SCRIPT),
-        "--source", "files", "--files_path", str(tmp / "in"), "--max_files_per_trigger", "1",
-        "--catalog_type", "hadoop", "--warehouse", str(warehouse), "--namespace", NAMESPACE,
-        "--checkpoint_location", str(tmp / "checkpoint"), "--dead_letter_path", str(tmp / "dead"),
-        "--shuffle_partitions", "2", "--maintenance_interval_minutes", "0",
-        *extra,
+        sys.executable, str(STREAMING_JOB),
+        *local_argv(tmp, warehouse, NAMESPACE, *source, "--maintenance_interval_minutes", "0", *extra),
     ]  # fmt: skip
     env = dict(os.environ, CDC_SPARK_MASTER="local[2]")
     env.pop("CDC_TEST_CRASH_AT", None)

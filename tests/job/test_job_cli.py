@@ -4,45 +4,9 @@ source in run-once mode, with a durable checkpoint."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from cdc_events import Events, customer
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
-
-
-def write_lines(path: Path, records: list[dict], embed: bool) -> None:
-    """JSON lines in the `files` format; key/value embedded as JSON objects or kept as strings."""
-    with path.open("w") as f:
-        for r in records:
-            line = {k: r[k] for k in ("topic", "partition", "offset")}
-            line["timestamp"] = int(r["timestamp"].timestamp() * 1000)
-            for k in ("key", "value"):
-                line[k] = json.loads(r[k]) if (embed and r[k] is not None) else r[k]
-            f.write(json.dumps(line) + "\n")
-
-
-def run_job(tmp: Path, warehouse: Path, namespace: str, *extra: str) -> subprocess.CompletedProcess:
-    args = [
-        sys.executable,
-        str(SCRIPT),
-        "--source", "files",
-        "--files_path", str(tmp / "in"),
-        "--catalog_type", "hadoop",
-        "--warehouse", str(warehouse),
-        "--namespace", namespace,
-        "--checkpoint_location", str(tmp / "checkpoint"),
-        "--dead_letter_path", str(tmp / "dead"),
-        "--run_once", "true",
-        "--shuffle_partitions", "2",
-        *extra,
-    ]  # fmt: skip
-    env = dict(os.environ, CDC_SPARK_MASTER="local[2]")
-    return subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+from job_runs import run_job, write_lines
 
 
 def test_files_source_run_once_end_to_end_through_the_command_line(spark, warehouse, tmp_path):

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 from cdc_workload import Workload, assert_rows
 from cdclake.maintenance import (
@@ -20,7 +17,6 @@ from cdclake.maintenance import (
     table_health,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = MaintenancePolicy(
     max_small_files=3,
     max_delete_files=3,
@@ -103,11 +99,6 @@ def test_orphan_files_past_the_minimum_age_are_deleted_and_nothing_else(make_lak
     lake.assert_rows(w.expected)
 
 
-def _script(script: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / "glue_scripts" / script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-
-
 def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(spark, warehouse, tmp_path, caplog):
     """The streaming job (files source) maintains between batches; the maintenance job, run by hand
     with --force, maintains every table of the namespace and exits 0. Both parse the command lines
@@ -116,7 +107,7 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     from cdclake.job import run_stream
     from cdclake.maintenance_job import build_job_settings, run_maintenance
     from cdclake.settings import build_settings, parse_argv
-    from test_job_cli import write_lines
+    from job_runs import MAINTENANCE_JOB, run_job_script, write_lines
 
     caplog.set_level(logging.INFO, logger="cdclake")
     (tmp_path / "in").mkdir()
@@ -149,7 +140,7 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     assert any(m.startswith("maintenance run: 2 table(s), 2 maintained, 0 failed") for m in messages), messages
     assert_rows(spark, table, w.expected)
 
-    bad = _script("cdc_maintenance_job.py", *maint_argv, "--maintenance_orphan_min_age_hours", "1")
+    bad = run_job_script([*maint_argv, "--maintenance_orphan_min_age_hours", "1"], script=MAINTENANCE_JOB, timeout=300)
     assert bad.returncode == 2 and "--maintenance_orphan_min_age_hours must be >= 24" in bad.stdout, bad
-    bad = _script("cdc_iceberg_job.py", *argv, "--maintenance_retain_last_snapshots", "3")
+    bad = run_job_script([*argv, "--maintenance_retain_last_snapshots", "3"], timeout=300)
     assert bad.returncode == 2 and "--maintenance_retain_last_snapshots must be below" in bad.stdout, bad

@@ -4,11 +4,9 @@ streamed one, and dead letters replay through the same job once their cause is f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 from cdc_events import Events, customer, email_became_int_schema, load
-from test_job_cli import SCRIPT, run_job
+from job_runs import ROOT, run_job, run_job_script
 
 DATA = ["id", "first_name", "last_name", "email", "balance", "created_at", "loyalty_tier", "_cdc_op", "_cdc_seq"]
 
@@ -73,7 +71,7 @@ def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside
     stream's checkpoint is not touched (the replay has its own)."""
     import sys
 
-    sys.path.insert(0, str(SCRIPT.parents[1] / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts"))
     from cdcdeploy.replay import replay_arguments
 
     bucket = tmp_path / "lake-bucket"
@@ -102,8 +100,7 @@ def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside
     }
     overrides = replay_arguments(str(bucket), report.dead_letter_folder, "r1", stream)
     argv = [a for kv in (stream | overrides).items() for a in kv]
-    env = dict(os.environ, CDC_SPARK_MASTER="local[2]")
-    done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600, env=env)
+    done = run_job_script(argv)
     assert done.returncode == 0, done.stderr[-3000:]
 
     spark.catalog.refreshTable(lake.table())

@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = ROOT / "scripts" / "local-stack"
+SCRIPTS = ROOT / "scripts"
+CLI = SCRIPTS / "local-stack"
 SQL = ROOT / "sql"
 CUSTOMER_TOPIC = "salesdb.salesdb.customer"
 ORDERS_TOPIC = "salesdb.salesdb.orders"
@@ -172,3 +173,31 @@ def short_dir(prefix: str) -> Path:
     state = Path(tempfile.mkdtemp(prefix=prefix))
     state.chmod(0o755)
     return state
+
+
+def run_script(
+    stack: Stack, *cmd: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """scripts/<cmd[0]> with the rest of `cmd` as its arguments, in the stack's environment (plus `env`)."""
+    return subprocess.run(
+        [str(SCRIPTS / cmd[0]), *cmd[1:]],
+        env={**stack.env, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def reconciled(stack: Stack, *args: str, wait: float = 180) -> str:
+    """scripts/reconcile's report, asserted to MATCH within `wait` seconds; `args` are its own (--source, --table)."""
+    res = run_script(stack, "reconcile", "--wait", str(wait), *args)
+    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
+    assert "MATCH" in res.stdout
+    return res.stdout
+
+
+def apply_sql(stack: Stack, sql_file: Path) -> str:
+    """scripts/apply-sql's report, asserted: the file ran and the lake then equals the source."""
+    res = run_script(stack, "apply-sql", str(sql_file), "--wait", "180")
+    assert res.returncode == 0, f"{sql_file.name}: lake differs from source:\n{res.stdout}\n{res.stderr}"
+    return res.stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cdc_events import Events, customer
+from job_runs import local_argv, run_job_script
 from stack_helpers import ROOT, Stack
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -22,7 +23,6 @@ import lake
 pytestmark = pytest.mark.stack
 
 TOPIC = "lossdb.inventory.customers"
-SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 
 
 def produce(stack: Stack, records: list[dict]) -> None:
@@ -60,21 +60,11 @@ def delete_topic(stack: Stack) -> None:
 
 
 def run_job(stack: Stack, work: Path) -> subprocess.CompletedProcess:
-    args = [
-        sys.executable, str(SCRIPT),
-        "--source", "kafka",
-        "--kafka_auth", "none",
-        "--kafka_bootstrap_servers", stack.bootstrap,
-        "--kafka_topic_pattern", r"lossdb\..*",
-        "--catalog_type", "hadoop",
-        "--warehouse", str(work / "warehouse"),
-        "--namespace", "loss",
-        "--checkpoint_location", str(work / "checkpoint"),
-        "--dead_letter_path", str(work / "dead"),
-        "--run_once", "true",
-        "--shuffle_partitions", "2",
+    kafka = [
+        "--source", "kafka", "--kafka_auth", "none", "--kafka_bootstrap_servers", stack.bootstrap,
+        "--kafka_topic_pattern", r"lossdb\..*", "--run_once", "true",
     ]  # fmt: skip
-    return subprocess.run(args, capture_output=True, text=True, timeout=600)
+    return run_job_script(local_argv(work, work / "warehouse", "loss", *kafka))
 
 
 def committed_batches(work: Path) -> list[int]:

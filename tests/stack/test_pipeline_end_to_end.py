@@ -19,48 +19,21 @@ import pytest
 import stack_types as st
 import type_matrix as tm
 from processes import free_port
-from stack_helpers import CUSTOMER_TOPIC, ROOT, SQL, Stack, short_dir
+from stack_helpers import CUSTOMER_TOPIC, SQL, Stack, apply_sql, reconciled, run_script, short_dir
 
 pytestmark = pytest.mark.stack
 
-SCRIPTS = ROOT / "scripts"
 BATCH_CAP = 20_000  # --max_offsets_per_trigger of the job under test
 
 
-def run(
-    stack: Stack, *cmd: str, timeout: float = 600, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(SCRIPTS / cmd[0]), *cmd[1:]],
-        env={**stack.env, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def reconciled(stack: Stack, wait: float = 180) -> str:
-    res = run(stack, "reconcile", "--wait", str(wait))
-    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
-    assert "MATCH" in res.stdout
-    return res.stdout
-
-
 def reconciled_table(stack: Stack, table: str, rows: int, wait: float = 180) -> None:
-    res = run(stack, "reconcile", "--table", table, "--wait", str(wait))
-    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
-    assert re.search(rf"source +{rows} +lake +{rows} +OK", res.stdout), res.stdout
-
-
-def apply(stack: Stack, sql_file: Path) -> str:
-    res = run(stack, "apply-sql", str(sql_file), "--wait", "180")
-    assert res.returncode == 0, f"{sql_file.name}: lake differs from source:\n{res.stdout}\n{res.stderr}"
-    return res.stdout
+    out = reconciled(stack, "--table", table, wait=wait)
+    assert re.search(rf"source +{rows} +lake +{rows} +OK", out), out
 
 
 def start_job(stack: Stack, env: dict[str, str] | None = None) -> None:
     # Batches well below the burst's size, so that it spans several of them.
-    res = run(stack, "local-job", "start", "--", "--max_offsets_per_trigger", str(BATCH_CAP), env=env)
+    res = run_script(stack, "local-job", "start", "--", "--max_offsets_per_trigger", str(BATCH_CAP), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -71,7 +44,7 @@ def job_log_since_start(stack: Stack) -> str:
 
 
 def job_running(stack: Stack) -> bool:
-    return run(stack, "local-job", "status").returncode == 0
+    return run_script(stack, "local-job", "status").returncode == 0
 
 
 def wait_committed(stack: Stack, batch: int, timeout: float = 300) -> None:
@@ -143,7 +116,7 @@ def job() -> Iterator[Stack]:
         start_job(stack)
         yield stack
     finally:
-        run(stack, "local-job", "stop")
+        run_script(stack, "local-job", "stop")
         stack.cli("down", check=False)
         shutil.rmtree(state, ignore_errors=True)
 
@@ -165,17 +138,17 @@ def test_snapshot_reaches_the_lake_and_reconciles(job: Stack) -> None:
 
 
 def test_inserts_updates_deletes_reach_the_lake(job: Stack) -> None:
-    apply(job, SQL / "02_changes.sql")
+    apply_sql(job, SQL / "02_changes.sql")
     assert job.sql("SELECT COUNT(*) FROM customer WHERE cust_id IN (3, 32)").split()[-1] == "0"
 
 
 def test_add_column_reaches_the_lake_with_the_default_for_existing_rows(job: Stack) -> None:
-    out = apply(job, SQL / "03_add_status_column.sql")
+    out = apply_sql(job, SQL / "03_add_status_column.sql")
     assert "OK" in out  # the per-row checksum includes the new `status` column ('Green' for old rows)
 
 
 def test_a_second_table_created_while_streaming_is_captured(job: Stack) -> None:
-    out = apply(job, SQL / "04_second_table.sql")
+    out = apply_sql(job, SQL / "04_second_table.sql")
     assert "orders" in out and "OK" in out
 
 
@@ -185,7 +158,7 @@ def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch
     )
     reconciled_table(job, "trunc_t", rows=3)
     # Same batch: the job is stopped until the truncate and the insert after it are both in Kafka.
-    run(job, "local-job", "stop")
+    run_script(job, "local-job", "stop")
     job.sql("TRUNCATE TABLE trunc_t; INSERT INTO trunc_t VALUES (4, 'after truncate')")
     events = job.events("salesdb.salesdb.trunc_t", lambda ev: any(e.op == "c" and e.key == {"id": 4} for e in ev))
     truncate = [e for e in events if e.op == "t"]
@@ -232,7 +205,7 @@ def test_column_renames_reach_the_lake_as_renames_whichever_batch_brings_the_ddl
     reconciled_table(job, "ren_t", rows=3)  # rows 2 and 3 were not updated: their values followed the rename
     assert lake_columns(job, "salesdb_ren_t") == ["id", "town", "note"]
     # The job stopped: the statement and the changes around it in one batch.
-    run(job, "local-job", "stop")
+    run_script(job, "local-job", "stop")
     job.sql(
         "UPDATE ren_t SET note = 'before' WHERE id = 2;"
         "ALTER TABLE ren_t CHANGE COLUMN note remark VARCHAR(40) NULL;"
@@ -278,7 +251,7 @@ def test_tables_swapped_and_rotated_by_one_rename_table_each_reconcile(job: Stac
     # A swap with changes around it, a three-table rotation, then the same swap twice; read in one
     # batch (the job stopped meanwhile): while streaming, the schema-change topic may be read a batch
     # after a table's (README, Limitations).
-    run(job, "local-job", "stop")
+    run_script(job, "local-job", "stop")
     job.sql(
         f"UPDATE sw_a SET v = 'a1+' WHERE id = 1; {swap} INSERT INTO sw_a VALUES (5, 'after');"
         "RENAME TABLE sw_a TO sw_tmp, sw_b TO sw_a, sw_c TO sw_b, sw_tmp TO sw_c;"
@@ -297,7 +270,7 @@ def test_a_column_dropped_and_added_again_or_renamed_onto_a_dropped_name_reconci
         "INSERT INTO readd_t VALUES (1,'a',1,'x','m1'),(2,'b',2,'y','m2'),(3,'c',3,'z','m3')"
     )
     reconciled_table(job, "readd_t", rows=3)
-    run(job, "local-job", "stop")  # one batch, as above
+    run_script(job, "local-job", "stop")  # one batch, as above
     job.sql(
         # Another type; the same type with a default; another column renamed onto a dropped name.
         "ALTER TABLE readd_t DROP COLUMN note; ALTER TABLE readd_t ADD COLUMN note DECIMAL(6,1);"
@@ -326,7 +299,7 @@ def test_apply_sql_takes_4_byte_characters_and_fails_with_the_error_when_a_state
         "CREATE TABLE emoji_t (id INT PRIMARY KEY, note VARCHAR(20)) DEFAULT CHARSET = utf8mb4;\n"
         "INSERT INTO emoji_t VALUES (1, 'party \U0001f389');\n"
     )
-    out = apply(job, emoji)
+    out = apply_sql(job, emoji)
     assert re.search(r"emoji_t +source +1 +lake +1 +OK", out), out
     # A column that cannot hold the character: the statement fails at the source, and so does the command.
     bad = tmp_path / "bad.sql"
@@ -334,7 +307,7 @@ def test_apply_sql_takes_4_byte_characters_and_fails_with_the_error_when_a_state
         "CREATE TABLE emoji3_t (id INT PRIMARY KEY, note VARCHAR(20)) DEFAULT CHARSET = utf8mb3;\n"
         "INSERT INTO emoji3_t VALUES (1, '\U0001f389');\nINSERT INTO emoji3_t VALUES (2, 'never run');\n"
     )
-    res = run(job, "apply-sql", str(bad), "--wait", "5")
+    res = run_script(job, "apply-sql", str(bad), "--wait", "5")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Incorrect string value" in res.stderr and "a statement failed at the source" in res.stderr, res.stderr
     assert "MATCH" not in res.stdout
@@ -458,7 +431,7 @@ def crash_the_job_at(job: Stack, point: str, load: Path) -> int:
     """Restart the job with the test-only fault hook armed (glue_scripts/cdclake/faults.py), run
     `load` at the source, wait for the job to SIGKILL itself at `point` of the load's first batch;
     returns that batch's id."""
-    run(job, "local-job", "stop")
+    run_script(job, "local-job", "stop")
     start_job(job, env={"CDC_TEST_CRASH_AT": point})
     job.cli("sql", str(load))
     deadline = time.monotonic() + 300
@@ -546,7 +519,7 @@ def test_mariadb_restart_then_changes_still_reconcile(job: Stack) -> None:
 
 
 def test_schema_change_while_the_job_is_down_is_applied_on_restart(job: Stack) -> None:
-    run(job, "local-job", "stop")
+    run_script(job, "local-job", "stop")
     job.sql("ALTER TABLE customer ADD COLUMN vip TINYINT NOT NULL DEFAULT 0")
     # Defaults the old rows get without a binlog event: a quoted quote, a float, 20 digits.
     job.sql(

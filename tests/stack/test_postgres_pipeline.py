@@ -21,42 +21,22 @@ import pytest
 import stack_types as st
 import type_matrix as tm
 from processes import free_port
-from stack_helpers import CLI, ROOT, SQL, Stack, by_key
+from stack_helpers import CLI, SQL, Stack, apply_sql, by_key, reconciled, run_script
 
 pytestmark = pytest.mark.stack
 
-SCRIPTS = ROOT / "scripts"
 PG_SQL = SQL / "postgres"
 CUSTOMER_TOPIC = "salesdb.public.customer"
 
 
-def run(stack: Stack, *cmd: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(SCRIPTS / cmd[0]), *cmd[1:]], env=stack.env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def reconciled(stack: Stack, *args: str, wait: float = 180) -> str:
-    res = run(stack, "reconcile", "--wait", str(wait), *args)
-    assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
-    assert "MATCH" in res.stdout
-    return res.stdout
-
-
-def apply(stack: Stack, sql_file: Path) -> str:
-    res = run(stack, "apply-sql", str(sql_file), "--wait", "180")
-    assert res.returncode == 0, f"{sql_file.name}: lake differs from source:\n{res.stdout}\n{res.stderr}"
-    return res.stdout
-
-
 @pytest.fixture(scope="module")
 def pg_job(pg_stack: Stack) -> Iterator[Stack]:
-    res = run(pg_stack, "local-job", "start", "--source", "postgres")
+    res = run_script(pg_stack, "local-job", "start", "--source", "postgres")
     assert res.returncode == 0, res.stdout + res.stderr
     try:
         yield pg_stack
     finally:
-        run(pg_stack, "local-job", "stop")
+        run_script(pg_stack, "local-job", "stop")
 
 
 def test_snapshot_events_carry_the_lsn_and_the_30_rows_reach_the_lake(pg_job: Stack) -> None:
@@ -72,7 +52,7 @@ def test_snapshot_events_carry_the_lsn_and_the_30_rows_reach_the_lake(pg_job: St
 
 
 def test_inserts_updates_deletes_reach_the_lake_with_full_before_images(pg_job: Stack) -> None:
-    apply(pg_job, PG_SQL / "02_changes.sql")
+    apply_sql(pg_job, PG_SQL / "02_changes.sql")
     events = pg_job.events(CUSTOMER_TOPIC, lambda ev: any(e.op == "d" for e in by_key(ev, cust_id=32)))
     [moved] = [e for e in by_key(events, cust_id=7) if e.op == "u"]
     assert moved.before["city"] == "Malmö" and moved.after["city"] == "Gothenburg"  # REPLICA IDENTITY FULL
@@ -81,7 +61,7 @@ def test_inserts_updates_deletes_reach_the_lake_with_full_before_images(pg_job: 
 
 
 def test_add_column_with_a_default_reaches_the_lake(pg_job: Stack) -> None:
-    out = apply(pg_job, PG_SQL / "03_add_status_column.sql")
+    out = apply_sql(pg_job, PG_SQL / "03_add_status_column.sql")
     assert "OK" in out  # the per-row checksum includes `status` ('Green' for the rows nobody touched)
 
 
@@ -115,7 +95,7 @@ def test_json_and_jsonb_columns_added_then_set_by_update_reconcile(pg_job: Stack
 
 
 def test_a_second_table_with_a_composite_key_created_while_streaming_is_captured(pg_job: Stack) -> None:
-    out = apply(pg_job, PG_SQL / "04_second_table.sql")
+    out = apply_sql(pg_job, PG_SQL / "04_second_table.sql")
     assert "orders" in out and "source       7  lake       7  OK" in out
 
 
@@ -155,12 +135,12 @@ def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch
     )
     lake_equal(3)
     # Same batch: the job is stopped until the truncate and the insert after it are both in Kafka.
-    run(pg_job, "local-job", "stop")
+    run_script(pg_job, "local-job", "stop")
     pg_job.sql("SET ROLE salesdb_owner; TRUNCATE TABLE trunc_t; INSERT INTO trunc_t VALUES (4, 'after truncate');")
     events = pg_job.events("salesdb.public.trunc_t", lambda ev: any(e.op == "c" and e.key == {"id": 4} for e in ev))
     [truncate] = [e for e in events if e.op == "t"]
     assert truncate.payload["source"]["lsn"] is not None
-    res = run(pg_job, "local-job", "start", "--source", "postgres")
+    res = run_script(pg_job, "local-job", "start", "--source", "postgres")
     assert res.returncode == 0, res.stdout + res.stderr
     lake_equal(1)
     # Later batch: the truncate alone, then an insert.

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+from cdc_events import captured
 from cdclake.connect_types import MAX_DECIMAL_PRECISION
 from cdclake.decode import SchemaGroup, _key_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or 300)
 PROPERTY = settings(
     max_examples=EXAMPLES,
@@ -38,8 +37,7 @@ PROPERTY = settings(
 def _captured() -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """(value schema, key schema) of every captured change event (not the schema-change events)."""
     out = []
-    for f in sorted(FIXTURES.glob("*/*.json")):
-        rec = json.loads(f.read_text())
+    for _, rec in captured():
         value, key = rec.get("value") if isinstance(rec, dict) else None, rec.get("key")
         schema = value.get("schema") if isinstance(value, dict) else None
         if isinstance(schema, dict) and any(f.get("field") == "after" for f in schema.get("fields", [])):

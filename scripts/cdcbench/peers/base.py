@@ -8,6 +8,7 @@ so one MariaDB, one Kafka and one Debezium connector serve all four, one system 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 from abc import ABC, abstractmethod
@@ -96,6 +97,13 @@ class System(ABC):
         if self.rss:
             self.rss.stop()
         self.proc = None
+
+
+def jvm_options() -> list[str]:
+    """The local JVM flags every system's JVM gets (cdclake.session.JVM_OPTIONS_ENV: the Spark JVMs of
+    the job and the sample read it, so do the stack's Kafka JVMs); the test suite sets C1-only JIT and
+    the serial collector, the benchmark leaves the JDK's defaults unless the caller sets it."""
+    return shlex.split(os.environ.get("CDC_JVM_OPTIONS", ""))
 
 
 def fresh(spark: Any, table: str) -> Any:

@@ -15,7 +15,7 @@ import os
 import re
 
 from . import install
-from .base import DATABASE, Context, System
+from .base import DATABASE, Context, System, jvm_options
 
 # MySQL column types -> Flink SQL types (what the benchmark's tables use)
 _TYPES = [
@@ -139,7 +139,7 @@ class FlinkCdc(System):
         sql = ctx.work / "pipeline.sql"
         sql.write_text(script(ctx, {t: self.source_columns[t] for t in tables}, self.key, self.name))
         cmd = [
-            "java", "-Xmx768m", "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
+            "java", "-Xmx768m", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
             *JAVA17_OPENS,
             "-cp", self.flink.classpath(), "org.apache.flink.table.client.SqlClient", "embedded", "-f", str(sql),
         ]  # fmt: skip

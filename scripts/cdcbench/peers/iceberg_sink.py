@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import install
-from .base import DATABASE, TOPIC_PREFIX, Context, System
+from .base import DATABASE, TOPIC_PREFIX, Context, System, jvm_options
 
 ROOT = Path(__file__).resolve().parents[3]
 CONNECTOR = "iceberg-sink"
@@ -90,6 +90,10 @@ class IcebergSink(System):
         d = ctx.work
         d.mkdir(parents=True, exist_ok=True)
         props = d / "worker.properties"
+        # offset.flush.interval.ms (default 60 s) bounds how long Connect's poll waits when the topics
+        # are idle, and the sink answers the coordinator's commit requests only when Connect calls it:
+        # at the default, the changes after a workload's last commit request waited 60-120 s (a commit
+        # timeout of 30 s included). MSK Connect accepts the setting in a custom worker configuration.
         props.write_text(
             f"""bootstrap.servers={ctx.kafka}
 group.id=bench-iceberg-sink-{self.port}
@@ -108,6 +112,7 @@ plugin.path={self.plugin.parent}
 plugin.discovery=service_load
 scheduled.rebalance.max.delay.ms=0
 consumer.auto.offset.reset=earliest
+offset.flush.interval.ms=1000
 """
         )
         log4j = d / "log4j.properties"
@@ -117,10 +122,12 @@ consumer.auto.offset.reset=earliest
             "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c{1})%n\n"
             "log4j.logger.org.apache.kafka.connect.runtime.isolation=WARN\n"
             "log4j.logger.org.apache.kafka.clients=WARN\nlog4j.logger.org.apache.iceberg=WARN\n"
+            # the commit protocol's steps (commit initiated / data written / complete): where a stall is
+            "log4j.logger.org.apache.iceberg.connect.channel=INFO\n"
         )
         libs = install.runtime.local_dir() / "kafka" / "libs"
         cmd = [
-            "java", "-Xmx1g", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+            "java", "-Xmx1g", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{libs}/*",
             "org.apache.kafka.connect.cli.ConnectDistributed", str(props),
         ]  # fmt: skip

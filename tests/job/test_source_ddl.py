@@ -283,7 +283,6 @@ def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_sou
     assert "cdc.source-dropped" in props  # --dropped_table_policy keep: the old table stays, marked
 
 
-
 @pytest.mark.parametrize("restarted", [False, True], ids=["same run", "job started again"])
 def test_a_copy_then_swap_whose_statement_is_read_before_the_copys_events_ends_equal_to_the_source(lake, restarted):
     # A job catching up (the batch size capped by --max_offsets_per_trigger) reads the small
@@ -309,7 +308,9 @@ def test_a_copy_then_swap_whose_statement_is_read_before_the_copys_events_ends_e
     shadow.record("u", {"id": 2}, customer(2, "During (trigger)"), pos=10_101)
     report = lake.apply(shadow.take() + during)
     print("TABLES", [r["tableName"] for r in lake.spark.sql(f"SHOW TABLES IN glue_catalog.{lake.namespace}").collect()])
-    print("ROWS", [r.asDict() for r in lake.spark.sql(f"SELECT id, first_name, _cdc_seq FROM {lake.table()}").collect()])
+    print(
+        "ROWS", [r.asDict() for r in lake.spark.sql(f"SELECT id, first_name, _cdc_seq FROM {lake.table()}").collect()]
+    )
     assert report.dead == 0
     lake.assert_rows({1: "Copy1", 2: "During (trigger)", 3: "After swap"})
     lake.assert_rows({1: "Sally", 2: "During", 3: "Sally"}, name="inventory__customers_old")

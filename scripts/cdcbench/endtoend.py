@@ -40,7 +40,7 @@ from pyspark.sql import SparkSession
 
 from .config import Config
 from .measure import RssSampler, mib, process_tree
-from .peers.workload import ORDERS_COLUMNS
+from .peers.workload import ORDERS_COLUMNS, TICK, paced_ticks
 from .report import Table
 
 log = logging.getLogger("cdcbench")
@@ -57,7 +57,6 @@ INSERT = (
 )
 UPDATE = "UPDATE bench_orders SET status = 'PAID', version = version + 1, note = %s, updated_at = NOW(6) WHERE id = %s"
 DELETE = "DELETE FROM bench_orders WHERE id = %s"
-TICK = 0.02  # one source transaction every 20 ms
 
 
 def _free_port() -> int:
@@ -239,20 +238,11 @@ def _drive(stack: Stack, rate: int, seconds: int, next_id: int, live: list[int])
     rng = random.Random(rate)
     conn = stack.connect()
     probes: dict[int, float] = {}
-    per_tick = rate * TICK
-    done = 0.0
     changes = 0
     start = time.monotonic()
-    tick = 0
     try:
         with conn.cursor() as cur:
-            while time.monotonic() - start < seconds:
-                due = start + tick * TICK
-                if (delay := due - time.monotonic()) > 0:
-                    time.sleep(delay)
-                tick += 1
-                done += per_tick
-                n = int(done) - changes
+            for tick, n in paced_ticks(rate, seconds):
                 inserted = []
                 for _ in range(n):
                     r = rng.random()

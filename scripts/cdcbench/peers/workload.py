@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 # The orders table every system and the end-to-end section (cdcbench/endtoend.py) change.
@@ -23,6 +24,23 @@ ORDERS_COLUMNS = """
   updated_at  DATETIME(6)    NOT NULL,
   PRIMARY KEY (id)"""
 TICK = 0.02  # one source transaction every 20 ms at a fixed rate
+
+
+def paced_ticks(rate: int, seconds: float) -> Iterator[tuple[int, int]]:
+    """A source transaction every TICK for `seconds`: (tick number, changes due in it). The fraction
+    of a change left over is carried to the next tick, so the total keeps up with `rate` x time."""
+    per_tick, due, given, tick = rate * TICK, 0.0, 0, 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if (delay := start + tick * TICK - time.monotonic()) > 0:
+            time.sleep(delay)
+        tick += 1
+        due += per_tick
+        n = int(due) - given
+        given += n
+        yield tick, n
+
+
 # The DDL sequence, in the middle of changes: add a column, widen a decimal's scale, rename a column.
 DDL_STEPS = (
     "ALTER TABLE {t} ADD COLUMN channel VARCHAR(16) NULL",
@@ -91,16 +109,10 @@ class Source:
         """Changes at `rate` per second for `seconds`, spread over `tables`; returns (changes, achieved/s)."""
         rng = random.Random(seed)
         self.probes = {}
-        per_tick, done, changes, tick = rate * TICK, 0.0, 0, 0
+        changes = 0
         start = time.monotonic()
         with conn.cursor() as cur:
-            while time.monotonic() - start < seconds:
-                due = start + tick * TICK
-                if (delay := due - time.monotonic()) > 0:
-                    time.sleep(delay)
-                tick += 1
-                done += per_tick
-                n = int(done) - changes
+            for tick, n in paced_ticks(rate, seconds):
                 inserted = []
                 for _ in range(n):
                     t = tables[rng.randrange(len(tables))]

@@ -2,7 +2,7 @@
 
 Runs unchanged on Glue and locally, with the same `--name value` arguments (see README.md, or
 `--help`). Everything is in the `cdclake` package (shipped to Glue with --extra-py-files, found
-next to this script locally); `cdclake.glue_entry` is the only place that touches `awsglue`.
+next to this script locally); `cdclake.jobs.glue_entry` is the only place that touches `awsglue`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cdclake.glue_entry import run
-from cdclake.job import main
-from cdclake.settings import ARGS
+from cdclake.common.settings import ARGS
+from cdclake.jobs.glue_entry import run
+from cdclake.jobs.job import main
 
 SUMMARY = "Streams Debezium change events (Kafka or JSON-lines files) into Iceberg tables."
 

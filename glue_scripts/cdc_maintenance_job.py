@@ -2,7 +2,7 @@
 streaming job (compaction, delete files, manifests, snapshot expiry, orphan files).
 
 Runs unchanged on Glue and locally, with the same `--name value` arguments (README.md,
-"Maintenance", or `--help`). The work is in `cdclake.maintenance_job`; `cdclake.glue_entry` is the
+"Maintenance", or `--help`). The work is in `cdclake.jobs.maintenance_job`; `cdclake.jobs.glue_entry` is the
 only place that touches `awsglue`.
 """
 
@@ -13,8 +13,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cdclake.glue_entry import run
-from cdclake.maintenance_job import JOB_ARGS, main
+from cdclake.jobs.glue_entry import run
+from cdclake.jobs.maintenance_job import JOB_ARGS, main
 
 SUMMARY = "Maintains the lake's Iceberg tables: compaction, delete files, manifests, snapshot expiry, orphans."
 

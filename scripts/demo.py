@@ -28,7 +28,7 @@ os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 import lake  # noqa: E402  (first: puts the job's package, cdclake, on the path)
 import local_job  # noqa: E402
 import reconcile  # noqa: E402
-from cdclake.lake_contract import is_metadata_column  # noqa: E402
+from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
 from localstack import commands, plumbing, sources  # noqa: E402
 
 STEPS = 7

@@ -17,7 +17,7 @@ import duckdb
 
 # The job's lake-table contract (names of its metadata columns, properties, marker tables).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "glue_scripts"))
-from cdclake.lake_contract import MARKER_SUFFIX
+from cdclake.common.lake_contract import MARKER_SUFFIX
 
 
 def _extension_file(package: str, name: str) -> str:

@@ -40,7 +40,7 @@ import duckdb
 import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
-from cdclake.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
+from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
 from localstack import commands, mariadb, postgres, sources
 from localstack.plumbing import DATABASE, Settings, StackError, live_record, os_user
 

@@ -39,8 +39,8 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(warehouse: Path):
-    from cdclake.session import local_session
-    from cdclake.settings import build_settings
+    from cdclake.common.settings import build_settings
+    from cdclake.local.session import local_session
 
     s = build_settings(
         {

@@ -16,7 +16,7 @@ from cfnlint.rules import CloudFormationLintRule, RuleMatch
 from cfnlint.template import Template
 
 GLUE_COMMANDS = ("glueetl", "gluestreaming", "pythonshell", "glueray")
-# Arguments that only a streaming job has (glue_scripts/cdclake/settings.py).
+# Arguments that only a streaming job has (glue_scripts/cdclake/common/settings.py).
 STREAMING_ARGS = ("--checkpoint_location", "--kafka_bootstrap_servers", "--trigger_interval_seconds")
 GLUE_VERSION = "5.0"  # Spark 3.5.4, Python 3.11: what the job and its tests target
 SEVEN_DAYS_MINUTES = 7 * 24 * 60

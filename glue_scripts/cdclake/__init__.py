@@ -1,19 +1,12 @@
 """cdclake: Debezium change events -> ordered, de-duplicated, schema-evolving MERGE into Iceberg.
 
-Modules, in the order a micro-batch flows through them:
-  records       the raw-record contract (topic, partition, offset, timestamp, key, value)
-  lake_contract the lake table's contract: _cdc_* columns, cdc.* properties, TableState, policies
-  sources       Kafka / JSON-lines files -> raw batch (topic, partition, offset, timestamp, key, value)
-  envelope      classify records, read the Debezium envelope (op, source position, table)
-  ordering      position in the source log -> _cdc_seq; newest change per key
-  connect_types Connect/Debezium schema -> Spark types and converters
-  decode        typed row images per schema group
-  evolution     plan and apply ADD COLUMN / type widening before the MERGE
-  merge         table creation and the single guarded MERGE per table
-  deadletter    rejected records with their reason
-  batch         the micro-batch function tying these together
-  maintenance   table health, the maintenance decision, Iceberg's compaction/expiry procedures
-  sqltext       quoting of identifiers and literals in the SQL statements the job builds
-  conflicts     re-running a MERGE or procedure that lost a commit race to a concurrent writer
-  job, session, settings   life cycle, Spark/catalog config, job arguments
+Five layers, each a folder that imports only itself and the ones listed before it:
+  common  the lake table's contract, the raw-record contract, job arguments, the batch report,
+          SQL quoting, commit-conflict retries, the log format
+  events  Debezium envelope, source-log positions, Connect types, decoding per schema group, the
+          batch's group aggregate, the source's DDL statements
+  lake    Iceberg tables: catalog configuration, table state and DDL, one table's write (schema plan,
+          newest per key, the guarded MERGE), delete memory, keyless tables, dead letters, maintenance
+  local   outside Glue only: the local SparkSession, the tests' fault injection
+  jobs    the streaming and maintenance jobs, the micro-batch function, sources, the `awsglue` edge
 """

@@ -13,20 +13,20 @@ rotating order per batch so that a noisy neighbour hits all of them alike.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdclake.batch import BatchProcessor, Writes
+from cdclake.jobs.batch import BatchProcessor, Writes
 from pyspark.sql import DataFrame, SparkSession
 
 from . import generator as G
 from . import tables as TB
 from .baseline import BaselineProcessor
 from .checker import Verdict, check_table
+from .compare import import_module
 from .config import Config
 from .measure import JobTime, RssSampler, Timed, job_log, mib, timed
 from .report import Table, rate, ratio, secs
@@ -43,7 +43,7 @@ MOR, COW, BASE, APPEND, JOB_APPEND = (
 
 
 def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:
-    """The job's keyed write (`Writes.keyed`, by default cdclake.merge.merge_changes), whatever else
+    """The job's keyed write (`Writes.keyed`, by default cdclake.lake.merge.merge_changes), whatever else
     it is passed (key and column lists, TOAST placeholder handling), as an append of the batch's
     newest changes."""
     changes.writeTo(table).append()
@@ -87,8 +87,8 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
         out.append(Method(COW, table, lambda raw, _d, b: cow.process(raw, b), True))
     if cfg.compare_package and cfg.compare_rev:
         # The other revision's own settings and processor, on a table created by this one.
-        other = importlib.import_module(f"{cfg.compare_package}.batch")
-        other_settings = importlib.import_module(f"{cfg.compare_package}.settings")
+        other = import_module(cfg.compare_package, "batch")
+        other_settings = import_module(cfg.compare_package, "settings")
         table, _ = job("apply_cmp", write_mode="merge-on-read")
         settings = TB.job_settings(
             w / "warehouse",
@@ -156,7 +156,7 @@ def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
 
 
 def _site(name: str) -> str:
-    """`collect at /abs/path/glue_scripts/cdclake/batch.py:177` -> `collect at cdclake/batch.py:177`."""
+    """`collect at /abs/path/glue_scripts/cdclake/jobs/batch.py:177` -> `collect at cdclake/jobs/batch.py:177`."""
     head, _, where = name.partition(" at ")
     return f"{head} at {'/'.join(where.split('/')[-2:])}" if where else name
 

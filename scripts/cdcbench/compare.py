@@ -7,12 +7,14 @@ imported under another package name (its modules import each other relatively)."
 
 from __future__ import annotations
 
+import importlib
 import io
 import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,3 +48,21 @@ def extract(rev: str, dest: Path, repo: Path = ROOT) -> tuple[str, str]:
     if str(dest) not in sys.path:
         sys.path.insert(0, str(dest))
     return short, package
+
+
+# Where the modules the benchmark drives live in each layout: the layer subpackages, then the flat
+# package of older revisions (so `--compare` and the fixed-cost row's pinned baseline keep working).
+_LOCATIONS = {"batch": ("jobs.batch", "batch"), "settings": ("common.settings", "settings")}
+
+
+def import_module(package: str, name: str) -> ModuleType:
+    """Module `name` ("batch" or "settings") of an extracted revision's package, whichever layout it has."""
+    for candidate in _LOCATIONS[name]:
+        wanted = f"{package}.{candidate}"
+        try:
+            return importlib.import_module(wanted)
+        except ModuleNotFoundError as e:
+            # Only "this layout has no such module" moves on; a missing import inside it is an error.
+            if not e.name or e.name == package or not wanted.startswith(e.name):
+                raise
+    raise CompareError(f"{package} has no module {name} in any layout the benchmark knows")

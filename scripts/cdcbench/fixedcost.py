@@ -10,19 +10,18 @@ neighbour slowing one batch does not raise the flag alone).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cdclake.batch import BatchProcessor
+from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
 from . import generator as G
 from . import tables as TB
 from .checker import check_table
-from .compare import extract
+from .compare import extract, import_module
 from .config import Config
 from .measure import Timed, timed
 from .report import Table, ratio, secs
@@ -68,8 +67,8 @@ def _sides(spark: SparkSession, cfg: Config, template: G.Template, work: Path) -
     this = settings("fixed_this")
     this_table = TB.create_job_table(spark, this, cfg.fixed_rows, template, w)
     short, package = extract(PINNED, work)
-    other = importlib.import_module(f"{package}.batch")
-    other_settings = importlib.import_module(f"{package}.settings")
+    other = import_module(package, "batch")
+    other_settings = import_module(package, "settings")
     pinned_table = TB.create_job_table(spark, settings("fixed_pinned"), cfg.fixed_rows, template, w)
     pinned = other.BatchProcessor(spark, settings("fixed_pinned", other_settings.build_settings))
     return [

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from cdclake.batch import BatchProcessor
+from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
 from . import generator as G

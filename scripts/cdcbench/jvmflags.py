@@ -32,8 +32,8 @@ FLAG_SETS = {
 
 def worker(work: str, batches: int, events: int) -> None:
     """One measured run, in its own process (CDC_JVM_OPTIONS is read when the JVM starts)."""
-    from cdclake.batch import BatchProcessor
-    from cdclake.session import local_session
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.local.session import local_session
 
     from . import generator as G
     from . import tables as TB

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         jvm_tables = jvmflags.run(cfg)
     os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
-    from cdclake.session import local_session
+    from cdclake.local.session import local_session
 
     from . import tables as TB
 

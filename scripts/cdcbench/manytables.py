@@ -15,7 +15,6 @@ own, alternating which side runs first.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
 import statistics
@@ -23,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import BatchProcessor
+from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
 from . import generator as G
 from . import tables as TB
 from .checker import check_table
+from .compare import import_module
 from .config import Config
 from .measure import Timed, timed
 from .report import Table, secs
@@ -67,8 +67,8 @@ def _sides(spark: SparkSession, cfg: Config) -> list[_Side]:
     this = settings("many_this")
     out = [_Side("job (this tree)", "many_this", BatchProcessor(spark, this), this)]
     if cfg.compare_package and cfg.compare_rev:
-        other = importlib.import_module(f"{cfg.compare_package}.batch")
-        build = importlib.import_module(f"{cfg.compare_package}.settings").build_settings
+        other = import_module(cfg.compare_package, "batch")
+        build = import_module(cfg.compare_package, "settings").build_settings
         s = settings("many_cmp", build)
         out.append(_Side(f"job at {cfg.compare_rev} (--compare)", "many_cmp", other.BatchProcessor(spark, s), s))
     return out

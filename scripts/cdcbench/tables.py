@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import BatchProcessor
-from cdclake.decode import SchemaGroup, conform, decode_group
-from cdclake.envelope import classify
-from cdclake.lake_contract import CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
-from cdclake.records import RAW_COLUMNS, RAW_SCHEMA
-from cdclake.settings import Settings, build_settings
-from cdclake.sources import parse_lines
+from cdclake.common.lake_contract import CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
+from cdclake.common.records import RAW_COLUMNS, RAW_SCHEMA
+from cdclake.common.settings import Settings, build_settings
+from cdclake.events.decode import SchemaGroup, conform, decode_group
+from cdclake.events.envelope import classify
+from cdclake.jobs.batch import BatchProcessor
+from cdclake.jobs.sources import parse_lines
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 

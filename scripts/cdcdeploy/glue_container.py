@@ -48,7 +48,7 @@ def in_container(path: Path) -> str:
 
 def job_arguments(job: str, argv: list[str]) -> list[str]:
     """The job's `--name value` arguments, checked the way the job checks them, absolute paths mapped."""
-    from cdclake.settings import (  # type: ignore[import-not-found]
+    from cdclake.common.settings import (  # type: ignore[import-not-found]
         ARGS,
         MAINTENANCE_JOB_ARGS,
         ArgumentError,

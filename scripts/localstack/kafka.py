@@ -116,7 +116,7 @@ def java_cmd(s: Settings, heap: str, log4j: Path, *args: str) -> list[str]:
     return [
         java_binary(),
         f"-Xmx{heap}",
-        *shlex.split(os.environ.get("CDC_JVM_OPTIONS", "")),  # as for Spark (cdclake.session.JVM_OPTIONS_ENV)
+        *shlex.split(os.environ.get("CDC_JVM_OPTIONS", "")),  # as for Spark (cdclake.local.session.JVM_OPTIONS_ENV)
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dlog4j.configuration=file:{log4j}",

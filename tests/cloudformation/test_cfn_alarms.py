@@ -11,9 +11,9 @@ import shlex
 from typing import Any
 
 import pytest
-from cdclake.batch import BatchReport, TableReport
-from cdclake.job import configure_logging
-from cdclake.report import FollowWatch
+from cdclake.common.report import FollowWatch
+from cdclake.jobs.batch import BatchReport, TableReport
+from cdclake.jobs.job import configure_logging
 from cfn_helpers import resolve_variant, resources_of
 
 
@@ -114,7 +114,7 @@ def test_the_lag_metric_reads_the_behind_source_seconds_of_the_jobs_batch_line(
     saved = (root.handlers[:], root.level)
     try:
         configure_logging()  # the job's own log format, on stdout
-        logging.getLogger("cdclake.batch").info(report.line())
+        logging.getLogger("cdclake.jobs.batch").info(report.line())
     finally:
         root.handlers[:], _ = saved
         root.setLevel(saved[1])

@@ -87,11 +87,11 @@ def test_zips_are_byte_for_byte_reproducible(tmp_path: Path, plugin_zip: artifac
 def test_cdclake_zip_is_importable_as_a_package(tmp_path: Path) -> None:
     built = artifacts.build_cdclake_zip(tmp_path / "cdclake.zip")
     names = zipfile.ZipFile(built.path).namelist()
-    assert "cdclake/__init__.py" in names and "cdclake/settings.py" in names
+    assert "cdclake/__init__.py" in names and "cdclake/common/settings.py" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     # As Glue does with --extra-py-files: the zip on sys.path, then `import cdclake`.
     code = (
-        f"import sys; sys.path.insert(0, {str(built.path)!r}); import cdclake.settings as s; "
+        f"import sys; sys.path.insert(0, {str(built.path)!r}); import cdclake.common.settings as s; "
         "assert s.__file__.startswith(sys.path[0]), s.__file__; print(len(s.ARGS))"
     )
     out = subprocess.run([sys.executable, "-I", "-c", code], check=True, capture_output=True, text=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cdclake.maintenance_job import JOB_ARGS
+from cdclake.jobs.maintenance_job import JOB_ARGS
 from cfn_helpers import resources_of
 from test_cfn_template import GLUE_SPECIAL_ARGS, statements
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdclake.settings import ARGS
+from cdclake.common.settings import ARGS
 from cfn_helpers import condition_holds, parameter_values, resolve_variant, resources_of, walk
 
 # Glue's own job parameters (hyphenated or Glue-reserved); everything else must be a job argument.
@@ -543,7 +543,7 @@ def test_debezium_user_grants_exist_in_mysql_8_4(template: dict[str, Any]) -> No
 def test_saved_queries_name_the_lake_table_the_job_writes_for_each_engine(
     raw_template: dict[str, Any], engine: str, extra: dict[str, str], table: str
 ) -> None:
-    from cdclake.settings import Settings
+    from cdclake.common.settings import Settings
 
     variant = resolve_variant(raw_template, SourceEngine=engine, **extra)
     values = {n: str(p.get("Default")) for n, p in raw_template["Parameters"].items()} | extra

@@ -43,7 +43,7 @@ def test_dry_run_prints_the_documented_glue_5_docker_command_with_the_manifests_
     py_files = submit[submit.index("--py-files") + 1]
     assert py_files == "/home/hadoop/workspace/build/glue-container/cdclake.zip"
     with zipfile.ZipFile(ROOT / "build" / "glue-container" / "cdclake.zip") as zf:
-        assert "cdclake/settings.py" in zf.namelist()
+        assert "cdclake/common/settings.py" in zf.namelist()
     script = submit[submit.index("--py-files") + 2]
     assert script == "/home/hadoop/workspace/build/glue-container/cdc_iceberg_job.py"
     assert (ROOT / "build" / "glue-container" / "cdc_iceberg_job.py").read_bytes() == (

@@ -29,7 +29,7 @@ WORKGROUP = f"{STACK}-cdc-lake"
 CONNECTOR = f"arn:aws:kafkaconnect:{REGION}:{ACCOUNT}:connector/{STACK}-debezium-mysql/0a1b2c3d"
 PREFIX = f"/aws-glue/{STACK}/cdc-iceberg"
 BATCH_LINE = (
-    "2026-11-25 18:00:01 INFO cdclake.batch batch 7: 12 records (12 changes, 0 tombstones, 0 schema events, "
+    "2026-11-25 18:00:01 INFO cdclake.jobs.batch batch 7: 12 records (12 changes, 0 tombstones, 0 schema events, "
     "{dead} dead letters) | salesdb_customer: 12 ev -> c/r 2 u 9 d 1 3.2s | behind source 4.1 s | 6.0s"
 )
 

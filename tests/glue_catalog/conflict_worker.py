@@ -32,12 +32,12 @@ class Conflicts(logging.Handler):
 
 
 def main() -> None:
-    from cdclake.batch import BatchProcessor, Writes
-    from cdclake.maintenance import MaintenancePolicy, maintain_table
-    from cdclake.merge import merge_changes
-    from cdclake.records import RAW_SCHEMA
-    from cdclake.session import local_session
-    from cdclake.settings import build_settings, parse_argv
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.common.settings import build_settings, parse_argv
+    from cdclake.jobs.batch import BatchProcessor, Writes
+    from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
+    from cdclake.lake.merge import merge_changes
+    from cdclake.local.session import local_session
 
     work, argv = Path(sys.argv[1]), sys.argv[2:]
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)

@@ -223,7 +223,7 @@ def glue_stack_resources(stack: Stack, streaming_job: GlueJob, aws) -> dict[str,
 @pytest.fixture(scope="session")
 def job_env(moto_endpoint: str, aws_credentials: dict[str, str]) -> dict[str, str]:
     """The environment of the job's process: fake credentials and region, and the moto endpoints."""
-    from cdclake.session import CATALOG_PROPERTIES_ENV
+    from cdclake.local.session import CATALOG_PROPERTIES_ENV
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(aws_credentials)

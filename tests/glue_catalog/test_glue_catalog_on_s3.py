@@ -5,7 +5,7 @@ standing in for the Glue Data Catalog and S3.
 The job runs as a process of the entry script, with the Glue job's DefaultArguments taken from the
 rendered template. What differs from a Glue run, and nothing else:
 - the moto endpoints, added as Iceberg catalog properties (conftest.moto_catalog_properties, through
-  cdclake.session's CDC_CATALOG_PROPERTIES), and fake credentials in the job's environment;
+  cdclake.local.session's CDC_CATALOG_PROPERTIES), and fake credentials in the job's environment;
 - `local_arguments()` below: Debezium records come from the `files` source instead of MSK, each run
   is run-once, and the streaming checkpoint and dead letters are on local disk (Spark writes those
   through Hadoop's FileSystem, which has no s3:// implementation locally; Glue's EMRFS is one).
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GLUE_ARGUMENTS = {
     "--job-language": "runs the script with Python: the local run does too",
     "--extra-py-files": "puts cdclake.zip on sys.path: locally the entry script finds cdclake next to it",
-    "--extra-jars": "adds the MSK IAM client jar (pom.xml, glue-extra-jars): locally cdclake.session.local_jars()",
-    "--datalake-formats": "adds Glue's Iceberg jars: locally cdclake.session.local_jars(), the same Iceberg (pom.xml)",
+    "--extra-jars": "adds the MSK IAM client jar (pom.xml, glue-extra-jars): locally cdclake.local.session.local_jars()",
+    "--datalake-formats": "adds Glue's Iceberg jars: locally cdclake.local.session.local_jars(), the same Iceberg (pom.xml)",
     "--enable-metrics": "CloudWatch job metrics: none locally",
     "--custom-logGroup-prefix": "CloudWatch log groups: the process's stdout locally",
     "--TempDir": "Glue's scratch location: the job writes nothing there",
@@ -61,7 +61,7 @@ def job_argv(job, local: dict[str, str], job_args=None) -> list[str]:
     with `local` replacing theirs. Arguments known only in a deployed stack (the MSK bootstrap
     brokers) must be Kafka ones, which the `files` source does not use. `job_args`: the script's
     argument table (the streaming job's by default)."""
-    from cdclake.settings import ARGS
+    from cdclake.common.settings import ARGS
 
     job_names = {f"--{a.name}" for a in (job_args or ARGS)}
     unknown = sorted(set(job.arguments) - job_names - set(GLUE_ARGUMENTS))
@@ -227,7 +227,7 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     assert args["--catalog_type"] == "glue" and args["--datalake-formats"] == "iceberg"
     # Glue 5.0's Iceberg (`--datalake-formats iceberg`) is the manifest's, and the local run loads it.
     import runtime
-    from cdclake.session import local_jars
+    from cdclake.local.session import local_jars
 
     iceberg = runtime.versions()["iceberg"]
     jars = {Path(j).name for j in local_jars()}
@@ -339,7 +339,7 @@ def test_maintenance_job_with_the_templates_arguments_compacts_glue_tables_on_s3
     `--maintenance_remove_orphans false`: Iceberg 1.7.1's remove_orphan_files lists a table's
     location through Hadoop's FileSystem, which has no s3:// implementation locally (on Glue,
     EMRFS is one)."""
-    from cdclake.settings import MAINTENANCE_JOB_ARGS
+    from cdclake.common.settings import MAINTENANCE_JOB_ARGS
 
     database = glue_stack_resources["database"]
     table = SourceTable(Events(topic="mdb.inventory.maintained", table="maintained"), ("id",), customer_image)
@@ -373,8 +373,9 @@ def test_maintenance_job_with_the_templates_arguments_compacts_glue_tables_on_s3
 
 
 def test_local_catalog_properties_can_only_add_to_the_glue_catalog_configuration():
-    from cdclake.session import CATALOG_PROPERTIES_ENV, catalog_conf, local_catalog_overrides
-    from cdclake.settings import build_settings
+    from cdclake.common.settings import build_settings
+    from cdclake.lake.catalog import catalog_conf
+    from cdclake.local.session import CATALOG_PROPERTIES_ENV, local_catalog_overrides
 
     s = build_settings(
         {"source": "files", "files_path": "/in", "warehouse": "s3://b/w", "checkpoint_location": "/c"}

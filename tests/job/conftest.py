@@ -15,8 +15,8 @@ class Lake:
     """A fresh namespace + dead-letter folder, and a BatchProcessor writing into them."""
 
     def __init__(self, spark, warehouse: Path, tmp: Path, **overrides: str) -> None:
-        from cdclake.batch import BatchProcessor
-        from cdclake.settings import build_settings
+        from cdclake.common.settings import build_settings
+        from cdclake.jobs.batch import BatchProcessor
 
         self.spark = spark
         self.namespace = f"t{next(_ns)}"
@@ -36,7 +36,7 @@ class Lake:
         self._batch = itertools.count()
 
     def apply(self, records: list[dict[str, Any]], batch_id: int | None = None):
-        from cdclake.records import RAW_SCHEMA
+        from cdclake.common.records import RAW_SCHEMA
 
         df = self.spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
         return self.processor.process(df, next(self._batch) if batch_id is None else batch_id)

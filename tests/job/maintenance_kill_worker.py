@@ -30,7 +30,7 @@ TABLE = f"glue_catalog.{NAMESPACE}.inventory_customers"
 
 
 def policy(**kw):
-    from cdclake.maintenance import MaintenancePolicy
+    from cdclake.lake.maintenance import MaintenancePolicy
 
     return MaintenancePolicy(
         max_small_files=1, max_delete_files=1, min_input_files=2, delete_file_threshold=1, max_snapshots=3,
@@ -44,10 +44,10 @@ def wait_for(path: Path) -> None:
 
 
 def compact(work: Path, spark) -> None:
-    from cdclake.batch import BatchProcessor
-    from cdclake.maintenance import ensure_commit_retries, maintain_table
-    from cdclake.records import RAW_SCHEMA
-    from cdclake.settings import build_settings
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.common.settings import build_settings
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.lake.maintenance import ensure_commit_retries, maintain_table
 
     settings = build_settings(
         {
@@ -73,7 +73,7 @@ def compact(work: Path, spark) -> None:
 
 
 def expire(work: Path, spark) -> None:
-    from cdclake.maintenance import Action, run_action
+    from cdclake.lake.maintenance import Action, run_action
 
     wait_for(work / "go")
     run_action(spark, TABLE, Action.EXPIRE, policy(), time.time())
@@ -98,7 +98,7 @@ def table_files(spark, location: Path) -> tuple[set[str], set[str]]:
 
 
 def recover(work: Path, spark) -> None:
-    from cdclake.maintenance import maintain_table
+    from cdclake.lake.maintenance import maintain_table
 
     report = maintain_table(spark, TABLE, policy(), force=True)
     # The clean-up a day later (Iceberg refuses a cut-off under 24 h ago): every file aged 2 days.

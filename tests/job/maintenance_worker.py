@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent)]
 
 from cdc_workload import MergeBarrier, Workload, assert_rows  # noqa: E402
-from cdclake.session import local_jars  # noqa: E402
+from cdclake.local.session import local_jars  # noqa: E402
 
 NAMESPACE = "twoproc"
 TABLE = f"glue_catalog.{NAMESPACE}.inventory_customers"
@@ -73,10 +73,10 @@ def session(work: Path, jdbc_url: str, jdbc_jar: str, name: str):
 
 
 def stream(work: Path, spark, counter: ConflictCounter) -> None:
-    from cdclake.batch import BatchProcessor, Writes
-    from cdclake.merge import merge_changes
-    from cdclake.records import RAW_SCHEMA
-    from cdclake.settings import build_settings
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.common.settings import build_settings
+    from cdclake.jobs.batch import BatchProcessor, Writes
+    from cdclake.lake.merge import merge_changes
 
     settings = build_settings(
         {
@@ -132,8 +132,8 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
 
 
 def maintain(work: Path, spark) -> None:
-    from cdclake.maintenance import Action, maintain_table
-    from cdclake.maintenance_job import build_job_settings
+    from cdclake.jobs.maintenance_job import build_job_settings
+    from cdclake.lake.maintenance import Action, maintain_table
 
     policy = build_job_settings(
         {

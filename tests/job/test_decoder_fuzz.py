@@ -223,7 +223,7 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
 
 def _raw_batch(spark, recs: list[dict[str, Any]]):
     """The raw batch as the Kafka source builds it: binary key and value cast to string."""
-    from cdclake.records import RAW_COLUMNS
+    from cdclake.common.records import RAW_COLUMNS
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 

@@ -1,4 +1,4 @@
-"""The lake remembers deletes (cdclake/deletes.py): an insert or update older than a delete, read
+"""The lake remembers deletes (cdclake/lake/deletes.py): an insert or update older than a delete, read
 after it, does not bring the row back, whatever path brings it (a feed out of order, a dead letter
 replayed after a fix, a raw-zone rebuild of part of the changes, a checkpoint reset); readers see
 only live rows."""
@@ -23,7 +23,7 @@ LOG = "inventory_log"
 
 def read_folder(spark, folder):
     """Records of a dead-letter or raw-zone folder, read by the files source's own parser."""
-    from cdclake.sources import parse_lines
+    from cdclake.jobs.sources import parse_lines
 
     return parse_lines(spark.read.option("recursiveFileLookup", "true").text(str(folder)))
 
@@ -151,7 +151,7 @@ def test_maintenance_forgets_deletes_older_than_the_retention_and_only_those(lak
     (and an insert older than such a delete, replayed after that, comes back, as documented)."""
     import time
 
-    from cdclake.maintenance import MaintenancePolicy, maintain_table
+    from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
 
     ev = Events()
     ev.record("c", {"id": 1}, customer(1, "Ann"))

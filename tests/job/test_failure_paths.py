@@ -19,8 +19,8 @@ from cdc_workload import Workload
 def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commits_nothing_and_the_batch_reruns(
     lake, caplog
 ):
-    from cdclake.batch import BatchProcessor, Writes
-    from cdclake.merge import merge_changes
+    from cdclake.jobs.batch import BatchProcessor, Writes
+    from cdclake.lake.merge import merge_changes
     from pyspark.sql import functions as F
 
     failing = False
@@ -70,8 +70,8 @@ def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_l
     import threading
 
     from cdc_workload import assert_rows
-    from cdclake.batch import BatchProcessor, Writes
-    from cdclake.merge import merge_changes
+    from cdclake.jobs.batch import BatchProcessor, Writes
+    from cdclake.lake.merge import merge_changes
 
     lake = make_lake(table_concurrency="3")
     names = [f"t{i}" for i in range(6)]
@@ -104,8 +104,8 @@ def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_l
 
 
 def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read_and_exits_1(make_lake, spark, caplog):
-    from cdclake.maintenance_job import build_job_settings, run_maintenance
-    from cdclake.settings import parse_argv
+    from cdclake.common.settings import parse_argv
+    from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
 
     lake = make_lake()
     ws = {}
@@ -119,7 +119,7 @@ def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read
     location = Path(lake.settings.warehouse) / lake.namespace / "inventory_broken" / "metadata"
     current = location / f"v{(location / 'version-hint.text').read_text().strip()}.metadata.json"
     current.write_text(current.read_text()[:100])
-    with pytest.raises(Exception, match="metadata"):  # the catalog caches no table (session.py)
+    with pytest.raises(Exception, match="metadata"):  # the catalog caches no table (lake/catalog.py)
         spark.table(broken)
     healthy = lake.table("inventory_healthy")
     assert spark.sql(f"SELECT count(*) AS n FROM {healthy}.data_files").first()["n"] == 3

@@ -1,6 +1,6 @@
 """kill -9 on Spark's own streaming path: the entry script with the `files` source (Spark's file
 stream, foreachBatch, Spark's checkpoint with its offset and commit logs, a processingTime
-trigger), killed by the test-only crash hook (CDC_TEST_CRASH_AT, cdclake/faults.py) on either side
+trigger), killed by the test-only crash hook (CDC_TEST_CRASH_AT, cdclake/local/faults.py) on either side
 of the Iceberg commit and restarted on the same checkpoint."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import os
 import time
 
 from cdc_workload import Workload, assert_rows
-from cdclake.maintenance import (
+from cdclake.lake.maintenance import (
     COMMIT_RETRY_PROPERTIES,
     Action,
     MaintenancePolicy,
@@ -104,9 +104,9 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     with --force, maintains every table of the namespace and exits 0. Both parse the command lines
     Glue would pass and run in this test's Spark session (a JVM per job would double the cost); the
     entry scripts themselves are run on invalid arguments, which they reject before starting Spark."""
-    from cdclake.job import run_stream
-    from cdclake.maintenance_job import build_job_settings, run_maintenance
-    from cdclake.settings import build_settings, parse_argv
+    from cdclake.common.settings import build_settings, parse_argv
+    from cdclake.jobs.job import run_stream
+    from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
     from job_runs import MAINTENANCE_JOB, run_job_script, write_lines
 
     caplog.set_level(logging.INFO, logger="cdclake")
@@ -135,7 +135,7 @@ def test_streaming_job_and_maintenance_job_maintain_tables_from_their_arguments(
     assert run_maintenance(spark, build_job_settings(parse_argv([*maint_argv, "--force", "true"]))) == 0
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("maintenance maint_cli.inventory_customers: compact") for m in messages), messages
-    # The table and its delete markers (cdclake/deletes.py: the workload deletes rows).
+    # The table and its delete markers (cdclake/lake/deletes.py: the workload deletes rows).
     assert spark.catalog.tableExists(f"{table}__cdc_deletes")
     assert any(m.startswith("maintenance run: 2 table(s), 2 maintained, 0 failed") for m in messages), messages
     assert_rows(spark, table, w.expected)

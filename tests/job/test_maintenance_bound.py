@@ -23,8 +23,8 @@ from collections import defaultdict
 from typing import Any
 
 from cdc_workload import assert_rows
-from cdclake.maintenance import Action, Cadence, StreamMaintainer
-from cdclake.merge import create_table
+from cdclake.lake.maintenance import Action, Cadence, StreamMaintainer
+from cdclake.lake.merge import create_table
 from pyspark.sql import types as T
 
 BATCHES = int(os.environ.get("CDC_MAINTENANCE_TEST_BATCHES", "200"))

@@ -10,7 +10,7 @@ Then, against a real Apache Kafka broker (the manifest's Kafka, KRaft).
 
 The broker has a SASL_SSL listener that offers PLAIN only, so it answers the SASL handshake and
 refuses AWS_MSK_IAM, as any broker but MSK would. Spark's Kafka source gets exactly the options the
-job builds for `--kafka_auth iam` (cdclake.sources.kafka_options) plus a truststore for the broker's
+job builds for `--kafka_auth iam` (cdclake.jobs.sources.kafka_options) plus a truststore for the broker's
 self-signed certificate. With the glue-extra-jars jar on the class path (as --extra-jars gives the
 Glue job) the read gets as far as the SASL handshake and is refused there; without it the same read
 cannot even load the IAM classes.
@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cdclake.settings import build_settings
-from cdclake.sources import kafka_options
+from cdclake.common.settings import build_settings
+from cdclake.jobs.sources import kafka_options
 from processes import free_port, port_open, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,13 +153,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory, tls: dict[str, Path]) -> It
 
 
 # One Spark micro-batch in its own Python (and so its own JVM and class path): the job's IAM options from
-# cdclake, the truststore added, the local session of cdclake.session (its jars: CDC_JARS_DIR).
+# cdclake, the truststore added, the local session of cdclake.local.session (its jars: CDC_JARS_DIR).
 _READ = r"""
 import json, os, sys
 sys.path.insert(0, os.environ["GLUE_SCRIPTS"])
-from cdclake.session import local_session
-from cdclake.settings import build_settings
-from cdclake.sources import kafka_options
+from cdclake.local.session import local_session
+from cdclake.common.settings import build_settings
+from cdclake.jobs.sources import kafka_options
 
 s = build_settings({
     "source": "kafka", "kafka_bootstrap_servers": os.environ["BOOTSTRAP"], "kafka_topic_pattern": "salesdb\\..*",

@@ -299,7 +299,7 @@ def test_a_copy_then_swap_whose_statement_is_read_before_the_copys_events_ends_e
     lake.apply(ev.take())
     print("PROPS", {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()})
     if restarted:  # the renames this process applied are known from the lake tables' properties only
-        from cdclake.batch import BatchProcessor
+        from cdclake.jobs.batch import BatchProcessor
 
         lake.processor = BatchProcessor(lake.spark, lake.settings)
     # Read late: the rest of the copy (under the shadow's name) and a change of the old table.
@@ -428,8 +428,8 @@ def test_a_primary_key_added_to_a_keyless_table_keeps_its_rows_and_applies_later
 def test_a_batch_run_again_after_it_changed_the_key_applies_each_change_once(lake):
     """A crash after the key change but before the batch's offsets were committed: the batch runs
     again, its events older than the key change are not dead letters, and nothing doubles."""
-    from cdclake.batch import BatchProcessor
-    from cdclake.table_writer import Writes
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.lake.table_writer import Writes
 
     ev = Events()
     ev.record("c", {"id": 1}, customer(1, "Ann"))["key"] = None  # no primary key yet

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdclake.sqltext import quote, sql_binary, sql_string
+from cdclake.common.sqltext import quote, sql_binary, sql_string
 from pyspark.sql import functions as F
 
 TRICKY = ["it's", "back\\slash", "\\'", "''", "tab\there", "new\nline", "\\u0041", "%_*", "ünï €", "`tick`", ""]

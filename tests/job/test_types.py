@@ -276,7 +276,7 @@ def test_decimal_string_and_double_modes_keep_what_the_connector_sent(lake):
 def test_decimal_decoding_is_exact_for_random_values(spark):
     import random
 
-    from cdclake.connect_types import decimal_from_base64
+    from cdclake.events.connect_types import decimal_from_base64
     from pyspark.sql import functions as F
 
     rng = random.Random(7)
@@ -297,7 +297,7 @@ def test_wide_decimal_text_is_exact_beyond_38_digits(spark):
     import decimal
     import random
 
-    from cdclake.connect_types import wide_decimal_text
+    from cdclake.events.connect_types import wide_decimal_text
     from pyspark.sql import functions as F
 
     rng = random.Random(11)

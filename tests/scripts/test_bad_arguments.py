@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "glue_scripts"))
-from cdclake.settings import ARGS, MAINTENANCE_JOB_ARGS  # noqa: E402
+from cdclake.common.settings import ARGS, MAINTENANCE_JOB_ARGS  # noqa: E402
 
 JOB = "glue_scripts/cdc_iceberg_job.py"
 MAINTENANCE = "glue_scripts/cdc_maintenance_job.py"

@@ -428,7 +428,7 @@ def test_a_burst_of_100000_changes_is_caught_up_and_applied_exactly(
 
 
 def crash_the_job_at(job: Stack, point: str, load: Path) -> int:
-    """Restart the job with the test-only fault hook armed (glue_scripts/cdclake/faults.py), run
+    """Restart the job with the test-only fault hook armed (glue_scripts/cdclake/local/faults.py), run
     `load` at the source, wait for the job to SIGKILL itself at `point` of the load's first batch;
     returns that batch's id."""
     run_script(job, "local-job", "stop")

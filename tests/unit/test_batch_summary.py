@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdclake.summary import summarize
+from cdclake.events.summary import summarize
 
 VALUE_V1 = '{"schema":{"type":"struct","name":"v1"}'
 VALUE_V2 = '{"schema":{"type":"struct","name":"v2"}'

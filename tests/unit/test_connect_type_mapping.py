@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from cdc_events import load
-from cdclake.connect_types import UnsupportedSchema, column_spec, key_columns, mysql_string_default, row_columns
+from cdclake.events.connect_types import UnsupportedSchema, column_spec, key_columns, mysql_string_default, row_columns
 from pyspark.sql import types as T
 
 INT, LONG, FLOAT, DOUBLE = T.IntegerType(), T.LongType(), T.FloatType(), T.DoubleType()

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from cdclake.ddl import (
-    DROP,
-    RENAME,
-    ColumnChange,
+from cdclake.common.lake_contract import DROP, RENAME, ColumnChange, dumps, loads
+from cdclake.events.ddl import (
     changes_primary_key,
     column_changes,
     computed_columns,
-    dumps,
-    loads,
     table_ids,
     table_renames,
     translation,

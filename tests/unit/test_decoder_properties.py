@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from cdc_events import captured
-from cdclake.connect_types import MAX_DECIMAL_PRECISION
-from cdclake.decode import SchemaGroup, _key_specs
+from cdclake.events.connect_types import MAX_DECIMAL_PRECISION
+from cdclake.events.decode import SchemaGroup, _key_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T

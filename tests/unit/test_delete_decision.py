@@ -1,4 +1,4 @@
-"""The decision of the delete memory (cdclake.deletes.overrules_sql): which change a remembered
+"""The decision of the delete memory (cdclake.lake.deletes.overrules_sql): which change a remembered
 delete overrules, evaluated as SQL by a real engine (DuckDB: the predicate is plain SQL), in the
 anti-join the MERGE's source uses (a key may have several markers, or none)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from cdclake.deletes import overrules_sql
+from cdclake.lake.deletes import overrules_sql
 
 MARKER = (500, 7)  # the remembered delete's (_cdc_seq, _cdc_offset)
 

@@ -4,10 +4,10 @@ topics, the test-only crash hook's switch, and Iceberg's row-based reads."""
 from __future__ import annotations
 
 import pytest
-from cdclake import faults
-from cdclake.session import catalog_conf
-from cdclake.settings import build_settings
-from cdclake.sources import data_loss_advice, kafka_options
+from cdclake.common.settings import build_settings
+from cdclake.jobs.sources import data_loss_advice, kafka_options
+from cdclake.lake.catalog import catalog_conf
+from cdclake.local import faults
 
 MSK = {
     "kafka_bootstrap_servers": "b-1:9098",

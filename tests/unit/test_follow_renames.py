@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cdclake.decode import SchemaGroup
-from cdclake.lake_tables import TableRename, follow_renames
+from cdclake.events.decode import SchemaGroup
+from cdclake.lake.lake_tables import TableRename, follow_renames
 
 
 def group(table: str, max_seq: int) -> SchemaGroup:

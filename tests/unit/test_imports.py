@@ -108,7 +108,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_every_project_module_imports_on_its_own(tmp_path: Path) -> None:
     modules = project_modules()
     # The enumeration itself: top-level modules and package modules of both folders.
-    assert {"cdc_iceberg_job", "cdclake", "cdclake.job", "local_stack", "localstack.commands"} <= set(modules)
+    assert {"cdc_iceberg_job", "cdclake", "cdclake.jobs.job", "local_stack", "localstack.commands"} <= set(modules)
     with ThreadPoolExecutor(max_workers=4) as pool:
         errors = dict(zip(modules, pool.map(lambda n: import_alone(n, tmp_path), modules), strict=True))
     failed = {name: error for name, error in errors.items() if error is not None}
@@ -135,3 +135,43 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import_and_a_rel
     graph["pkg.b"] = set()
     assert find_cycle(graph) is None
     assert find_cycle({"m": {"m"}}) == ["m", "m"]
+
+
+# cdclake's layers, lowest first: a module may import its own layer and the layers below it only.
+LAYERS = ("common", "events", "lake", "local", "jobs")
+
+
+def layer_violations(graph: dict[str, set[str]], package: str = "cdclake") -> list[str]:
+    """`a -> b` for every import of a module of a higher cdclake layer than the importer's."""
+
+    def rank(module: str) -> int | None:
+        parts = module.split(".")
+        if parts[0] != package or len(parts) < 3:
+            return None  # outside the package, or the package's own __init__ / a layer's __init__
+        return LAYERS.index(parts[1])
+
+    out = []
+    for module, imported in graph.items():
+        here = rank(module)
+        if here is None:
+            continue
+        out += [f"{module} -> {m}" for m in sorted(imported) if (there := rank(m)) is not None and there > here]
+    return sorted(out)
+
+
+def test_every_cdclake_module_sits_in_a_layer() -> None:
+    loose = [m for m in project_modules() if m.startswith("cdclake.") and m.split(".")[1] not in LAYERS]
+    assert not loose, f"modules outside the layers {LAYERS}: {loose}"
+
+
+def test_cdclake_layers_import_only_downwards() -> None:
+    violations = layer_violations(import_graph(project_modules()))
+    assert not violations, "imports against the layers " + " < ".join(LAYERS) + ":\n" + "\n".join(violations)
+
+
+def test_the_layer_check_names_an_upward_import() -> None:
+    graph = {
+        "cdclake.events.decode": {"cdclake.lake.merge", "cdclake.common.sqltext"},
+        "cdclake.jobs.batch": {"cdclake.lake.merge"},
+    }
+    assert layer_violations(graph) == ["cdclake.events.decode -> cdclake.lake.merge"]

@@ -1,4 +1,4 @@
-"""The lake table's contract (cdclake/lake_contract.py) is written once: no other module of the job
+"""The lake table's contract (cdclake/common/lake_contract.py) is written once: no other module of the job
 or of scripts/ spells a metadata column (`_cdc_*`) or a table property (`cdc.*`) in a string, and
 the names are the ones lake readers' queries depend on."""
 
@@ -9,13 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
-from cdclake import lake_contract as contract
-from cdclake.ddl import ColumnChange, dumps
-from cdclake.lake_contract import DropPolicy, SchemaChangePolicy, TableState
-from cdclake.settings import ArgumentError, build_settings
+from cdclake.common import lake_contract as contract
+from cdclake.common.lake_contract import ColumnChange, DropPolicy, SchemaChangePolicy, TableState, dumps
+from cdclake.common.settings import ArgumentError, build_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTRACT = ROOT / "glue_scripts" / "cdclake" / "lake_contract.py"
+CONTRACT = ROOT / "glue_scripts" / "cdclake" / "common" / "lake_contract.py"
 PROPERTIES = [v for k, v in vars(contract).items() if k.endswith("_PROPERTY")] + [contract.BACKFILL_PREFIX]
 # A metadata column, a marker table's suffix, or a property-like `cdc.<word>-` / `cdc.<word>.`.
 COPY = re.compile(r"_cdc_[a-z]|__cdc_|(?<![\w.-])cdc\.[a-z]+[-.]|^cdc\.$")
@@ -50,7 +49,7 @@ def contract_copies(path: Path) -> list[str]:
 def test_no_module_outside_the_contract_spells_a_metadata_column_or_a_table_property():
     files = sorted((ROOT / "glue_scripts").rglob("*.py")) + sorted((ROOT / "scripts").rglob("*.py"))
     copies = [hit for f in files if f != CONTRACT for hit in contract_copies(f)]
-    assert not copies, "import these from cdclake/lake_contract.py instead:\n" + "\n".join(copies)
+    assert not copies, "import these from cdclake/common/lake_contract.py instead:\n" + "\n".join(copies)
 
 
 def test_the_copy_check_finds_a_column_a_property_and_a_marker_suffix(tmp_path: Path):

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdclake import maintenance as M
-from cdclake.conflicts import ConflictRetriesExhausted, RetryPolicy, conflict_reason, retry_on_conflict
-from cdclake.maintenance import Action, Cadence, MaintenancePolicy, StreamMaintainer, TableHealth, plan_maintenance
-from cdclake.maintenance_job import JOB_ARGS, build_job_settings
-from cdclake.settings import ARGS, POLICY_ARGS, ArgumentError, build_settings
+from cdclake.common.conflicts import ConflictRetriesExhausted, RetryPolicy, conflict_reason, retry_on_conflict
+from cdclake.common.settings import ARGS, POLICY_ARGS, ArgumentError, build_settings
+from cdclake.jobs.maintenance_job import JOB_ARGS, build_job_settings
+from cdclake.lake import maintenance as M
+from cdclake.lake.maintenance import Action, Cadence, MaintenancePolicy, StreamMaintainer, TableHealth, plan_maintenance
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_800_000_000.0

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from cdclake import merge
-from cdclake.conflicts import ConflictRetriesExhausted
+from cdclake.common.conflicts import ConflictRetriesExhausted
+from cdclake.lake import merge
 
 CONFLICT = "org.apache.iceberg.exceptions.ValidationException: Cannot commit, missing data files: [d-1.parquet]"
 

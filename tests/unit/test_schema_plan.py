@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdclake.evolution import can_widen, plan_schema
+from cdclake.lake.evolution import can_widen, plan_schema
 from pyspark.sql import types as T
 
 INT, L, S = T.IntegerType(), T.LongType(), T.StringType()
@@ -49,7 +49,7 @@ D = T.DecimalType
 
 
 def test_exact_changes_are_those_every_stored_value_survives():
-    from cdclake.evolution import exact_change
+    from cdclake.lake.evolution import exact_change
 
     assert exact_change(D(12, 2), D(16, 4))  # scale up, integer digits kept (10)
     assert exact_change(D(12, 2), D(13, 3)) and not exact_change(D(12, 2), D(12, 3))  # 9 integer digits < 10
@@ -61,7 +61,7 @@ def test_exact_changes_are_those_every_stored_value_survives():
 
 
 def test_lossy_and_unsupported_changes_are_not_exact_and_promotions_are_not_rewrites():
-    from cdclake.evolution import exact_change
+    from cdclake.lake.evolution import exact_change
 
     assert not exact_change(D(16, 4), D(12, 2))  # scale and precision down
     assert not exact_change(D(16, 4), D(14, 4))  # precision down

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cdclake.settings import (
+from cdclake.common.settings import (
     ARGS,
     ArgumentError,
     CatalogType,

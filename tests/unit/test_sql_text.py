@@ -1,9 +1,9 @@
-"""Identifiers and literals spliced into SQL text are quoted one way (cdclake.sqltext)."""
+"""Identifiers and literals spliced into SQL text are quoted one way (cdclake.common.sqltext)."""
 
 from __future__ import annotations
 
 import pytest
-from cdclake.sqltext import properties_sql, quote, sql_binary, sql_string
+from cdclake.common.sqltext import properties_sql, quote, sql_binary, sql_string
 
 
 @pytest.mark.parametrize(

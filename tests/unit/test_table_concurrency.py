@@ -1,5 +1,5 @@
 """run_bounded: the tables of a batch at once, results in table order, and what one table's
-failure does to the others (cdclake/concurrency.py)."""
+failure does to the others (cdclake/jobs/concurrency.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from cdclake.concurrency import MAX_AUTO, concurrency, run_bounded
+from cdclake.jobs.concurrency import MAX_AUTO, concurrency, run_bounded
 
 
 def test_results_come_in_the_items_order_whatever_order_they_finish_in():

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from cdclake.session import local_session
+from cdclake.local.session import local_session
 from pyspark.sql import functions as F
 
 from cdcbench import tables as TB

@@ -100,7 +100,7 @@ class System(ABC):
 
 
 def jvm_options() -> list[str]:
-    """The local JVM flags every system's JVM gets (cdclake.session.JVM_OPTIONS_ENV: the Spark JVMs of
+    """The local JVM flags every system's JVM gets (cdclake.local.session.JVM_OPTIONS_ENV: the Spark JVMs of
     the job and the sample read it, so do the stack's Kafka JVMs); the test suite sets C1-only JIT and
     the serial collector, the benchmark leaves the JDK's defaults unless the caller sets it."""
     return shlex.split(os.environ.get("CDC_JVM_OPTIONS", ""))

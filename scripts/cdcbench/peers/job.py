@@ -42,7 +42,7 @@ class ProjectJob(System):
             raise RuntimeError(f"the job dead-lettered {len(dead)} record(s), e.g. {json.loads(dead[0])['reason']}")
 
     def current(self, spark, table: str):
-        from cdclake.lake_contract import is_metadata_column  # on the path once main has chosen --glue-scripts
+        from cdclake.common.lake_contract import is_metadata_column  # on the path once main has chosen --glue-scripts
 
         t = fresh(spark, self.lake_table(table))
         return t.drop(*[c for c in t.columns if is_metadata_column(c)])

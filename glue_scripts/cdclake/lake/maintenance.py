@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from .conflicts import ConflictRetriesExhausted, retry_on_conflict
+from ..common.conflicts import ConflictRetriesExhausted, retry_on_conflict
+from ..common.lake_contract import CDC_DELETED_AT
+from ..common.maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
+from ..common.sqltext import properties_sql, sql_string, table_properties
 from .deletes import is_marker_table, prune_sql
-from .lake_contract import CDC_DELETED_AT
-from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
-from .sqltext import properties_sql, sql_string, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -14,7 +14,7 @@ import hashlib
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .records import RAW_COLUMNS
+from ..common.records import RAW_COLUMNS
 
 RECORD_COLUMNS = RAW_COLUMNS  # the `files` format is the raw record
 DEAD_LETTER_COLUMNS = ["reason", *RECORD_COLUMNS, "batch_id"]

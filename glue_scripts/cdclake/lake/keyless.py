@@ -23,11 +23,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .conflicts import retry_on_conflict
+from ..common.conflicts import retry_on_conflict
+from ..common.lake_contract import CDC_COPY, CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
+from ..common.sqltext import quote
 from .deletes import image_key, markers_if_any, newest_markers, newest_truncate
-from .lake_contract import CDC_COPY, CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
 from .merge import MERGE_RETRY
-from .sqltext import quote
 
 COPY = CDC_COPY
 

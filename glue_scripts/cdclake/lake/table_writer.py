@@ -26,9 +26,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import ddl as D
-from .deadletter import as_dead_letters
-from .decode import (
+from ..common.lake_contract import CDC_INGESTED_AT, CDC_OP, CDC_SEQ, KEPT, ColumnChange, KeylessTablePolicy, TableState
+from ..common.report import TableReport
+from ..common.settings import Settings
+from ..events import ddl as D
+from ..events.decode import (
     RAW_KEEP,
     SchemaGroup,
     conform,
@@ -38,15 +40,13 @@ from .decode import (
     resolve_groups,
     to_lake_names,
 )
+from ..events.ordering import latest_per_key
+from .deadletter import as_dead_letters
 from .deletes import remember_images, remember_keyed
 from .evolution import Columns, SchemaPlan, plan_schema
 from .keyless import merge_multiset
-from .lake_contract import CDC_INGESTED_AT, CDC_OP, CDC_SEQ, KeylessTablePolicy, TableState
 from .lake_tables import LakeTables, TableDDL, newest_drop
 from .merge import MERGE_RETRY, merge_changes, truncate_before
-from .ordering import latest_per_key
-from .report import TableReport
-from .settings import Settings
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
@@ -152,7 +152,7 @@ class TableWriter:
         known = self.tables.known_changes(ident, state, stmt)
         # Events on both sides of a column's drop or rename may share a schema: cut them apart.
         groups = cut_at(batch.cached, groups, [c.seq for c in known])
-        if state is not None and any(c.kind == D.KEPT for c in known):
+        if state is not None and any(c.kind == KEPT for c in known):
             aside = self.tables.set_aside_readded(ident, groups)
             if aside:
                 run.report.schema = "; ".join(x for x in (run.report.schema, aside) if x)
@@ -177,7 +177,7 @@ class TableWriter:
         return self._finish(run, dead, recreated and written)
 
     def _apply_part(
-        self, run: _Run, part: list[SchemaGroup], known: list[D.ColumnChange], truncate_seq: int | None
+        self, run: _Run, part: list[SchemaGroup], known: list[ColumnChange], truncate_seq: int | None
     ) -> tuple[list[DataFrame], bool]:
         """Plan, evolve and write schema groups that share one primary key; their dead letters,
         and whether anything was written."""
@@ -248,7 +248,7 @@ class TableWriter:
         ident: str,
         groups: list[SchemaGroup],
         state: TableState | None,
-        known: list[D.ColumnChange],
+        known: list[ColumnChange],
         stmt: TableDDL | None,
     ) -> tuple[list[SchemaGroup], list[Rejection]]:
         """The groups the table can take, in the lake's column names, and the rejected ones."""

@@ -24,14 +24,47 @@ parsed once into these enums by settings.py.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from .ddl import ColumnChange, loads
-
 if TYPE_CHECKING:
     from pyspark.sql import types as T
+
+
+# The column renames and drops applied to a table, with their source positions, as its property
+# COLUMN_CHANGES_PROPERTY holds them (events/ddl.py reads them from the source's DDL).
+_KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
+
+RENAME, DROP = "rename", "drop"
+# A column dropped at the source that the lake keeps (--dropped_column_policy keep): recorded so that
+# a column added again under its name is told from it (lake_tables.LakeTables.set_aside).
+KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class ColumnChange:
+    kind: str  # RENAME or DROP
+    old: str
+    new: str | None  # None for DROP
+    seq: int  # the statement's position in the source log
+
+    def to_json(self) -> list:
+        return [self.kind, self.old, self.new, str(self.seq)]
+
+    @classmethod
+    def from_json(cls, item: list) -> ColumnChange:
+        return cls(item[0], item[1], item[2], int(item[3]))
+
+
+def dumps(changes: list[ColumnChange]) -> str:
+    return json.dumps([c.to_json() for c in sorted(set(changes), key=lambda c: c.seq)[-_KEEP_CHANGES:]])
+
+
+def loads(text: str | None) -> list[ColumnChange]:
+    return [ColumnChange.from_json(i) for i in json.loads(text)] if text else []
+
 
 # ------------------------------------------------------------------ metadata columns
 METADATA_PREFIX = "_cdc_"

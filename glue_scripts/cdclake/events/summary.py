@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from . import envelope as E
 from .decode import SchemaGroup
-from .lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 
 TableId = tuple[str, str]  # (source db or schema, source table)
 # (value schema id, the schema's text or None) -> the text: from this batch's row when it has one

@@ -14,6 +14,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..common.lake_contract import CDC_COPY, CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
+from ..common.records import RAW_COLUMNS
+from ..common.sqltext import quote
 from .connect_types import (
     ColumnSpec,
     UnsupportedSchema,
@@ -24,9 +27,6 @@ from .connect_types import (
     row_columns,
 )
 from .envelope import schema_json
-from .lake_contract import CDC_COPY, CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
-from .records import RAW_COLUMNS
-from .sqltext import quote
 
 META_COLUMNS: list[tuple[str, T.DataType]] = [
     (CDC_OP, T.StringType()),

@@ -1,4 +1,5 @@
-"""Spark configuration shared by Glue and local runs: the same catalog name and SQL everywhere."""
+"""Local runs only (tests, the local stack, benchmarks): a SparkSession equivalent to the Glue job's,
+with the jars `make setup` resolved into .local/jars. Glue builds its own session (glue_entry)."""
 
 from __future__ import annotations
 
@@ -10,35 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .settings import CatalogType, Settings
-
-
-def catalog_conf(s: Settings) -> dict[str, str]:
-    """Iceberg catalog `s.catalog_name`: Glue Data Catalog + S3FileIO on AWS, Hadoop locally."""
-    prefix = f"spark.sql.catalog.{s.catalog_name}"
-    conf = {
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.warehouse": s.warehouse,
-        # A cached table object can be stale after our own MERGE (seen with a second reader).
-        f"{prefix}.cache-enabled": "false",
-        # DATETIME columns are decoded time-zone independently; this keeps displays and casts UTC.
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
-        "spark.sql.adaptive.enabled": "true",
-        # Iceberg 1.7.1's vectorized (Arrow) Parquet reader crashed the JVM (SIGSEGV at varying VM
-        # sites: a corrupted heap) in the MERGE that followed a 20,000-record batch on a table with
-        # position deletes, in 3 of 3 runs of tests/stack's burst test; with row-based reads in 0 of 3.
-        "spark.sql.iceberg.vectorization.enabled": "false",
-    }
-    if s.catalog_type == CatalogType.GLUE:
-        conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
-        conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
-        conf[f"{prefix}.glue.skip-name-validation"] = "false"
-    else:
-        conf[f"{prefix}.type"] = "hadoop"
-    return conf
-
+from ..common.settings import Settings
+from ..lake.catalog import catalog_conf
 
 # Local runs only: a JSON object of Iceberg catalog properties added to the catalog, e.g. the
 # endpoints of an S3 and Glue stand-in (tests/glue_catalog/ points the Glue catalog at moto with
@@ -78,7 +52,7 @@ def local_jars() -> list[str]:
     """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
     Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
     jars (.local/jars/glue-extra: the MSK IAM client)."""
-    default = Path(__file__).resolve().parents[2] / ".local" / "jars"
+    default = Path(__file__).resolve().parents[3] / ".local" / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
     jars = sorted(glob.glob(str(root / "spark" / "*.jar"))) + sorted(glob.glob(str(root / "glue-extra" / "*.jar")))
     if not any("iceberg-spark-runtime" in j for j in jars):

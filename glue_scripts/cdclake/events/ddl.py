@@ -16,16 +16,11 @@ and whose new one exists is done.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from dataclasses import dataclass
 
-_KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
+from ..common.lake_contract import DROP, KEPT, RENAME, ColumnChange
 
-RENAME, DROP = "rename", "drop"
-# A column dropped at the source that the lake keeps (--dropped_column_policy keep): recorded so that
-# a column added again under its name is told from it (lake_tables.LakeTables.set_aside).
-KEPT = "kept"
 SET_ASIDE_SUFFIX = "__dropped"
 
 
@@ -52,29 +47,6 @@ def kept_drop(changes: list[ColumnChange], column: str, before: int | None = Non
         and (c.old.lower(), c.seq) not in aside
     ]
     return max(found, key=lambda c: c.seq, default=None)
-
-
-@dataclass(frozen=True)
-class ColumnChange:
-    kind: str  # RENAME or DROP
-    old: str
-    new: str | None  # None for DROP
-    seq: int  # the statement's position in the source log
-
-    def to_json(self) -> list:
-        return [self.kind, self.old, self.new, str(self.seq)]
-
-    @classmethod
-    def from_json(cls, item: list) -> ColumnChange:
-        return cls(item[0], item[1], item[2], int(item[3]))
-
-
-def dumps(changes: list[ColumnChange]) -> str:
-    return json.dumps([c.to_json() for c in sorted(set(changes), key=lambda c: c.seq)[-_KEEP_CHANGES:]])
-
-
-def loads(text: str | None) -> list[ColumnChange]:
-    return [ColumnChange.from_json(i) for i in json.loads(text)] if text else []
 
 
 _TOKEN = re.compile(

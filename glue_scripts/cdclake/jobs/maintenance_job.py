@@ -19,10 +19,8 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from .logs import configure_logging
-from .maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
-from .session import local_session
-from .settings import (
+from ..common.logs import configure_logging
+from ..common.settings import (
     MAINTENANCE_CATALOG_ARGS,
     MAINTENANCE_JOB_ARGS,
     POLICY_NAMES,
@@ -31,6 +29,8 @@ from .settings import (
     build_policy,
     parse_job_argv,
 )
+from ..lake.maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
+from ..local.session import local_session
 
 log = logging.getLogger("cdclake")
 

@@ -14,10 +14,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
+from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
+from ..common.records import RAW_COLUMNS
+from ..common.records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
 from .ordering import sequence_expr
-from .records import RAW_COLUMNS
-from .records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
 
 # Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
 CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .conflicts import RetryPolicy, retry_on_conflict
-from .lake_contract import (
+from ..common.conflicts import RetryPolicy, retry_on_conflict
+from ..common.lake_contract import (
     CDC_DELETED_AT,
     CDC_INGESTED_AT,
     CDC_KEY,
@@ -45,8 +45,8 @@ from .lake_contract import (
     MARKER_SUFFIX,
     MARKERS_OF_PROPERTY,
 )
-from .ordering import newer_than
-from .sqltext import properties_sql, quote, sql_string
+from ..common.sqltext import properties_sql, quote, sql_string
+from ..events.ordering import newer_than
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

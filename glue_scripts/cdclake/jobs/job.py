@@ -12,13 +12,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import faults
+from ..common.logs import configure_logging
+from ..common.settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
+from ..lake.catalog import catalog_conf
+from ..lake.deletes import marker_table
+from ..lake.maintenance import Cadence, StreamMaintainer
+from ..local import faults
+from ..local.session import local_session
 from .batch import BatchProcessor
-from .deletes import marker_table
-from .logs import configure_logging
-from .maintenance import Cadence, StreamMaintainer
-from .session import catalog_conf, local_session
-from .settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
 from .sources import data_loss_advice, open_stream
 
 log = logging.getLogger("cdclake")

@@ -7,12 +7,12 @@ import logging
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from .conflicts import RetryPolicy, retry_on_conflict
-from .decode import COPY_COLUMN, META_COLUMNS
+from ..common.conflicts import RetryPolicy, retry_on_conflict
+from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, KEY_PROPERTY, METADATA_COLUMNS, WriteMode, keys_text
+from ..common.sqltext import properties_sql, quote
+from ..events.decode import COPY_COLUMN, META_COLUMNS
+from ..events.ordering import newer_than
 from .deletes import live_changes_sql, markers_if_any, remember_truncate
-from .lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, KEY_PROPERTY, METADATA_COLUMNS, WriteMode, keys_text
-from .ordering import newer_than
-from .sqltext import properties_sql, quote
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,36 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import ddl as D
-from .decode import SchemaGroup
+from ..common.lake_contract import (
+    ALL_METADATA_COLUMNS,
+    CDC_COPY,
+    CDC_SEQ,
+    CDC_SOURCE_TS,
+    COLUMN_CHANGES_PROPERTY,
+    DROP,
+    KEPT,
+    KEY_BATCH_PROPERTY,
+    KEY_POSITION_PROPERTY,
+    KEY_PROPERTY,
+    MARKER_SUFFIX,
+    PROPERTY_PREFIX,
+    RENAME,
+    RENAMED_AT_PROPERTY,
+    RENAMED_PREFIX,
+    SOURCE_DROP_PROPERTIES,
+    SOURCE_DROPPED_POSITION_PROPERTY,
+    SOURCE_DROPPED_PROPERTY,
+    ColumnChange,
+    DropPolicy,
+    TableState,
+    dumps,
+    keys_text,
+)
+from ..common.report import TableReport
+from ..common.settings import Settings
+from ..common.sqltext import properties_sql, quote, sql_string, table_properties
+from ..events import ddl as D
+from ..events.decode import SchemaGroup
 from .deletes import drop_markers, move_markers, rekey_markers
 from .evolution import (
     RESERVED_PROPERTIES,
@@ -31,30 +59,7 @@ from .evolution import (
     default_sql,
     rewrite_table,
 )
-from .lake_contract import (
-    ALL_METADATA_COLUMNS,
-    CDC_COPY,
-    CDC_SEQ,
-    CDC_SOURCE_TS,
-    COLUMN_CHANGES_PROPERTY,
-    KEY_BATCH_PROPERTY,
-    KEY_POSITION_PROPERTY,
-    KEY_PROPERTY,
-    MARKER_SUFFIX,
-    PROPERTY_PREFIX,
-    RENAMED_AT_PROPERTY,
-    RENAMED_PREFIX,
-    SOURCE_DROP_PROPERTIES,
-    SOURCE_DROPPED_POSITION_PROPERTY,
-    SOURCE_DROPPED_PROPERTY,
-    DropPolicy,
-    TableState,
-    keys_text,
-)
 from .merge import create_table, drop_identifier_fields, truncate_before
-from .report import TableReport
-from .settings import Settings
-from .sqltext import properties_sql, quote, sql_string, table_properties
 
 log = logging.getLogger("cdclake")
 
@@ -63,7 +68,7 @@ log = logging.getLogger("cdclake")
 class TableDDL:
     """What the batch's schema-change events say about one table."""
 
-    changes: list[D.ColumnChange] = field(default_factory=list)
+    changes: list[ColumnChange] = field(default_factory=list)
     drop_seq: int | None = None
     drop_ts: float | None = None
     create_seq: int | None = None
@@ -149,7 +154,7 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
                     t = out[(db, tbl)]
                     t.create_seq = max(seq, t.create_seq or 0)
                 elif change["type"] == "ALTER":
-                    out[(db, tbl)].changes += [D.ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
+                    out[(db, tbl)].changes += [ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
                     if D.changes_primary_key(r["_ddl"]):
                         out[(db, tbl)].key_seqs.append(seq)
                     if computed := D.computed_columns(r["_ddl"]):
@@ -203,7 +208,7 @@ class LakeTables:
         # (a late event older than it must not bring the table back).
         self._dropped: dict[str, int] = {}
         # Renames read before the job has created the table (kept until it does, in this process).
-        self._early: dict[str, list[D.ColumnChange]] = defaultdict(list)
+        self._early: dict[str, list[ColumnChange]] = defaultdict(list)
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
         # RENAME TABLE steps carried out by this process: (position, old, new); the connector sends a
@@ -347,7 +352,7 @@ class LakeTables:
         """--dropped_table_policy drop: this process dropped the table at a position after `seq`."""
         return ident in self._dropped and seq <= self._dropped[ident]
 
-    def known_changes(self, ident: str, state: TableState | None, stmt: TableDDL | None) -> list[D.ColumnChange]:
+    def known_changes(self, ident: str, state: TableState | None, stmt: TableDDL | None) -> list[ColumnChange]:
         """Renames and drops after an event was written, for events read after the statement: the
         table's recorded ones, or for a table not created yet the ones read so far (taken)."""
         if state is not None:
@@ -362,7 +367,7 @@ class LakeTables:
         plan: SchemaPlan,
         keys: list[str],
         fills: dict[str, str],
-        known: list[D.ColumnChange],
+        known: list[ColumnChange],
     ) -> str:
         """Bring the table to `plan` (CREATE, or ALTER and rewrite) and give existing rows the
         source defaults of added columns (`fills`) and of a backfill a crash left pending. Returns
@@ -452,17 +457,17 @@ class LakeTables:
         return what
 
     # ------------------------------------------------------------------ column renames and drops
-    def _recorded(self, changes: list[D.ColumnChange]) -> list[D.ColumnChange]:
+    def _recorded(self, changes: list[ColumnChange]) -> list[ColumnChange]:
         """The changes the lake records: renames, and drops (as KEPT when the lake keeps the column)."""
         if self.settings.dropped_column_policy == DropPolicy.DROP:
             return list(changes)
-        return [replace(c, kind=D.KEPT) if c.kind == D.DROP else c for c in changes]
+        return [replace(c, kind=KEPT) if c.kind == DROP else c for c in changes]
 
-    def _record_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> None:
-        props = properties_sql({COLUMN_CHANGES_PROPERTY: D.dumps(changes)})
+    def _record_column_changes(self, ident: str, changes: list[ColumnChange]) -> None:
+        props = properties_sql({COLUMN_CHANGES_PROPERTY: dumps(changes)})
         self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({props})")
 
-    def apply_column_changes(self, ident: str, changes: list[D.ColumnChange]) -> str:
+    def apply_column_changes(self, ident: str, changes: list[ColumnChange]) -> str:
         """Apply column renames (and drops, --dropped_column_policy drop) to an existing lake table,
         in source order; each is a no-op when already applied. Returns what was done, for the log."""
         state = self.state(ident)
@@ -475,13 +480,13 @@ class LakeTables:
         recorded = list(state.column_changes)
         for ch in todo:
             # A column renamed onto the name of a dropped column the lake kept: the kept one moves aside.
-            kept = D.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == D.RENAME and ch.new else None
+            kept = D.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == RENAME and ch.new else None
             if kept is not None:
                 aside, what = self._set_aside(ident, kept)
                 recorded.append(aside)
                 done.append(what)
             done += self._apply_column_change(ident, ch, keys)
-            if ch.kind == D.RENAME and ch.new:
+            if ch.kind == RENAME and ch.new:
                 keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
         if keys != state.keys:
             self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: keys_text(keys)})})")
@@ -501,7 +506,7 @@ class LakeTables:
         if state is None:
             return ""
         recorded, done = list(state.column_changes), []
-        for k in [c for c in state.column_changes if c.kind == D.KEPT]:
+        for k in [c for c in state.column_changes if c.kind == KEPT]:
             carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
             if D.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
                 aside, what = self._set_aside(ident, k)
@@ -514,7 +519,7 @@ class LakeTables:
         log.warning("table %s: %s", ident, "; ".join(done))
         return ", ".join(done)
 
-    def _set_aside(self, ident: str, kept: D.ColumnChange) -> tuple[D.ColumnChange, str]:
+    def _set_aside(self, ident: str, kept: ColumnChange) -> tuple[ColumnChange, str]:
         """Rename the lake column of a kept dropped column out of the way (metadata only)."""
         lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
         name = lake.get(kept.old.lower())
@@ -527,13 +532,13 @@ class LakeTables:
             self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(name)} TO {quote(aside)}")
             self.forget(ident)
         what = f"{name}->{aside} (dropped at the source and added again: the old values set aside)"
-        return D.ColumnChange(D.RENAME, name, aside, kept.seq), what
+        return ColumnChange(RENAME, name, aside, kept.seq), what
 
-    def _apply_column_change(self, ident: str, ch: D.ColumnChange, keys: list[str]) -> list[str]:
+    def _apply_column_change(self, ident: str, ch: ColumnChange, keys: list[str]) -> list[str]:
         """One rename or drop, against the table as it is now; what was done, for the log."""
         lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
         old = lake.get(ch.old.lower())
-        if ch.kind == D.RENAME and ch.new:
+        if ch.kind == RENAME and ch.new:
             new = lake.get(ch.new.lower())
             if old and not new:
                 # Metadata only: Iceberg columns have ids, the data files follow.
@@ -548,7 +553,7 @@ class LakeTables:
                 )
                 self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
                 return [f"{old}->{new} (renamed after its new name had arrived)"]
-        elif ch.kind == D.DROP and old and old.lower() not in {k.lower() for k in keys}:
+        elif ch.kind == DROP and old and old.lower() not in {k.lower() for k in keys}:
             self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
             return [f"-{old} (dropped)"]
         return []

@@ -29,9 +29,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .connect_types import ColumnSpec
-from .lake_contract import SchemaChangePolicy, backfill_property
-from .sqltext import properties_sql, quote, sql_string, table_properties
+from ..common.lake_contract import SchemaChangePolicy, backfill_property
+from ..common.sqltext import properties_sql, quote, sql_string, table_properties
+from ..events.connect_types import ColumnSpec
 
 Columns = list[tuple[str, T.DataType]]
 

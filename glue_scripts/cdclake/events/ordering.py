@@ -23,9 +23,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..common.lake_contract import POSITION_COLUMNS
+from ..common.sqltext import quote
 from .connect_types import ddl
-from .lake_contract import POSITION_COLUMNS
-from .sqltext import quote
 
 SEQ_TYPE = T.DecimalType(38, 0)
 

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .settings import Arg, Settings, help_text, wants_help
+from ..common.settings import Arg, Settings, help_text, wants_help
 
 JobMain = Callable[..., int]
 
@@ -34,7 +34,7 @@ def glue_session(settings: Settings, job_name: str) -> Any:  # -> SparkSession
     from awsglue.job import Job
     from pyspark import SparkConf, SparkContext
 
-    from .session import catalog_conf
+    from ..lake.catalog import catalog_conf
 
     conf = SparkConf()
     for k, v in catalog_conf(settings).items():

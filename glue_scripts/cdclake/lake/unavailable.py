@@ -21,8 +21,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ
-from .sqltext import quote, sql_binary, sql_string
+from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ
+from ..common.sqltext import quote, sql_binary, sql_string
 
 
 def placeholder_literal(dtype: T.DataType, placeholder: str) -> Column:

@@ -25,18 +25,18 @@ from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import envelope as E
+from ..common.lake_contract import SchemaChangePolicy
+from ..common.report import BatchReport, FollowWatch, TableReport
+from ..common.settings import Settings
+from ..events import envelope as E
+from ..events.decode import SchemaGroup, cut_at, resolve_groups
+from ..events.summary import BatchSummary, group_aggregate, summarize
+from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
+from ..lake.evolution import plan_schema
+from ..lake.lake_tables import LakeTables, TableDDL, follow_renames, read_statements
+from ..lake.merge import truncate_before
+from ..lake.table_writer import ClassifiedBatch, TableOutcome, TableWriter, Writes, release
 from .concurrency import concurrency, run_bounded
-from .deadletter import archive_raw, as_dead_letters, write_dead_letters
-from .decode import SchemaGroup, cut_at, resolve_groups
-from .evolution import plan_schema
-from .lake_contract import SchemaChangePolicy
-from .lake_tables import LakeTables, TableDDL, follow_renames, read_statements
-from .merge import truncate_before
-from .report import BatchReport, FollowWatch, TableReport
-from .settings import Settings
-from .summary import BatchSummary, group_aggregate, summarize
-from .table_writer import ClassifiedBatch, TableOutcome, TableWriter, Writes, release
 
 log = logging.getLogger("cdclake")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .records import LINE_SCHEMA, RAW_COLUMNS
-from .settings import KafkaAuth, Settings, Source
+from ..common.records import LINE_SCHEMA, RAW_COLUMNS
+from ..common.settings import KafkaAuth, Settings, Source
 
 # MSK IAM auth. The classes come from aws-msk-iam-auth, which the Glue job gets with --extra-jars
 # (pom.xml profile glue-extra-jars; locally .local/jars/glue-extra, on the class path of local_session).

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from localstack.plumbing import free_port
 
-def free_port() -> int:
-    """A port nothing listens on now (the OS picks it; a race with another process stays possible)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["free_port", "port_open", "stop_process"]
 
 
 def port_open(port: int) -> bool:

@@ -26,7 +26,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -36,6 +35,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from localstack.plumbing import free_port
 from pyspark.sql import SparkSession
 
 from .config import Config
@@ -59,12 +59,6 @@ UPDATE = "UPDATE bench_orders SET status = 'PAID', version = version + 1, note =
 DELETE = "DELETE FROM bench_orders WHERE id = %s"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _row(i: int) -> tuple:
     return (i, i % 9973, (i * 37 % 1_000_000) / 100, i % 7 + 1, i % 1000 * 13, f"order {i}")
 
@@ -82,14 +76,14 @@ class Stack:
     def __init__(self, work: Path) -> None:
         # Unix socket paths are limited to 107 bytes: a short directory under /tmp.
         self.state = Path(tempfile.mkdtemp(prefix="cdcb-"))
-        self.ports = {"mariadb": _free_port(), "kafka": _free_port(), "connect": _free_port()}
+        self.ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
         self.env = {
             **os.environ,
             "CDC_STACK_DIR": str(self.state),
             "CDC_STACK_SOURCE": "mysql",
             "CDC_STACK_MARIADB_PORT": str(self.ports["mariadb"]),
             "CDC_STACK_KAFKA_PORT": str(self.ports["kafka"]),
-            "CDC_STACK_KAFKA_CONTROLLER_PORT": str(_free_port()),
+            "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
             "CDC_STACK_CONNECT_PORT": str(self.ports["connect"]),
         }
         self.init_sql = work / "e2e-init.sql"

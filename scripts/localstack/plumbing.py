@@ -394,6 +394,14 @@ def port_free(port: int) -> bool:
     return True
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now, picked by the OS (a race with another process stays
+    possible): for servers the benchmarks and tests start beside the stack."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def port_holder(port: int) -> str:
     """Best effort: which process listens on the port (needs `ss` from iproute2)."""
     if not shutil.which("ss"):

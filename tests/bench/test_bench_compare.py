@@ -3,7 +3,6 @@ revision's package must import as its own package, not as the working tree's cdc
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -12,18 +11,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from cdcbench.compare import CompareError, extract  # noqa: E402
+from cdcbench.compare import CompareError, extract, import_module  # noqa: E402
+
+# The fixed-cost row's pinned baseline: a revision of before the package's layer folders.
+FLAT_LAYOUT_REV = "fe5ec51"
 
 
-def test_compare_imports_a_revision_of_the_job_beside_the_working_tree(tmp_path):
-    rev, package = extract("HEAD", tmp_path)
+@pytest.mark.parametrize("rev", ["HEAD", FLAT_LAYOUT_REV], ids=["layer folders", "flat package"])
+def test_compare_imports_a_revision_of_the_job_beside_the_working_tree(tmp_path, rev):
+    short, package = extract(rev, tmp_path)
 
-    batch = importlib.import_module(f"{package}.batch")
-    settings = importlib.import_module(f"{package}.settings")
+    batch = import_module(package, "batch")
+    settings = import_module(package, "settings")
 
-    assert package == f"cdclake_{rev}"
+    assert package == f"cdclake_{short}"
     assert Path(batch.__file__).resolve().is_relative_to(tmp_path.resolve())
-    assert Path(settings.__file__).parent == Path(batch.__file__).parent
+    assert batch.__name__.startswith(f"{package}.") and settings.__name__.startswith(f"{package}.")
     assert hasattr(batch, "BatchProcessor") and hasattr(settings, "build_settings")
 
 

@@ -17,19 +17,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from localstack.plumbing import free_port
+
 from . import install
 from .base import DATABASE, TOPIC_PREFIX, Context, System, jvm_options
 
 ROOT = Path(__file__).resolve().parents[3]
 CONNECTOR = "iceberg-sink"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def connector_config(ctx: Context, namespace: str, prefix: str) -> dict[str, str]:
@@ -86,7 +80,7 @@ class IcebergSink(System):
         if self.plugin is None:
             self.install()
         assert self.plugin is not None
-        self.port = _free_port()
+        self.port = free_port()
         d = ctx.work
         d.mkdir(parents=True, exist_ok=True)
         props = d / "worker.properties"

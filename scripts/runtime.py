@@ -39,10 +39,13 @@ def local_dir() -> Path:
 PROFILE_DIRS: dict[str, str] = {
     "spark": "jars/spark",
     "glue-extra-jars": "jars/glue-extra",
+    "glue-avro-jars": "jars/glue-avro",
     "glue-aws-sdk": "jars/glue-aws-sdk",
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",
     "debezium-postgres": "connect/plugins/debezium-connector-postgres",
+    # not a plugin of its own: the local stack and the MSK Connect zip put it in the connector's plugin
+    "glue-schema-registry": "connect/converters/glue-schema-registry",
     # the peers of `scripts/bench --peers`, outside connect/plugins so that the stack's Connect does
     # not load the sink unless the benchmark adds that folder to its plugin.path
     "peer-flink": "peers/flink/jars",

@@ -31,6 +31,9 @@ PLUGINS = {
     "postgres": ("debezium-postgres", "PostgreSQL"),
 }
 GLUE_EXTRA_JARS_PROFILE = "glue-extra-jars"
+# The Glue Schema Registry's Avro converter joins every connector plugin: the wire format (the template's
+# WireFormat) is then a connector setting, never another plugin (the local stack loads it alike).
+CONVERTER_PROFILE = "glue-schema-registry"
 # Fixed timestamp and modes: zip bytes depend only on file names and contents.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -95,16 +98,20 @@ def plugin_folder(engine: str) -> str:
 
 
 def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
-    """The connector plugin of one source engine (mysql or postgres): every jar of its manifest profile,
-    in one folder, as the local Kafka Connect loads it."""
+    """The connector plugin of one source engine (mysql or postgres): every jar of its manifest profile
+    and the Glue Schema Registry's converter, in one folder, as the local Kafka Connect loads it."""
     if engine not in PLUGINS:
         raise ValueError(f"unknown source engine {engine!r}; one of {sorted(PLUGINS)}")
     profile, label = PLUGINS[engine]
     folder = plugin_folder(engine)
-    entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in profile_jars(profile)]
+    jars = profile_jars(profile) + profile_jars(CONVERTER_PROFILE)
+    entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in jars]
+    versions = runtime.versions()
     notes = (
-        f"Debezium {label} connector {runtime.versions()[profile]} for MSK Connect: the jars of profile "
-        f"{profile} of pom.xml, resolved from Maven Central by scripts/runtime.py.\n"
+        f"Debezium {label} connector {versions[profile]} for MSK Connect: the jars of profile "
+        f"{profile} of pom.xml, and the AWS Glue Schema Registry's Avro converter "
+        f"{versions[CONVERTER_PROFILE]} (profile {CONVERTER_PROFILE}), resolved from Maven Central by "
+        "scripts/runtime.py.\n"
         "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )
     entries.append((f"{folder}/README.txt", notes.encode()))

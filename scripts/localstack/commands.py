@@ -59,6 +59,8 @@ def check_prerequisites(s: Settings) -> None:
     plugin = s.connect_plugins / s.engine.PLUGIN
     if not plugin.is_dir():
         raise StackError(f"{plugin} is missing: run scripts/setup-local (resolves pom.xml)")
+    if not any(s.converter_jars.glob("*.jar")):
+        raise StackError(f"no Glue Schema Registry converter in {s.converter_jars}: run scripts/setup-local (resolves pom.xml)")
 
 
 def cmd_up(s: Settings, init_sql: list[Path]) -> int:

@@ -181,6 +181,11 @@ class Settings:
     def connect_plugins(self) -> Path:
         return self.local / "connect" / "plugins"
 
+    @property
+    def converter_jars(self) -> Path:
+        """The Glue Schema Registry's Avro converter (pom.xml profile glue-schema-registry)."""
+        return self.local / "connect" / "converters" / "glue-schema-registry"
+
 
 def _running_source(state: Path, engines: Mapping[str, SourceEngine]) -> str | None:
     """The one source whose server runs under this state directory, if exactly one does."""

@@ -40,10 +40,14 @@ def fake_sources(tmp_path: Path) -> dict[str, Path]:
 def test_plugin_zip_holds_exactly_the_jars_the_local_kafka_connect_loads(plugin_zip: artifacts.Built) -> None:
     folder = runtime.profile_dir("debezium-mysql")
     assert folder.name == "debezium-connector-mysql"
-    local = {f"{folder.name}/{j.name}": j.read_bytes() for j in runtime.jars("debezium-mysql")}
+    # the connector's jars and, in the same folder (one class loader), the Glue Schema Registry converter
+    loaded = runtime.jars("debezium-mysql") + runtime.jars("glue-schema-registry")
+    local = {f"{folder.name}/{j.name}": j.read_bytes() for j in loaded}
     assert zip_jars(plugin_zip) == local  # same names, same bytes
     names = zipfile.ZipFile(plugin_zip.path).namelist()
     assert all(n.startswith(f"{folder.name}/") for n in names)
+    version = runtime.versions()["glue-schema-registry"]
+    assert f"{folder.name}/schema-registry-kafkaconnect-converter-{version}.jar" in names
     # MSK Connect provides these; a second copy in the plugin would shadow the runtime's.
     jars = [n.split("/", 1)[1] for n in local]
     for provided in ("kafka-clients", "connect-runtime", "connect-api", "connect-json", "slf4j"):

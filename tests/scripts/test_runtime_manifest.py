@@ -54,6 +54,14 @@ def test_the_glue_job_ships_the_msk_iam_client_alone_and_uses_glues_own_sdk() ->
     assert names == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"]
 
 
+def test_the_avro_wire_format_gets_the_registry_converter_and_spark_avro_at_glues_spark() -> None:
+    pins = runtime.versions()
+    assert pins["spark-avro"] == pins["spark"]
+    assert [j.name for j in runtime.jars("glue-avro-jars")] == [f"spark-avro_2.12-{pins['spark']}.jar"]
+    converter = f"schema-registry-kafkaconnect-converter-{pins['glue-schema-registry']}.jar"
+    assert [j.name for j in runtime.jars("glue-schema-registry")] == [converter]
+
+
 def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:
     # A plugin carrying its own kafka-clients/connect-api would shadow the worker's classes.
     for profile in ("debezium-mysql", "debezium-postgres"):

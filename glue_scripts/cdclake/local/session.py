@@ -51,10 +51,10 @@ def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) ->
 def local_jars() -> list[str]:
     """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
     Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
-    jars (.local/jars/glue-extra: the MSK IAM client)."""
+    jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions)."""
     default = Path(__file__).resolve().parents[3] / ".local" / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
-    jars = sorted(glob.glob(str(root / "spark" / "*.jar"))) + sorted(glob.glob(str(root / "glue-extra" / "*.jar")))
+    jars = [j for d in ("spark", "glue-extra", "glue-avro") for j in sorted(glob.glob(str(root / d / "*.jar")))]
     if not any("iceberg-spark-runtime" in j for j in jars):
         raise RuntimeError(
             f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first"

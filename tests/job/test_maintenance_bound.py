@@ -3,7 +3,7 @@ them. Data files, delete files, snapshots and manifests per table stay within th
 (plus what the batches between two maintenance points add), storage holds nothing the kept snapshots
 do not reference, and the table is exactly the source's state.
 
-The commits have the streaming MERGE's shape on a table created by the job's own `create_table`
+The commits have the streaming MERGE's shape on a table created by the job's own `create_table_sql`
 (merge-on-read, file-granular position deletes): each batch is one row-delta commit with one data
 file holding the new row images and one position-delete file per data file holding a row the batch
 updates or deletes. They are written with Iceberg's Java API instead of a Spark MERGE, so a batch
@@ -24,7 +24,7 @@ from typing import Any
 
 from cdc_workload import assert_rows
 from cdclake.lake.maintenance import Action, Cadence, StreamMaintainer
-from cdclake.lake.merge import create_table
+from cdclake.lake.merge import create_table_sql
 from pyspark.sql import types as T
 
 BATCHES = int(os.environ.get("CDC_MAINTENANCE_TEST_BATCHES", "200"))
@@ -120,7 +120,9 @@ def test_hundreds_of_batches_keep_files_deletes_and_snapshots_within_the_limits(
     limit = {"data": p.max_small_files, "deletes": p.max_delete_files, "snapshots": p.max_snapshots}
     limit["manifests"] = p.max_manifests
     table = lake.table()
-    create_table(lake.spark, table, [("id", T.IntegerType()), ("first_name", T.StringType())], ["id"], s.write_mode)
+    lake.spark.sql(
+        create_table_sql(table, [("id", T.IntegerType()), ("first_name", T.StringType())], ["id"], s.write_mode)
+    )
     stream = StreamingCommits(lake.spark, table)
     maintainer = StreamMaintainer(p, Cadence(s.maintenance_every_batches, s.maintenance_interval_minutes))
     rnd, expected = random.Random(42), {}

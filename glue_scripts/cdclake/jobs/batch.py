@@ -29,13 +29,12 @@ from ..common.lake_contract import SchemaChangePolicy
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings
 from ..events import envelope as E
-from ..events.decode import SchemaGroup, cut_at, resolve_groups
+from ..events.decode import SchemaGroup, cut_at
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
-from ..lake.evolution import plan_schema
-from ..lake.lake_tables import LakeTables, TableDDL, follow_renames, read_statements
-from ..lake.merge import truncate_before
-from ..lake.table_writer import ClassifiedBatch, TableOutcome, TableWriter, Writes, release
+from ..lake.lake_tables import LakeTables, follow_renames, read_statements
+from ..lake.table_plan import TableDDL
+from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, release
 from .concurrency import concurrency, run_bounded
 
 log = logging.getLogger("cdclake")
@@ -128,15 +127,23 @@ class BatchProcessor:
             # (no Spark action unless a group has events on both sides).
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, follow)
-        if s.schema_change_policy == SchemaChangePolicy.FAIL:
-            self._fail_on_lossy_change(batch, tables)
-
-        def apply(item: tuple[tuple[str, str], list[SchemaGroup]]) -> TableOutcome:
-            table, groups = item
-            return self._writer.apply(batch, table, groups, truncated.get(table), statements.get(table))
-
+        items = sorted(tables.items())
         workers = concurrency(s.table_concurrency, self.spark.sparkContext.defaultParallelism)
-        outcomes = run_bounded(apply, sorted(tables.items()), workers, inheritable_thread_target)
+
+        def plan(item: tuple[tuple[str, str], list[SchemaGroup]]) -> PlannedTable:
+            table, groups = item
+            return self._writer.plan(batch, table, groups, truncated.get(table), statements.get(table))
+
+        def execute(planned: PlannedTable) -> TableOutcome:
+            return self._writer.execute(batch, planned)
+
+        if s.schema_change_policy == SchemaChangePolicy.FAIL:
+            # Every table planned before any is written: a lossy change fails the batch first.
+            planned = run_bounded(plan, items, workers, inheritable_thread_target)
+            _fail_on_lossy_change(planned)
+            outcomes = run_bounded(execute, planned, workers, inheritable_thread_target)
+        else:
+            outcomes = run_bounded(lambda item: execute(plan(item)), items, workers, inheritable_thread_target)
         dead += self._writer.count_written(batch)
         for outcome in outcomes:
             report.tables.append(outcome.report)
@@ -144,7 +151,7 @@ class BatchProcessor:
             if self._follow.note(outcome.report):
                 log.error(outcome.report.stopped_line())
             dead += outcome.dead_letters
-        report.tables += self._without_changes(tables, truncated, statements)
+        report.tables += self._without_changes(batch, tables, truncated, statements)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
@@ -155,42 +162,29 @@ class BatchProcessor:
 
     def _without_changes(
         self,
+        batch: ClassifiedBatch,
         tables: dict[tuple[str, str], list[SchemaGroup]],
         truncated: dict[tuple[str, str], int],
         statements: dict[tuple[str, str], TableDDL],
     ) -> list[TableReport]:
         """Truncates and statements of tables that have no change events in the batch."""
         out = []
-        for table, seq in truncated.items():
-            if table not in tables:
-                ident = self.settings.table_identifier(*table)
-                if self.tables.state(ident) is not None:
-                    truncate_before(self.spark, ident, seq)
-                    out.append(TableReport(ident, truncated=True))
-        for table, stmt in sorted(statements.items()):
-            if table not in tables:
-                tr = self.tables.apply_statements(self.settings.table_identifier(*table), stmt)
-                if tr is not None:
-                    out.append(tr)
+        for table in sorted((set(truncated) | set(statements)) - set(tables)):
+            planned = self._writer.plan(batch, table, [], truncated.get(table), statements.get(table))
+            tr = self._writer.execute(batch, planned).report
+            if tr.schema or tr.truncated or tr.source_dropped:
+                out.append(tr)
         return out
 
-    def _fail_on_lossy_change(self, batch: ClassifiedBatch, by_table: dict[tuple[str, str], list[SchemaGroup]]) -> None:
-        """--schema_change_policy fail: plan every table before any is written, and fail the batch
-        (nothing committed) when a type change cannot be applied exactly."""
-        problems = []
-        for (db, tbl), groups in sorted(by_table.items()):
-            ident = self.settings.table_identifier(db, tbl)
-            state = self.tables.state(ident)
-            if state is None:
-                continue
-            resolve_groups(self.spark, batch.cached, groups)
-            cols = [[(c.name, c.spark_type) for c in g.columns or []] for g in groups if not g.error]
-            plan = plan_schema(state.columns, cols, "fail", ident)
-            problems += sorted(set(plan.lossy.values()))
-        if problems:
-            for p in problems:
-                log.error("%s (--schema_change_policy fail: the batch fails, nothing is committed)", p)
-            raise SchemaChangeError("; ".join(problems))
+
+def _fail_on_lossy_change(planned: list[PlannedTable]) -> None:
+    """--schema_change_policy fail: every table is planned before any is written; the batch fails
+    (nothing committed) when a type change of a table the lake has cannot be applied exactly."""
+    problems = [p for t in planned for p in t.plan.lossy]
+    if problems:
+        for p in problems:
+            log.error("%s (--schema_change_policy fail: the batch fails, nothing is committed)", p)
+        raise SchemaChangeError("; ".join(problems))
 
 
 def _count(report: BatchReport, summary: BatchSummary) -> None:

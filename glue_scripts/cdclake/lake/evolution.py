@@ -1,6 +1,7 @@
 """Schema evolution, decided before the MERGE (Spark 3.5's MERGE cannot evolve a schema).
 
-Pure planning over (name, Spark type) lists; `apply_plan` turns the plan into Iceberg DDL.
+Pure planning over (name, Spark type) lists; `alter_sql` and `rewrite_sql` turn the plan into
+Iceberg DDL, which executor.py runs.
 
 Rules (same spirit as Iceberg's own promotion rules):
 * a new source column is added at the end (rows written earlier read it as null);
@@ -12,7 +13,7 @@ Rules (same spirit as Iceberg's own promotion rules):
   exactly (`exact_change`: decimal scale up with enough integer digits, int/bigint -> decimal
   with enough integer digits, int -> bigint/double/string, ...) is, under the `evolve` schema
   change policy (the default), a *rewrite*: the job replaces the table with its rows converted
-  to the new type in one Iceberg commit (`rewrite_table`) before the batch is applied;
+  to the new type in one Iceberg commit (`rewrite_sql`) before the batch is applied;
 * anything else (string -> int, scale down, date -> timestamp, ...) is *incompatible*: the
   events carrying that schema are rejected to the dead-letter location with the reason, and
   the table and every other table go on (`fail` policy: the batch fails instead; `dead_letter`
@@ -177,24 +178,26 @@ def plan_schema(
     return plan
 
 
-def apply_plan(spark: SparkSession, table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None) -> None:
-    """ALTER an existing table to the plan (creation is done by merge.create_table).
+def alter_sql(table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None) -> list[str]:
+    """The statements that ALTER an existing table to the plan (creation: merge.create_table_sql).
 
     `defaults` (column -> SQL literal) are recorded as pending backfills before the columns are added.
     """
+    out = []
     if defaults:
         props = properties_sql({backfill_property(n): e for n, e in defaults.items()})
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
+        out.append(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
     # New columns go after the last data column, before the _cdc_* metadata columns.
     added = {n.lower() for n, _ in plan.add}
     data_cols = [n for n, _ in plan.final if n.lower() not in added]
     after = data_cols[-1] if data_cols else None
     for name, typ in plan.add:
         position = f" AFTER {quote(after)}" if after else " FIRST"
-        spark.sql(f"ALTER TABLE {table} ADD COLUMN {quote(name)} {typ.simpleString()}{position}")
+        out.append(f"ALTER TABLE {table} ADD COLUMN {quote(name)} {typ.simpleString()}{position}")
         after = name
     for name, _old, new in plan.widen:
-        spark.sql(f"ALTER TABLE {table} ALTER COLUMN {quote(name)} TYPE {new.simpleString()}")
+        out.append(f"ALTER TABLE {table} ALTER COLUMN {quote(name)} TYPE {new.simpleString()}")
+    return out
 
 
 # Properties Iceberg's Spark catalog reports but does not accept in TBLPROPERTIES.
@@ -215,24 +218,21 @@ def carried_properties(spark: SparkSession, table: str) -> str:
     return properties_sql({k: v for k, v in table_properties(spark, table).items() if k not in RESERVED_PROPERTIES})
 
 
-def rewrite_table(spark: SparkSession, table: str, plan: SchemaPlan) -> None:
-    """Convert the columns of `plan.rewrite` to their new types in ONE Iceberg commit (after
-    `apply_plan` added and widened columns): REPLACE TABLE ... AS SELECT over the table itself, with its properties.
+def rewrite_sql(table: str, current: list[str], final: Columns, tblprops: str) -> str:
+    """Convert the columns whose type `final` changes to their new types in ONE Iceberg commit
+    (after `alter_sql` added and widened columns): REPLACE TABLE ... AS SELECT over the table itself,
+    with its properties (`carried_properties`); `current`: the table's columns now, in order.
 
     Iceberg's replace keeps the table's snapshot history (earlier snapshots stay readable by time
     travel with their own schema) and adds one snapshot holding every row, converted. Every value
     converts exactly (`exact_change`). Spark's RTAS makes every column nullable, so key columns lose
     their NOT NULL (the MERGE never writes a null key)."""
-    tblprops = carried_properties(spark, table)
-    current = [f.name for f in spark.table(table).schema.fields]
-    new_types = {n.lower(): t for n, t in plan.final}
+    new_types = {n.lower(): t for n, t in final}
     select = []
     for name in current:
         typ = new_types.get(name.lower())
         select.append(f"CAST({quote(name)} AS {typ.simpleString()}) AS {quote(name)}" if typ else quote(name))
-    spark.sql(
-        f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT {', '.join(select)} FROM {table}"
-    )
+    return f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT {', '.join(select)} FROM {table}"
 
 
 # Temporal defaults are not backfilled: Debezium cannot send CURRENT_TIMESTAMP-style defaults
@@ -268,11 +268,12 @@ def _literal(value: object) -> str:
     return sql_string(str(value))
 
 
-def backfill_defaults(spark: SparkSession, table: str, defaults: dict[str, str]) -> None:
-    """Give rows written before a column existed that column's source default.
+def backfill_sql(table: str, name: str, expr: str) -> list[str]:
+    """Give rows written before column `name` existed its source default (`expr`, a SQL literal).
 
-    Crash-safe: the pending defaults are recorded as table properties before the ADD COLUMN
-    (see apply_plan) and removed only after the UPDATE committed, so a restart finishes the job."""
-    for name, expr in defaults.items():
-        spark.sql(f"UPDATE {table} SET {quote(name)} = {expr} WHERE {quote(name)} IS NULL")
-        spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql_string(backfill_property(name))})")
+    Crash-safe: the pending default is recorded as a table property before the ADD COLUMN (see
+    alter_sql) and removed only after the UPDATE committed, so a restart finishes the job."""
+    return [
+        f"UPDATE {table} SET {quote(name)} = {expr} WHERE {quote(name)} IS NULL",
+        f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql_string(backfill_property(name))})",
+    ]

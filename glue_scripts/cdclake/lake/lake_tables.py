@@ -1,78 +1,60 @@
-"""The lake tables as the job knows them, and the DDL it runs on them.
+"""The lake tables as the job knows them, and the batch's table renames.
 
-`LakeTables` caches each table's columns, key and recorded column changes between batches, so a
-steady stream makes no catalog call except the MERGE itself. It creates and evolves tables
-(CREATE / ALTER / REPLACE … AS SELECT, source defaults backfilled), applies the source's column
-renames and drops (ddl.py), and does what --dropped_table_policy says for a table dropped at the
-source. `read_statements` reads a batch's schema-change events per table.
+`LakeTables` caches each table's state (columns, key, recorded column changes) between batches, so
+a steady stream makes no catalog call except the MERGE itself, and keeps what the process remembers
+of a table beyond it (table_plan.Memory); a table's executed plan leaves both (`settle`). It carries
+out the source's RENAME TABLE statements (a lake table moved with its rows) and knows the renames
+late events follow. `read_statements` reads a batch's schema-change events per table.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..common.lake_contract import (
     ALL_METADATA_COLUMNS,
-    CDC_COPY,
     CDC_SEQ,
     CDC_SOURCE_TS,
-    COLUMN_CHANGES_PROPERTY,
-    DROP,
-    KEPT,
-    KEY_BATCH_PROPERTY,
-    KEY_POSITION_PROPERTY,
-    KEY_PROPERTY,
     MARKER_SUFFIX,
-    PROPERTY_PREFIX,
-    RENAME,
     RENAMED_AT_PROPERTY,
     RENAMED_PREFIX,
-    SOURCE_DROP_PROPERTIES,
-    SOURCE_DROPPED_POSITION_PROPERTY,
-    SOURCE_DROPPED_PROPERTY,
     ColumnChange,
-    DropPolicy,
     TableState,
-    dumps,
-    keys_text,
 )
 from ..common.report import TableReport
 from ..common.settings import Settings
-from ..common.sqltext import properties_sql, quote, sql_string, table_properties
+from ..common.sqltext import properties_sql, table_properties
 from ..events import ddl as D
 from ..events.decode import SchemaGroup
-from .deletes import drop_markers, move_markers, rekey_markers
-from .evolution import (
-    RESERVED_PROPERTIES,
-    SchemaPlan,
-    apply_plan,
-    backfill_defaults,
-    default_sql,
-    rewrite_table,
+from .deletes import move_markers
+from .evolution import RESERVED_PROPERTIES
+from .merge import drop_identifier_fields
+from .table_plan import (
+    ColumnsChanged,
+    CopyThenDrop,
+    DropColumn,
+    MarkDropped,
+    Memory,
+    RecordColumnChanges,
+    Rekey,
+    RenameColumn,
+    SetKey,
+    TableDDL,
+    TablePlan,
+    UnmarkDropped,
 )
-from .merge import create_table, drop_identifier_fields, truncate_before
 
 log = logging.getLogger("cdclake")
 
-
-@dataclass
-class TableDDL:
-    """What the batch's schema-change events say about one table."""
-
-    changes: list[ColumnChange] = field(default_factory=list)
-    drop_seq: int | None = None
-    drop_ts: float | None = None
-    create_seq: int | None = None
-    key_seqs: list[int] = field(default_factory=list)  # ALTER TABLE statements that set a primary key
+# Steps after which the table's state is read from the catalog again (the plan's own is not kept).
+_RELOAD = (RenameColumn, CopyThenDrop, DropColumn, SetKey, RecordColumnChanges, ColumnsChanged, Rekey, MarkDropped,
+           UnmarkDropped)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -192,11 +174,6 @@ def follow_renames(
         target = now_named(table, seq)
         moved[target] = max(seq, moved.get(target, 0))
     return dict(groups), moved
-
-
-def newest_drop(stmt: TableDDL | None, state: TableState | None) -> int | None:
-    """Position of the newest DROP TABLE at the source: this batch's, or one the table is marked with."""
-    return max((x for x in (stmt.drop_seq if stmt else None, state.dropped_seq if state else None) if x), default=None)
 
 
 class LakeTables:
@@ -340,298 +317,26 @@ class LakeTables:
             return True
         return False
 
-    def replace_when_created(self, ident: str, drop_seq: int) -> None:
-        """The source table was dropped (at `drop_seq`) and created again with another primary key,
-        which the lake table cannot take: the table's next CREATE replaces it, and events of the
-        dropped table read late are ignored."""
-        self._replacing.add(ident)
-        self._dropped[ident] = drop_seq
-        self._states[ident] = None
+    # ------------------------------------------------------------------ what a plan needs and leaves
+    def memory(self, ident: str) -> Memory:
+        """What this process remembers of the table beyond its catalog state (table_plan.Memory)."""
+        return Memory(self._dropped.get(ident), tuple(self._early.get(ident, ())), ident in self._replacing)
 
-    def dropped_after(self, ident: str, seq: int) -> bool:
-        """--dropped_table_policy drop: this process dropped the table at a position after `seq`."""
-        return ident in self._dropped and seq <= self._dropped[ident]
-
-    def known_changes(self, ident: str, state: TableState | None, stmt: TableDDL | None) -> list[ColumnChange]:
-        """Renames and drops after an event was written, for events read after the statement: the
-        table's recorded ones, or for a table not created yet the ones read so far (taken)."""
-        if state is not None:
-            return state.column_changes
-        return self._early.pop(ident, []) + self._recorded(stmt.changes if stmt else [])
-
-    # ------------------------------------------------------------------ create and evolve
-    def evolve(
-        self,
-        ident: str,
-        state: TableState | None,
-        plan: SchemaPlan,
-        keys: list[str],
-        fills: dict[str, str],
-        known: list[ColumnChange],
-    ) -> str:
-        """Bring the table to `plan` (CREATE, or ALTER and rewrite) and give existing rows the
-        source defaults of added columns (`fills`) and of a backfill a crash left pending. Returns
-        the plan's description when the table changed, else ""."""
-        # A new table has no existing rows to backfill.
-        pending = dict(state.pending_backfill) if state is not None else {}
-        if plan.create:
-            replace = ident in self._replacing
-            create_table(self.spark, ident, plan.final, keys, self.settings.write_mode, replace)
-            log.info(
-                "table %s %s: key %s, %d columns",
-                ident,
-                "replaced (created again at the source with another key)" if replace else "created",
-                keys or "none (rows as a multiset)",
-                len(plan.final),
-            )
-            if replace:
-                self._replacing.discard(ident)
-                self._forget_source_history(ident)
-                drop_markers(self.spark, ident)  # deletes of the dropped table, under its key
-            if known:
-                self._record_column_changes(ident, known)
-        elif plan.changed:
-            added = {n.lower() for n, _ in plan.add}
-            new_defaults = {n: e for n, e in fills.items() if n.lower() in added}
-            apply_plan(self.spark, ident, plan, new_defaults)
-            pending.update(new_defaults)
-            if plan.rewrite:
-                rewrite_table(self.spark, ident, plan)
-            log.info("table %s schema evolved: %s", ident, plan.describe())
-        if pending:
-            backfill_defaults(self.spark, ident, pending)
-            log.info("table %s: existing rows given the source default of %s", ident, ", ".join(pending))
-        if not (plan.changed or pending):
-            return ""
-        self._states[ident] = TableState(
-            plan.final,
-            keys,
-            column_changes=known,
-            dropped_seq=state.dropped_seq if state else None,
-            key_position=state.key_position if state else None,
-            key_batch=state.key_batch if state else None,
-        )
-        return plan.describe()
-
-    def new_column_defaults(self, plan: SchemaPlan, groups: list[SchemaGroup]) -> dict[str, str]:
-        """Source defaults (SQL literals) of columns that some of this batch's schema groups lack
-        because they were added at the source meanwhile."""
-        if plan.create:
-            names = {n.lower() for n, _ in plan.final}
-            new = {n for n in names if any(n not in {c.lower() for c, _ in g.lake_columns()} for g in groups)}
+    def settle(self, ident: str, plan: TablePlan) -> None:
+        """Keep what the table's executed plan left: its state (read from the catalog again after a
+        step the plan does not model exactly) and the process memory."""
+        m = plan.memory
+        if m.dropped is not None:
+            self._dropped[ident] = m.dropped
+        if m.early:
+            self._early[ident] = list(m.early)
         else:
-            new = {n.lower() for n, _ in plan.add}
-        out: dict[str, str] = {}
-        for g in reversed(groups):  # the newest schema knows the current default
-            for spec in g.columns or []:
-                name = g.renamed.get(spec.name, spec.name)
-                if name.lower() in new and name not in out and spec.name not in g.ignored:
-                    expr = default_sql(self.spark, spec)
-                    if expr is not None:
-                        out[name] = expr
-            new -= {n.lower() for n, _ in g.lake_columns()}
-        return out
-
-    # ------------------------------------------------------------------ a primary key changed at the source
-    def rekey(self, ident: str, state: TableState, keys: list[str], position: int, batch: str) -> str:
-        """The source table's primary key changed by ALTER TABLE (other columns, or one added to a
-        table without): the source's rows stay as they were, so the lake table keeps its rows and
-        takes the new key, metadata only. Each step can run again; the copy column a multiset MERGE
-        reads goes last, after the key property, so a batch run again before that still finds it."""
-        fields = {f.name.lower(): f for f in self.spark.table(ident).schema.fields}
-        new = {k.lower() for k in keys}
-        for k in state.keys:
-            f = fields.get(k.lower())
-            if f is not None and k.lower() not in new and not f.nullable:
-                self.spark.sql(f"ALTER TABLE {ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
-        # The markers first: a batch run again re-keys them again from the rows they keep.
-        data = [f for f in self.spark.table(ident).schema.fields if f.name not in ALL_METADATA_COLUMNS]
-        rekey_markers(self.spark, ident, keys, T.StructType(data))
-        props = {KEY_PROPERTY: keys_text(keys), KEY_POSITION_PROPERTY: str(position), KEY_BATCH_PROPERTY: batch}
-        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
-        if CDC_COPY in fields:
-            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {CDC_COPY}")
-        self.forget(ident)
-        what = f"primary key {_key_text(state.keys)} -> {_key_text(keys)}"
-        log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ident, what)
-        return what
-
-    # ------------------------------------------------------------------ column renames and drops
-    def _recorded(self, changes: list[ColumnChange]) -> list[ColumnChange]:
-        """The changes the lake records: renames, and drops (as KEPT when the lake keeps the column)."""
-        if self.settings.dropped_column_policy == DropPolicy.DROP:
-            return list(changes)
-        return [replace(c, kind=KEPT) if c.kind == DROP else c for c in changes]
-
-    def _record_column_changes(self, ident: str, changes: list[ColumnChange]) -> None:
-        props = properties_sql({COLUMN_CHANGES_PROPERTY: dumps(changes)})
-        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({props})")
-
-    def apply_column_changes(self, ident: str, changes: list[ColumnChange]) -> str:
-        """Apply column renames (and drops, --dropped_column_policy drop) to an existing lake table,
-        in source order; each is a no-op when already applied. Returns what was done, for the log."""
-        state = self.state(ident)
-        assert state is not None
-        todo = [c for c in sorted(self._recorded(changes), key=lambda c: c.seq) if c not in state.column_changes]
-        if not todo:
-            return ""
-        done = []
-        keys = list(state.keys)
-        recorded = list(state.column_changes)
-        for ch in todo:
-            # A column renamed onto the name of a dropped column the lake kept: the kept one moves aside.
-            kept = D.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == RENAME and ch.new else None
-            if kept is not None:
-                aside, what = self._set_aside(ident, kept)
-                recorded.append(aside)
-                done.append(what)
-            done += self._apply_column_change(ident, ch, keys)
-            if ch.kind == RENAME and ch.new:
-                keys = [ch.new if k.lower() == ch.old.lower() else k for k in keys]
-        if keys != state.keys:
-            self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql({KEY_PROPERTY: keys_text(keys)})})")
-        self._record_column_changes(ident, recorded + todo)
-        self.forget(ident)  # the catalog is the truth for the new column names
-        if done:
-            log.info("table %s: source DDL applied: %s", ident, ", ".join(done))
-        return ", ".join(done)
-
-    def set_aside_readded(self, ident: str, groups: list[SchemaGroup]) -> str:
-        """Columns dropped at the source and kept in the lake that the source has added again under
-        the same name (a group of events after the drop carries the name): each kept column moves
-        aside to `<name>__dropped` with its values, recorded as a rename at the drop's position (so
-        events written before the drop still fill it), and the name is free for the new column,
-        whatever its type. Returns what was done, for the log."""
-        state = self.state(ident)
-        if state is None:
-            return ""
-        recorded, done = list(state.column_changes), []
-        for k in [c for c in state.column_changes if c.kind == KEPT]:
-            carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
-            if D.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
-                aside, what = self._set_aside(ident, k)
-                recorded.append(aside)
-                done.append(what)
-        if not done:
-            return ""
-        self._record_column_changes(ident, recorded)
-        self.forget(ident)
-        log.warning("table %s: %s", ident, "; ".join(done))
-        return ", ".join(done)
-
-    def _set_aside(self, ident: str, kept: ColumnChange) -> tuple[ColumnChange, str]:
-        """Rename the lake column of a kept dropped column out of the way (metadata only)."""
-        lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
-        name = lake.get(kept.old.lower())
-        if name is None:
-            # Renamed by a run that crashed before recording it: the newest aside name is the one.
-            taken = {n for n in lake if n.startswith(kept.old.lower() + D.SET_ASIDE_SUFFIX)}
-            name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))] if taken else kept.old
+            self._early.pop(ident, None)
+        if m.replacing:
+            self._replacing.add(ident)
         else:
-            aside = D.set_aside_name(name, set(lake))
-            self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(name)} TO {quote(aside)}")
+            self._replacing.discard(ident)
+        if plan.state is not None and any(isinstance(s, _RELOAD) for s in plan.steps):
             self.forget(ident)
-        what = f"{name}->{aside} (dropped at the source and added again: the old values set aside)"
-        return ColumnChange(RENAME, name, aside, kept.seq), what
-
-    def _apply_column_change(self, ident: str, ch: ColumnChange, keys: list[str]) -> list[str]:
-        """One rename or drop, against the table as it is now; what was done, for the log."""
-        lake = {f.name.lower(): f.name for f in self.spark.table(ident).schema.fields}
-        old = lake.get(ch.old.lower())
-        if ch.kind == RENAME and ch.new:
-            new = lake.get(ch.new.lower())
-            if old and not new:
-                # Metadata only: Iceberg columns have ids, the data files follow.
-                self.spark.sql(f"ALTER TABLE {ident} RENAME COLUMN {quote(old)} TO {quote(ch.new)}")
-                return [f"{old}->{ch.new} (renamed)"]
-            if old and new:
-                # Events with the new name were applied before the statement was read, and added
-                # it as a column: rows last written before the rename hold their value under the
-                # old name. Re-running this is harmless: the old column is dropped last.
-                self.spark.sql(
-                    f"UPDATE {ident} SET {quote(new)} = {quote(old)} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {ch.seq}"
-                )
-                self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
-                return [f"{old}->{new} (renamed after its new name had arrived)"]
-        elif ch.kind == DROP and old and old.lower() not in {k.lower() for k in keys}:
-            self.spark.sql(f"ALTER TABLE {ident} DROP COLUMN {quote(old)}")
-            return [f"-{old} (dropped)"]
-        return []
-
-    def apply_statements(self, ident: str, stmt: TableDDL) -> TableReport | None:
-        """A batch's statements for a table without data events in the batch."""
-        if self.state(ident) is None:
-            self._early[ident] += self._recorded(stmt.changes)
-            return None
-        tr = TableReport(ident)
-        if stmt.changes:
-            tr.schema = self.apply_column_changes(ident, stmt.changes)
-        self.after_drop(ident, stmt, False, False, tr)
-        return tr if tr.schema or tr.truncated or tr.source_dropped else None
-
-    # ------------------------------------------------------------------ tables dropped at the source
-    def after_drop(self, ident: str, stmt: TableDDL | None, recreated: bool, truncated: bool, tr: TableReport) -> None:
-        """A DROP TABLE at the source (this batch's, or one the lake table is marked with), once the
-        batch's changes of the table are applied. `recreated`: the batch showed the table created
-        again after the drop; `truncated`: the rows older than the drop are deleted already."""
-        state = self.state(ident)
-        if state is None:
-            return
-        drop = newest_drop(stmt, state)
-        if drop is None:
-            return
-        if not recreated and stmt is not None and stmt.drop_seq is not None:
-            # The new table's events may have been read before the statement.
-            recreated = bool(self.spark.sql(f"SELECT 1 FROM {ident} WHERE {CDC_SEQ} > {drop} LIMIT 1").count())
-        if not recreated:
-            recreated = stmt is not None and (stmt.create_seq or 0) > drop
-        if recreated:
-            if not truncated:
-                # What remains of the dropped table goes: the new one started empty.
-                truncate_before(self.spark, ident, drop)
-                tr.truncated = True
-            if state.dropped_seq is not None:
-                self._unmark_dropped(ident)
-        elif stmt is not None and stmt.drop_seq is not None:
-            tr.source_dropped = self._source_dropped(ident, stmt)
-
-    def _source_dropped(self, ident: str, stmt: TableDDL) -> str:
-        """--dropped_table_policy: keep the lake table and mark it, or drop it."""
-        assert stmt.drop_seq is not None
-        if self.settings.dropped_table_policy == DropPolicy.DROP:
-            self.spark.sql(f"DROP TABLE IF EXISTS {ident}")
-            drop_markers(self.spark, ident)
-            self._states[ident] = None
-            self._dropped[ident] = stmt.drop_seq
-            log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ident)
-            return "dropped"
-        when = datetime.fromtimestamp(stmt.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        props = {SOURCE_DROPPED_PROPERTY: when, SOURCE_DROPPED_POSITION_PROPERTY: str(stmt.drop_seq)}
-        self.spark.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
-        self.forget(ident)
-        log.warning(
-            "table %s: dropped at the source at %s; lake table kept, marked %s", ident, when, SOURCE_DROPPED_PROPERTY
-        )
-        return "kept, marked"
-
-    def _forget_source_history(self, ident: str) -> None:
-        """Remove what a replaced table carried over of the dropped one (REPLACE TABLE keeps table
-        properties): its drop mark, recorded column changes and pending backfills."""
-        props = list(table_properties(self.spark, ident))
-        stale = [k for k in props if k.startswith(PROPERTY_PREFIX) and k != KEY_PROPERTY]
-        if stale:
-            self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, stale))})")
-
-    def _unmark_dropped(self, ident: str) -> None:
-        keys = ", ".join(sql_string(k) for k in SOURCE_DROP_PROPERTIES)
-        self.spark.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({keys})")
-        self.forget(ident)
-        log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ident)
-
-
-def _has_column(g: SchemaGroup, name: str) -> bool:
-    return name.lower() in {c.name.lower() for c in g.columns or []}
-
-
-def _key_text(keys: list[str]) -> str:
-    return "(" + ", ".join(keys) + ")" if keys else "none"
+        else:
+            self._states[ident] = plan.state

@@ -12,7 +12,7 @@ from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, KEY_PROPERTY, ME
 from ..common.sqltext import properties_sql, quote
 from ..events.decode import COPY_COLUMN, META_COLUMNS
 from ..events.ordering import newer_than
-from .deletes import live_changes_sql, markers_if_any, remember_truncate
+from .deletes import live_changes_sql, markers_if_any
 
 log = logging.getLogger(__name__)
 
@@ -21,15 +21,14 @@ log = logging.getLogger(__name__)
 MERGE_RETRY = RetryPolicy(attempts=8, base_delay_s=1.0, max_delay_s=30.0)
 
 
-def create_table(
-    spark: SparkSession,
+def create_table_sql(
     table: str,
     columns: list[tuple[str, T.DataType]],
     keys: list[str],
     write_mode: WriteMode,
     replace: bool = False,
-) -> None:
-    """Create an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
+) -> str:
+    """The statement that creates an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
     `replace`: replace an existing table in one commit (its snapshots stay in the metadata).
 
     The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue 5.0) a
@@ -53,7 +52,7 @@ def create_table(
     }
     tblprops = properties_sql(props)
     create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
-    spark.sql(f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})")
+    return f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})"
 
 
 def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> bool:
@@ -131,8 +130,8 @@ def merge_changes(
         session.catalog.dropTempView(view)
 
 
-def truncate_before(spark: SparkSession, table: str, seq: int) -> None:
-    """A source TRUNCATE: remove every row written from a change older than the truncate, and
-    remember it (deletes.py), so such a change read later does not come back."""
-    spark.sql(f"DELETE FROM {table} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq}")
-    remember_truncate(spark, table, seq, MERGE_RETRY)
+def truncate_sql(table: str, seq: int) -> str:
+    """A source TRUNCATE: remove every row written from a change older than the truncate (the
+    executor then remembers it, deletes.remember_truncate, so such a change read later does not
+    come back)."""
+    return f"DELETE FROM {table} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq}"

@@ -1,0 +1,316 @@
+"""Runs a table's plan (table_plan.py) against the catalog: the one place the batch's DDL runs.
+
+Each step is one or a few statements, built by the pure SQL text functions where they live
+(evolution.py, merge.py, deletes.py); the write step decodes the table's schema groups and hands
+them to the `Writes` (the MERGE by default). What the plan leaves (the table's state, what the
+process remembers of it) goes back to `LakeTables` once the steps ran; a step that changed the
+table in a way the plan does not model exactly (renames, drops, a new key, the drop mark) makes
+the next batch read the table's state from the catalog again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..common.lake_contract import (
+    ALL_METADATA_COLUMNS,
+    CDC_COPY,
+    CDC_INGESTED_AT,
+    CDC_SEQ,
+    COLUMN_CHANGES_PROPERTY,
+    KEY_BATCH_PROPERTY,
+    KEY_POSITION_PROPERTY,
+    KEY_PROPERTY,
+    PROPERTY_PREFIX,
+    SOURCE_DROP_PROPERTIES,
+    SOURCE_DROPPED_POSITION_PROPERTY,
+    SOURCE_DROPPED_PROPERTY,
+    keys_text,
+)
+from ..common.report import TableReport
+from ..common.sqltext import properties_sql, quote, sql_string, table_properties
+from ..events.decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, to_lake_names
+from ..events.ordering import latest_per_key
+from . import table_plan as P
+from .deadletter import as_dead_letters
+from .deletes import drop_markers, rekey_markers, remember_images, remember_keyed, remember_truncate
+from .evolution import (
+    Columns,
+    alter_sql,
+    backfill_sql,
+    carried_properties,
+    default_sql,
+    rewrite_sql,
+)
+from .merge import MERGE_RETRY, create_table_sql, truncate_sql
+from .unavailable import carry_within_batch, keep_existing, placeholder_columns
+
+log = logging.getLogger("cdclake")
+
+_LEVELS = {P.Level.INFO: logging.INFO, P.Level.WARNING: logging.WARNING, P.Level.ERROR: logging.ERROR}
+
+
+@dataclass
+class Written:
+    """One write of a table in the batch: its decoded rows (persisted) and what counting them needs."""
+
+    ident: str
+    report: TableReport
+    decoded: DataFrame
+    good: list[SchemaGroup]
+    columns: Columns
+    fills: dict[str, str]
+    keys: list[str]
+
+
+@dataclass
+class Execution:
+    """One table's plan being run: where it writes, what it has written and rejected."""
+
+    ident: str
+    groups: list[SchemaGroup]
+    report: TableReport
+    batch_id: int
+    full: DataFrame  # the batch's classified records (dead letters are built from them)
+    cached: DataFrame  # the same, persisted, without key and value text (decoded from them)
+    written: list[Written]  # the batch's list: counted after every table's write
+    dead: list[DataFrame] = field(default_factory=list)
+    fills: dict[str, str] = field(default_factory=dict)  # source defaults of the run being written
+
+
+class Executor:
+    """Runs plans. `write_mode`: what a created table's row-level writes do; `writes`: the keyed and
+    keyless writes (table_writer.Writes); `placeholder`: the connector's unavailable-value text."""
+
+    def __init__(self, spark: SparkSession, write_mode: str, writes: object, placeholder: str) -> None:
+        self.spark = spark
+        self.write_mode = write_mode
+        self.writes = writes
+        self.placeholder = placeholder
+
+    def run(self, plan: P.TablePlan, ex: Execution) -> None:
+        """Every step of `plan`, in order."""
+        for step in plan.steps:
+            getattr(self, "_" + type(step).__name__)(step, ex)
+
+    def sql(self, statement: str) -> DataFrame:
+        return self.spark.sql(statement)
+
+    # -------------------------------------------------------------- notes and dead letters
+    def _Note(self, s: P.Note, ex: Execution) -> None:
+        log.log(_LEVELS[s.level], s.message)
+
+    def _ColumnsChanged(self, s: P.ColumnsChanged, ex: Execution) -> None:
+        log.log(_LEVELS[s.level], "table %s: %s", ex.ident, s.what)
+
+    def _RememberEarly(self, s: P.RememberEarly, ex: Execution) -> None:
+        """Nothing to do in the catalog: LakeTables keeps them (TablePlan.memory)."""
+
+    def _ReplaceOnCreate(self, s: P.ReplaceOnCreate, ex: Execution) -> None:
+        log.info("table %s: created again at the source with another key; replaced at its creation", ex.ident)
+
+    def _DeadLetter(self, s: P.DeadLetter, ex: Execution) -> None:
+        """The group's records as dead letters, counted in the table's report."""
+        g = ex.groups[s.group]
+        if s.loud:
+            log.error("table %s: %d event(s) rejected to dead letters: %s", ex.ident, g.events, s.reason)
+        ex.dead.append(as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id))
+        tr = ex.report
+        tr.dead += g.events
+        tr.dead_reasons[s.reason] = tr.dead_reasons.get(s.reason, 0) + g.events
+
+    # -------------------------------------------------------------- column renames and drops
+    def _RenameColumn(self, s: P.RenameColumn, ex: Execution) -> None:
+        # Metadata only: Iceberg columns have ids, the data files follow.
+        self.sql(f"ALTER TABLE {ex.ident} RENAME COLUMN {quote(s.old)} TO {quote(s.new)}")
+
+    def _CopyThenDrop(self, s: P.CopyThenDrop, ex: Execution) -> None:
+        # Re-running this is harmless: the old column is dropped last.
+        new, old = quote(s.new), quote(s.old)
+        self.sql(f"UPDATE {ex.ident} SET {new} = {old} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {s.seq}")
+        self.sql(f"ALTER TABLE {ex.ident} DROP COLUMN {old}")
+
+    def _DropColumn(self, s: P.DropColumn, ex: Execution) -> None:
+        self.sql(f"ALTER TABLE {ex.ident} DROP COLUMN {quote(s.name)}")
+
+    def _SetKey(self, s: P.SetKey, ex: Execution) -> None:
+        self._set_properties(ex.ident, {KEY_PROPERTY: keys_text(list(s.keys))})
+
+    def _RecordColumnChanges(self, s: P.RecordColumnChanges, ex: Execution) -> None:
+        self._set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: P.dumps(list(s.changes))})
+
+    def _set_properties(self, ident: str, props: dict[str, str]) -> None:
+        self.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
+
+    def _unset_properties(self, ident: str, names: list[str]) -> None:
+        self.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, names))})")
+
+    # -------------------------------------------------------------- a primary key changed at the source
+    def _Rekey(self, s: P.Rekey, ex: Execution) -> None:
+        """The source's primary key changed by ALTER TABLE: the lake table keeps its rows and takes
+        the new key, metadata only. Each statement can run again; the copy column a multiset MERGE
+        reads goes last, after the key property, so a batch run again before that still finds it."""
+        fields = {f.name.lower(): f for f in self.spark.table(ex.ident).schema.fields}
+        new = {k.lower() for k in s.keys}
+        for k in s.old_keys:
+            f = fields.get(k.lower())
+            if f is not None and k.lower() not in new and not f.nullable:
+                self.sql(f"ALTER TABLE {ex.ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
+        # The markers first: a batch run again re-keys them again from the rows they keep.
+        data = [f for f in self.spark.table(ex.ident).schema.fields if f.name not in ALL_METADATA_COLUMNS]
+        rekey_markers(self.spark, ex.ident, list(s.keys), T.StructType(data))
+        keys = list(s.keys)
+        props = {KEY_PROPERTY: keys_text(keys), KEY_POSITION_PROPERTY: str(s.position), KEY_BATCH_PROPERTY: s.batch}
+        self._set_properties(ex.ident, props)
+        if CDC_COPY in fields:
+            self.sql(f"ALTER TABLE {ex.ident} DROP COLUMN {CDC_COPY}")
+        what = f"primary key {_key_text(list(s.old_keys))} -> {_key_text(keys)}"
+        log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ex.ident, what)
+
+    # -------------------------------------------------------------- create and evolve
+    def _ColumnDefaults(self, s: P.ColumnDefaults, ex: Execution) -> None:
+        """Each candidate's source default as a SQL literal (one row through Spark each)."""
+        for name, index, column in s.candidates:
+            spec = next(c for c in ex.groups[index].columns or [] if c.name == column)
+            expr = default_sql(self.spark, spec)
+            if expr is not None:
+                ex.fills[name] = expr
+
+    def _CreateTable(self, s: P.CreateTable, ex: Execution) -> None:
+        keys = list(s.keys)
+        self.sql(create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))
+        log.info(
+            "table %s %s: key %s, %d columns",
+            ex.ident,
+            "replaced (created again at the source with another key)" if s.replace else "created",
+            keys or "none (rows as a multiset)",
+            len(s.columns),
+        )
+        if s.replace:
+            # REPLACE TABLE keeps table properties: what the dropped table carried goes (its drop
+            # mark, recorded column changes, pending backfills), and so do its deletes, under its key.
+            stale = [k for k in table_properties(self.spark, ex.ident) if k.startswith(PROPERTY_PREFIX)]
+            stale = [k for k in stale if k != KEY_PROPERTY]
+            if stale:
+                self._unset_properties(ex.ident, stale)
+            drop_markers(self.spark, ex.ident)
+        if s.record:
+            self._RecordColumnChanges(P.RecordColumnChanges(s.record), ex)
+
+    def _AlterSchema(self, s: P.AlterSchema, ex: Execution) -> None:
+        added = {n.lower() for n, _ in s.plan.add}
+        for statement in alter_sql(ex.ident, s.plan, {n: e for n, e in ex.fills.items() if n.lower() in added}):
+            self.sql(statement)
+        log.info("table %s schema evolved: %s", ex.ident, s.plan.describe())
+
+    def _RewriteType(self, s: P.RewriteType, ex: Execution) -> None:
+        current = [f.name for f in self.spark.table(ex.ident).schema.fields]
+        self.sql(rewrite_sql(ex.ident, current, s.plan.final, carried_properties(self.spark, ex.ident)))
+
+    def _BackfillDefaults(self, s: P.BackfillDefaults, ex: Execution) -> None:
+        pending = dict(s.pending)
+        pending.update({n: e for n, e in ex.fills.items() if n.lower() in s.added})
+        if not pending:
+            return
+        for name, expr in pending.items():
+            for statement in backfill_sql(ex.ident, name, expr):
+                self.sql(statement)
+        log.info("table %s: existing rows given the source default of %s", ex.ident, ", ".join(pending))
+
+    # -------------------------------------------------------------- truncate and write
+    def _Truncate(self, s: P.Truncate, ex: Execution) -> None:
+        self._truncate(ex.ident, s.seq)
+
+    def _truncate(self, ident: str, seq: int) -> None:
+        """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
+        read later does not come back."""
+        self.sql(truncate_sql(ident, seq))
+        remember_truncate(self.spark, ident, seq, MERGE_RETRY)
+
+    def _Write(self, s: P.Write, ex: Execution) -> None:
+        """Decode the groups and write what decodes. The decoded rows stay persisted until the
+        batch counts them (table_writer.count_written): the events per op and those that did not decode."""
+        good = []
+        for v in s.groups:
+            g = ex.groups[v.index]
+            g.renamed, g.ignored = dict(v.renamed), set(v.ignored)
+            good.append(g)
+        fills, ex.fills = ex.fills, {}
+        columns, keys = list(s.columns), list(s.keys)
+        decoded = decoded_rows(ex.cached, good, columns, fills).persist(StorageLevel.MEMORY_AND_DISK)
+        ex.written.append(Written(ex.ident, ex.report, decoded, good, columns, fills, keys))
+        changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
+        if s.truncate is not None:
+            self._truncate(ex.ident, s.truncate)
+            changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
+        changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
+        self._merge(ex.ident, changes, s, columns)
+
+    def _merge(self, ident: str, changes: DataFrame, s: P.Write, columns: Columns) -> None:
+        """Write the decoded changes: newest per key, or per row image for a table without a key.
+        Then the batch's deletes are remembered (deletes.py) for later batches' writes; a crash
+        between the two commits re-runs the batch, which writes them then."""
+        names = [n for n, _ in columns]
+        keys = list(s.keys)
+        if not keys:
+            self.writes.keyless(ident, changes, names, list(s.match))  # type: ignore[attr-defined]
+            if s.deletes:
+                remember_images(ident, changes, names, list(s.match), MERGE_RETRY)
+            return
+        newest = latest_per_key(changes, keys)
+        keep = None
+        unavailable = placeholder_columns(columns, self.placeholder) if s.toasted else {}
+        if unavailable:
+            # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
+            newest = carry_within_batch(newest, changes, keys, unavailable, self.placeholder)
+            keep = keep_existing(unavailable, self.placeholder)
+        self.writes.keyed(ident, newest, keys, names, keep)  # type: ignore[attr-defined]
+        if s.deletes:
+            remember_keyed(ident, newest, keys, names, MERGE_RETRY)
+
+    # -------------------------------------------------------------- a DROP TABLE at the source
+    def _UnmarkDropped(self, s: P.UnmarkDropped, ex: Execution) -> None:
+        self._unset_properties(ex.ident, list(SOURCE_DROP_PROPERTIES))
+        log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ex.ident)
+
+    def _MarkDropped(self, s: P.MarkDropped, ex: Execution) -> None:
+        when = datetime.fromtimestamp(s.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self._set_properties(
+            ex.ident, {SOURCE_DROPPED_PROPERTY: when, SOURCE_DROPPED_POSITION_PROPERTY: str(s.drop_seq)}
+        )
+        log.warning(
+            "table %s: dropped at the source at %s; lake table kept, marked %s", ex.ident, when, SOURCE_DROPPED_PROPERTY
+        )
+
+    def _DropTable(self, s: P.DropTable, ex: Execution) -> None:
+        self.sql(f"DROP TABLE IF EXISTS {ex.ident}")
+        drop_markers(self.spark, ex.ident)
+        log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
+
+    # -------------------------------------------------------------- probes before planning
+    def has_rows_after(self, ident: str, seq: int) -> bool:
+        """Whether the lake table holds rows newer than `seq` (table_plan.drop_probe)."""
+        return bool(self.sql(f"SELECT 1 FROM {ident} WHERE {CDC_SEQ} > {seq} LIMIT 1").count())
+
+
+def decoded_rows(
+    classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]
+) -> DataFrame:
+    """The groups' events decoded and conformed to the lake columns, as one DataFrame."""
+    return reduce(
+        DataFrame.unionByName,
+        [conform(to_lake_names(decode_group(classified, g), g), columns, fills) for g in groups],
+    )
+
+
+def _key_text(keys: list[str]) -> str:
+    return "(" + ", ".join(keys) + ")" if keys else "none"

@@ -34,7 +34,7 @@ from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
 from ..lake.table_plan import TableDDL
-from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, release
+from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor, release
 from .concurrency import concurrency, run_bounded
 
 log = logging.getLogger("cdclake")
@@ -57,11 +57,11 @@ class BatchProcessor:
     def __init__(self, spark: SparkSession, settings: Settings, writes: Writes | None = None) -> None:
         self.spark = spark
         self.settings = settings
-        self.tables = LakeTables(spark, settings)
-        self._writer = TableWriter(spark, settings, self.tables, writes or Writes())
+        self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
+        self._writer = TableWriter(spark, settings, self.tables)
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
+        self.tables.executor.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
         """The value schema of a group: from this batch when it is new, else from an earlier one."""

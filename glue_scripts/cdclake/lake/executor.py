@@ -42,7 +42,7 @@ from ..events.decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_
 from ..events.ordering import latest_per_key
 from . import table_plan as P
 from .deadletter import as_dead_letters
-from .deletes import drop_markers, rekey_markers, remember_images, remember_keyed, remember_truncate
+from .deletes import drop_markers, move_markers, rekey_markers, remember_images, remember_keyed, remember_truncate
 from .evolution import (
     Columns,
     alter_sql,
@@ -51,7 +51,7 @@ from .evolution import (
     default_sql,
     rewrite_sql,
 )
-from .merge import MERGE_RETRY, create_table_sql, truncate_sql
+from .merge import MERGE_RETRY, create_table_sql, drop_identifier_fields_sql, truncate_sql
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
@@ -296,10 +296,51 @@ class Executor:
         drop_markers(self.spark, ex.ident)
         log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
 
-    # -------------------------------------------------------------- probes before planning
+    # -------------------------------------------------------------- reads before planning
     def has_rows_after(self, ident: str, seq: int) -> bool:
         """Whether the lake table holds rows newer than `seq` (table_plan.drop_probe)."""
         return bool(self.sql(f"SELECT 1 FROM {ident} WHERE {CDC_SEQ} > {seq} LIMIT 1").count())
+
+    def rows_after(self, ident: str, seq: int) -> int:
+        return int(self.sql(f"SELECT count(*) AS n FROM {ident} WHERE {CDC_SEQ} > {seq}").first()["n"])  # type: ignore[index]
+
+    def table_names(self, namespace: str) -> list[str]:
+        return [r["tableName"] for r in self.sql(f"SHOW TABLES IN {namespace}").collect()]
+
+    # -------------------------------------------------------------- the namespace and its tables
+    def create_namespace(self, namespace: str) -> None:
+        self.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+
+    def drop_identifier_fields(self, ident: str, keys: list[str]) -> bool:
+        """Drop a table's identifier fields (merge.drop_identifier_fields_sql); False when it had none."""
+        if not keys:
+            return False
+        try:
+            self.sql(drop_identifier_fields_sql(ident, keys))
+        except Exception as e:
+            if "identifier field" not in str(e).lower():
+                raise
+            return False
+        log.warning(
+            "table %s: dropped its identifier fields %s (Iceberg 1.7.1 cannot MERGE merge-on-read into them)",
+            ident,
+            keys,
+        )
+        return True
+
+    def move_table(self, old: str, new: str, properties: dict[str, str]) -> None:
+        """A table renamed at the source: the old name's lake table becomes the new name's, rows and
+        `properties`, in one CREATE TABLE AS SELECT commit (the same on every catalog; the Hadoop
+        catalog cannot rename), its delete markers follow, then the old one is dropped."""
+        self.sql(
+            f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({properties_sql(properties)}) AS SELECT * FROM {old}"
+        )
+        self.finish_move(old, new)
+
+    def finish_move(self, old: str, new: str) -> None:
+        """The rest of a move whose copy is made: the markers follow, the old table goes."""
+        move_markers(self.spark, old, new)
+        self.sql(f"DROP TABLE {old}")
 
 
 def decoded_rows(

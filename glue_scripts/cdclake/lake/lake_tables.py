@@ -29,12 +29,11 @@ from ..common.lake_contract import (
 )
 from ..common.report import TableReport
 from ..common.settings import Settings
-from ..common.sqltext import properties_sql, table_properties
+from ..common.sqltext import table_properties
 from ..events import ddl as D
 from ..events.decode import SchemaGroup
-from .deletes import move_markers
 from .evolution import RESERVED_PROPERTIES
-from .merge import drop_identifier_fields
+from .executor import Executor
 from .table_plan import (
     ColumnsChanged,
     CopyThenDrop,
@@ -177,9 +176,10 @@ def follow_renames(
 
 
 class LakeTables:
-    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+    def __init__(self, spark: SparkSession, settings: Settings, executor: Executor) -> None:
         self.spark = spark
         self.settings = settings
+        self.executor = executor  # the catalog's DDL runs there
         self._states: dict[str, TableState | None] = {}
         # --dropped_table_policy drop: lake tables this process dropped, with the DROP's position
         # (a late event older than it must not bring the table back).
@@ -208,7 +208,7 @@ class LakeTables:
         schema = self.spark.table(ident).schema
         cols = [(f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS]
         state = TableState.from_properties(cols, table_properties(self.spark, ident))
-        drop_identifier_fields(self.spark, ident, state.keys)
+        self.executor.drop_identifier_fields(ident, state.keys)
         return state
 
     def forget(self, ident: str | None = None) -> None:
@@ -239,7 +239,7 @@ class LakeTables:
         properties read per table, once per process."""
         self._renames_loaded = True
         ns = f"{self.settings.catalog_name}.{self.settings.namespace}"
-        names = [r["tableName"] for r in self.spark.sql(f"SHOW TABLES IN {ns}").collect()]
+        names = self.executor.table_names(ns)
         found = [
             r
             for n in names
@@ -270,12 +270,8 @@ class LakeTables:
                 )
                 continue
             self._early_rows(old, new, r)
-            tblprops = properties_sql(
-                {**self._properties(old), RENAMED_AT_PROPERTY: r.mark, **dict([_rename_property(r)])}
-            )
-            self.spark.sql(f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT * FROM {old}")
-            move_markers(self.spark, old, new)
-            self.spark.sql(f"DROP TABLE {old}")
+            props = {**self._properties(old), RENAMED_AT_PROPERTY: r.mark, **dict([_rename_property(r)])}
+            self.executor.move_table(old, new, props)
             self.forget(new)
             self._states[old] = None
             self._renamed.add((r.seq, r.old, r.new))
@@ -289,7 +285,7 @@ class LakeTables:
         among them changed a row of this one. Named in an error with the fix; the move goes on."""
         if _mark_order(table_properties(self.spark, old).get(RENAMED_AT_PROPERTY))[0] == r.seq:
             return  # named by an earlier step of this statement: that step looked already
-        early = self.spark.sql(f"SELECT count(*) AS n FROM {old} WHERE {CDC_SEQ} > {r.seq}").first()["n"]
+        early = self.executor.rows_after(old, r.seq)
         if early:
             log.error(
                 "table %s: %d row(s) of changes written after the source renamed it to %s were applied to it "
@@ -311,8 +307,7 @@ class LakeTables:
         if self.state(old) is None or _mark_order(old_mark) > _mark_order(r.mark):
             return True
         if self.state(new) is not None and table_properties(self.spark, new).get(RENAMED_AT_PROPERTY) == r.mark:
-            move_markers(self.spark, old, new)
-            self.spark.sql(f"DROP TABLE {old}")
+            self.executor.finish_move(old, new)
             self._states[old] = None
             return True
         return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from ..common.conflicts import RetryPolicy, retry_on_conflict
@@ -55,22 +55,11 @@ def create_table_sql(
     return f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})"
 
 
-def drop_identifier_fields(spark: SparkSession, table: str, keys: list[str]) -> bool:
+def drop_identifier_fields_sql(table: str, keys: list[str]) -> str:
     """Remove the key's identifier-field declaration from a table that has one (tables written by
     earlier releases): Iceberg 1.7.1's merge-on-read MERGE fails on such a table. Metadata only;
-    False when the table had none."""
-    if not keys:
-        return False
-    try:
-        spark.sql(f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
-    except Exception as e:
-        if "identifier field" not in str(e).lower():
-            raise
-        return False
-    log.warning(
-        "table %s: dropped its identifier fields %s (Iceberg 1.7.1 cannot MERGE merge-on-read into them)", table, keys
-    )
-    return True
+    Iceberg refuses it on a table without them (executor.Executor.drop_identifier_fields)."""
+    return f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}"
 
 
 def merge_sql(

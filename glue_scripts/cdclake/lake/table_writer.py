@@ -77,6 +77,11 @@ class PlannedTable:
     started: float
 
 
+def executor(spark: SparkSession, settings: Settings, writes: Writes | None = None) -> Executor:
+    """The executor of the job's plans, with its write (the MERGEs by default)."""
+    return Executor(spark, settings.write_mode, writes or Writes(), settings.unavailable_value_placeholder)
+
+
 def release(written: list[Written]) -> None:
     """Unpersist the decoded rows of the batch's writes."""
     for w in written:
@@ -104,7 +109,7 @@ def group_facts(groups: list[SchemaGroup]) -> list[GroupFacts]:
 
 
 class TableWriter:
-    def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables, writes: Writes) -> None:
+    def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables) -> None:
         self.spark = spark
         self.settings = settings
         self.tables = tables
@@ -114,7 +119,7 @@ class TableWriter:
             settings.dropped_table_policy,
             settings.keyless_table_policy,
         )
-        self.executor = Executor(spark, settings.write_mode, writes, settings.unavailable_value_placeholder)
+        self.executor = tables.executor
 
     def plan(
         self,

@@ -309,3 +309,14 @@ def test_planning_changes_neither_its_inputs_nor_needs_a_session():
     plan_table(state, [group(0, 20, {"id": INT, "b": STR})], stmt, KEEP, memory)
     assert state.columns == [("id", INT), ("a", STR)] and state.column_changes == [] and memory == Memory()
     assert plan_table(state, [], None, KEEP, memory).steps == []
+
+
+def test_the_executor_runs_every_kind_of_step():
+    import typing
+
+    from cdclake.lake.executor import Executor
+    from cdclake.lake.table_plan import Step
+
+    kinds = typing.get_args(Step)
+    assert len(kinds) >= 20
+    assert [k.__name__ for k in kinds if not callable(getattr(Executor, "_" + k.__name__, None))] == []

@@ -99,3 +99,25 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------------------------------- wire format
+WIRE_FORMATS = ("json", "avro")
+# The settings that differ with the wire format avro (cloudformation/connector/wire-format-avro.json):
+# with it they replace the connector template's converter settings; json is the template as it is.
+AVRO_TEMPLATE = Path(__file__).resolve().parents[1] / "cloudformation" / "connector" / "wire-format-avro.json"
+CONVERTER_PREFIXES = ("key.converter", "value.converter")
+
+
+def is_converter_setting(key: str) -> bool:
+    return key.startswith(CONVERTER_PREFIXES)
+
+
+def with_wire_format(config: Mapping[str, Any], wire_format: str, values: Mapping[str, Any]) -> dict:
+    """The connector settings for a wire format: `json` leaves them as they are; `avro` replaces
+    their converter settings with the avro file's, rendered with `values`."""
+    if wire_format not in WIRE_FORMATS:
+        raise ValueError(f"wire format {wire_format!r}: choose one of {', '.join(WIRE_FORMATS)}")
+    if wire_format == "json":
+        return dict(config)
+    return {**{k: v for k, v in config.items() if not is_converter_setting(k)}, **render(AVRO_TEMPLATE, values)}

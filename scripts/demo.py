@@ -6,7 +6,9 @@ source row by row. Exits non-zero if the lake differs from the source.
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
 at the end unless --keep is given. With --source postgres the source is PostgreSQL 15 (logical
-decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/.
+decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/. With --format avro the
+connector writes Avro with the AWS Glue Schema Registry (moto's Glue API plays the registry) and the
+job decodes it (--wire_format avro).
 """
 
 from __future__ import annotations
@@ -109,8 +111,8 @@ def percentile(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-def run(keep: bool, source: str | None = None) -> int:
-    s = sources.settings(source)
+def run(keep: bool, source: str | None = None, wire_format: str | None = None) -> int:
+    s = sources.settings(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
@@ -118,7 +120,11 @@ def run(keep: bool, source: str | None = None) -> int:
     sql_dir, prefix = s.engine.SCENARIO, s.engine.TOPIC_NAMESPACE
 
     try:
-        step(1, f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka")
+        step(
+            1,
+            f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, "
+            f"wire format {s.wire_format}",
+        )
         with plumbing.state_lock(s):
             commands.cmd_down(s, [])
         shutil.rmtree(s.state, ignore_errors=True)
@@ -197,9 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(sources.ENGINES),
         help="mysql (MariaDB, default) or postgres; default $CDC_STACK_SOURCE",
     )
+    parser.add_argument(
+        "--format",
+        choices=("json", "avro"),
+        default="json",
+        help="the change topics' wire format: json (default) or avro (AWS Glue Schema Registry, a local stand-in)",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(args.keep, args.source)
+        return run(args.keep, args.source, args.format)
     except plumbing.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1

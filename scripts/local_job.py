@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cli
-from localstack import commands, plumbing, sources
+from localstack import commands, plumbing, registry, sources
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
@@ -69,6 +69,8 @@ def job_command(s: plumbing.Settings, extra: list[str]) -> list[str]:
         "--dead_letter_path", str(p.dead_letters),
         "--trigger_interval_seconds", trigger,
         "--shuffle_partitions", "2",
+        # the stack's wire format; with avro the job reads JSON records on the same topics too
+        "--wire_format", s.wire_format,
         *extra,
     ]  # fmt: skip
 
@@ -87,7 +89,9 @@ def start(s: plumbing.Settings, extra: list[str]) -> int:
     env_python = s.local / "venv" / "bin" / "python"
     if not env_python.exists():
         raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
-    proc = plumbing.launch(s, COMPONENT, job_command(s, extra), port=0)
+    # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
+    env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
+    proc = plumbing.launch(s, COMPONENT, job_command(s, extra), port=0, env=env)
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:

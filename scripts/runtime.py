@@ -16,6 +16,7 @@ them and calls Maven again only when the part of the pom that decides the profil
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +55,25 @@ PROFILE_DIRS: dict[str, str] = {
 }
 # Resolved only on demand (by the peers' run), never by `resolve` without names (make setup).
 ON_DEMAND = frozenset({"peer-flink", "peer-iceberg-sink"})
+
+
+# The Glue Schema Registry's converter declares no service manifest, and a Kafka Connect worker that
+# discovers plugins by theirs (plugin.discovery=service_load, the local stack's) does not find it: the
+# connector's plugin carries this jar too, the manifest Kafka's `connect-plugin-path sync-manifests`
+# would write for it.
+CONVERTER_CLASS = "com.amazonaws.services.schemaregistry.kafkaconnect.AWSKafkaAvroConverter"
+CONVERTER_MANIFEST_JAR = "glue-schema-registry-converter-manifest.jar"
+
+
+def converter_manifest_jar() -> bytes:
+    """The manifest jar's bytes: the same for every build (fixed timestamp and permissions)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        info = zipfile.ZipInfo("META-INF/services/org.apache.kafka.connect.storage.Converter", (1980, 1, 1, 0, 0, 0))
+        info.external_attr = 0o644 << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        zf.writestr(info, CONVERTER_CLASS + "\n")
+    return buf.getvalue()
 
 
 def versions(pom: Path = POM) -> dict[str, str]:

@@ -106,6 +106,7 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
     folder = plugin_folder(engine)
     jars = profile_jars(profile) + profile_jars(CONVERTER_PROFILE)
     entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in jars]
+    entries.append((f"{folder}/{runtime.CONVERTER_MANIFEST_JAR}", runtime.converter_manifest_jar()))
     versions = runtime.versions()
     notes = (
         f"Debezium {label} connector {versions[profile]} for MSK Connect: the jars of profile "

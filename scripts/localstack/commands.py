@@ -18,10 +18,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import cli
+from connector_config import with_wire_format
 
-from localstack import connect, kafka
+from localstack import connect, kafka, registry
 from localstack.plumbing import (
     DATABASE,
     JOB,
@@ -44,10 +46,11 @@ from localstack.plumbing import (
 from localstack.sources import ENGINES, of_component, settings
 
 # Every component a state directory may hold, whichever source `up` was given, in start order.
-ALL_COMPONENTS = (*(e.COMPONENT for e in ENGINES.values()), "kafka", "connect")
+ALL_COMPONENTS = (*(e.COMPONENT for e in ENGINES.values()), "kafka", registry.COMPONENT, "connect")
 DESCRIPTION = {
     **{e.COMPONENT: e.DESCRIPTION for e in ENGINES.values()},
     "kafka": "Apache Kafka broker (KRaft, broker + controller)",
+    registry.COMPONENT: "AWS Glue Schema Registry stand-in (moto), wire format avro",
     "connect": "Kafka Connect (distributed) + Debezium connector",
 }
 
@@ -60,7 +63,9 @@ def check_prerequisites(s: Settings) -> None:
     if not plugin.is_dir():
         raise StackError(f"{plugin} is missing: run scripts/setup-local (resolves pom.xml)")
     if not any(s.converter_jars.glob("*.jar")):
-        raise StackError(f"no Glue Schema Registry converter in {s.converter_jars}: run scripts/setup-local (resolves pom.xml)")
+        raise StackError(
+            f"no Glue Schema Registry converter in {s.converter_jars}: run scripts/setup-local (resolves pom.xml)"
+        )
 
 
 def cmd_up(s: Settings, init_sql: list[Path]) -> int:
@@ -120,6 +125,8 @@ def _broker_and_connect_up(
                 f"last lines of its log:\n{log_tail(s, 'kafka')}"
             )
         say(f"kafka: already running (pid {running['kafka'].pid}, port {port['kafka']})")
+    if s.wire_format == "avro":
+        _registry_up(s, running.get(registry.COMPONENT), port[registry.COMPONENT])
 
     # Kafka Connect
     connect_started = False
@@ -138,7 +145,7 @@ def _broker_and_connect_up(
     # Connector
     engine = s.engine
     source_port = port[engine.COMPONENT]
-    config = engine.connector_config(s, source_port, port["kafka"])
+    config = connector_config(s, source_port, port["kafka"])
     history_topic = config.get("schema.history.internal.kafka.topic")
     if history_topic:  # the MySQL connector's; made before the connector starts, as on AWS
         say(f"kafka: schema history: {kafka.ensure_history_topic(port['kafka'], history_topic)}")
@@ -153,7 +160,10 @@ def _broker_and_connect_up(
         connect.restart_connector(s, port["connect"])
         restarted_at = time.monotonic()
     secs = connect.wait_connector_running(s, port["connect"], restarted_at)
-    say(f"connector: {s.connector} running ({secs:.1f}s); topics {TOPIC_PREFIX}.{engine.TOPIC_NAMESPACE}.<table>")
+    say(
+        f"connector: {s.connector} running ({secs:.1f}s, {s.wire_format}); "
+        f"topics {TOPIC_PREFIX}.{engine.TOPIC_NAMESPACE}.<table>"
+    )
     for problem in engine.table_problems(s):
         warn(problem)
     say(
@@ -161,6 +171,32 @@ def _broker_and_connect_up(
         f"Kafka 127.0.0.1:{port['kafka']}, Kafka Connect http://127.0.0.1:{port['connect']}"
     )
     return 0
+
+
+def _registry_up(s: Settings, running: Record | None, port: int) -> None:
+    """The schema registry of the wire format avro, with the connector's registry in it."""
+    if running is None:
+        registry.start(s, port)
+    else:
+        ok, detail = registry.health(port)
+        if not ok:
+            raise StackError(
+                f"registry (pid {running.pid}) is running but unhealthy: {detail}\n{log_tail(s, 'registry')}"
+            )
+        say(f"registry: already running (pid {running.pid}, port {port})")
+    say(f"registry: {registry.ensure_registry(s)}")
+
+
+def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
+    """The engine's connector settings in the stack's wire format: with avro, the converters of
+    cloudformation/connector/wire-format-avro.json against the local registry."""
+    config = s.engine.connector_config(s, source_port, kafka_port)
+    if s.wire_format == "avro":
+        config = {
+            **with_wire_format(config, "avro", registry.converter_values(s)),
+            **registry.local_converter_settings(s),
+        }
+    return config
 
 
 def cmd_down(s: Settings, components: list[str]) -> int:
@@ -194,6 +230,8 @@ def cmd_status(s: Settings) -> int:
         engine = of_component(c)
         if engine is not None:
             ok, detail = engine.health(s)
+        elif c == registry.COMPONENT:
+            ok, detail = registry.health(rec.port)
         else:
             ok, detail = kafka.health(rec.port) if c == "kafka" else connect.health(rec.port)
         healthy &= ok
@@ -243,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         "up", parents=[common], help="start what is not running and register the connector (idempotent)"
     )
     up.add_argument(
+        "--format",
+        choices=("json", "avro"),
+        help="the wire format of the change topics: json (Kafka Connect JSON with schemas) or avro (AWS Glue "
+        "Schema Registry, a local stand-in); default $CDC_STACK_FORMAT, else what this stack runs, else json",
+    )
+    up.add_argument(
         "--init-sql",
         type=Path,
         action="append",
@@ -269,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("-D", "--database", default=DATABASE)
     args = parser.parse_args(argv)
     try:
-        s = settings(args.source)
+        s = settings(args.source, getattr(args, "format", None))
         if args.command == "up":
             with state_lock(s):
                 return cmd_up(s, args.init_sql)

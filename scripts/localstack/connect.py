@@ -4,6 +4,7 @@ connector, managed over its REST API as on MSK Connect: register, state, restart
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 import urllib.error
@@ -11,7 +12,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from localstack import kafka
+import runtime
+
+from localstack import kafka, registry
 from localstack.plumbing import Settings, StackError, launch, log_tail, say, wait_until
 
 
@@ -44,8 +47,8 @@ def health(port: int) -> tuple[bool, str]:
 def assemble_plugins(s: Settings) -> Path:
     """The worker's plugin.path, in the state directory: each connector's folder holds links to its jars
     and to the Glue Schema Registry converter's, so that both load in one class loader, as MSK Connect
-    loads the plugin zip (scripts/build-artifacts). A connector-level converter is found only there:
-    the converter declares no service manifest, and the worker discovers plugins by theirs."""
+    loads the plugin zip (scripts/build-artifacts), with the converter's service manifest
+    (runtime.CONVERTER_MANIFEST_JAR), by which the worker (plugin.discovery=service_load) finds it."""
     out = s.path("connect", "plugins")
     shutil.rmtree(out, ignore_errors=True)
     converter = sorted(s.converter_jars.glob("*.jar"))
@@ -54,6 +57,7 @@ def assemble_plugins(s: Settings) -> Path:
         folder.mkdir(parents=True)
         for jar in sorted(plugin.glob("*.jar")) + converter:
             (folder / jar.name).symlink_to(jar)
+        (folder / runtime.CONVERTER_MANIFEST_JAR).write_bytes(runtime.converter_manifest_jar())
     return out
 
 
@@ -107,7 +111,9 @@ def start(s: Settings, port: int, kafka_port: int) -> None:
     cmd = kafka.java_cmd(
         s, "512m", props.parent / "log4j.properties", "org.apache.kafka.connect.cli.ConnectDistributed", str(props)
     )
-    proc = launch(s, "connect", cmd, port)
+    # The Glue Schema Registry converter (wire format avro) signs its calls with the local registry's
+    # credentials, whichever format the connector runs now: a switch needs no restart of the worker.
+    proc = launch(s, "connect", cmd, port, env={**os.environ, **registry.client_env(s)})
     secs = wait_until(s, "connect", lambda: health(port), proc, "a worker that answers GET /connectors")
     say(f"connect: ready in {secs:.1f}s (pid {proc.pid})")
 

@@ -24,8 +24,17 @@ from typing import Any, Protocol
 ROOT = Path(__file__).resolve().parents[2]
 DATABASE = "salesdb"
 TOPIC_PREFIX = "salesdb"
-# The broker's ports; each source engine names its own (SourceEngine.PORT_ENV).
-BROKER_PORTS = {"kafka": ("CDC_STACK_KAFKA_PORT", 19092), "connect": ("CDC_STACK_CONNECT_PORT", 18083)}
+# The ports of the components every source shares; each source engine names its own (SourceEngine.PORT_ENV).
+BROKER_PORTS = {
+    "kafka": ("CDC_STACK_KAFKA_PORT", 19092),
+    "connect": ("CDC_STACK_CONNECT_PORT", 18083),
+    # the Glue Schema Registry stand-in (localstack/registry.py), with the wire format avro only
+    "registry": ("CDC_STACK_REGISTRY_PORT", 18085),
+}
+# How the connector writes keys and values: Kafka Connect JSON with schemas, or Avro with the AWS Glue
+# Schema Registry (scripts/connector_config.py, WIRE_FORMATS).
+WIRE_FORMATS = ("json", "avro")
+REGISTRY = "registry"
 
 
 class StackError(Exception):
@@ -111,9 +120,12 @@ class Settings:
     source: str  # the --source name of `engine`
     engine: SourceEngine
     controller_port: int  # the KRaft controller listener (the broker's own, never used by clients)
+    wire_format: str = "json"
 
     @classmethod
-    def from_env(cls, engines: Mapping[str, SourceEngine], source: str | None = None) -> Settings:
+    def from_env(
+        cls, engines: Mapping[str, SourceEngine], source: str | None = None, wire_format: str | None = None
+    ) -> Settings:
         local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")).resolve()
         state = Path(os.environ.get("CDC_STACK_DIR", local / "stack")).resolve()
         # Not given: the source this state directory runs, so that status, sql, down and the tools
@@ -138,6 +150,12 @@ class Settings:
                 f"({', '.join(port_env.values())}, CDC_STACK_KAFKA_CONTROLLER_PORT)"
             )
         engine = engines[source]
+        # Not given: avro when this state directory's schema registry runs (`up --format avro` started it).
+        wire_format = wire_format or os.environ.get("CDC_STACK_FORMAT", "").strip() or _running_format(state)
+        if wire_format not in WIRE_FORMATS:
+            raise StackError(
+                f"wire format {wire_format!r} (--format / CDC_STACK_FORMAT): choose one of {', '.join(WIRE_FORMATS)}"
+            )
         return cls(
             state=state,
             local=local,
@@ -151,12 +169,14 @@ class Settings:
             source=source,
             engine=engine,
             controller_port=controller_port,
+            wire_format=wire_format,
         )
 
     @property
     def components(self) -> tuple[str, ...]:
         """This source's components in start order."""
-        return (self.engine.COMPONENT, "kafka", "connect")
+        registry = (REGISTRY,) if self.wire_format == "avro" else ()
+        return (self.engine.COMPONENT, "kafka", *registry, "connect")
 
     # Paths; everything lives under the state directory.
     def path(self, *parts: str) -> Path:
@@ -198,6 +218,14 @@ def _running_source(state: Path, engines: Mapping[str, SourceEngine]) -> str | N
         if rec.alive():
             alive.append(source)
     return alive[0] if len(alive) == 1 else None
+
+
+def _running_format(state: Path) -> str:
+    try:
+        rec = Record(**json.loads((state / "run" / f"{REGISTRY}.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        return "json"
+    return "avro" if rec.alive() else "json"
 
 
 def _int_env(name: str, default: int) -> int:

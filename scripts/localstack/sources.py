@@ -9,10 +9,11 @@ from localstack.plumbing import Settings, SourceEngine
 ENGINES: dict[str, SourceEngine] = {"mysql": mariadb, "postgres": postgres}
 
 
-def settings(source: str | None = None) -> Settings:
+def settings(source: str | None = None, wire_format: str | None = None) -> Settings:
     """The stack's settings from the environment; `source` None: $CDC_STACK_SOURCE, else the source
-    running in the state directory, else mysql."""
-    return Settings.from_env(ENGINES, source)
+    running in the state directory, else mysql; `wire_format` None: $CDC_STACK_FORMAT, else avro when
+    the state directory's schema registry runs, else json."""
+    return Settings.from_env(ENGINES, source, wire_format)
 
 
 def of_component(component: str) -> SourceEngine | None:

@@ -43,6 +43,7 @@ def test_plugin_zip_holds_exactly_the_jars_the_local_kafka_connect_loads(plugin_
     # the connector's jars and, in the same folder (one class loader), the Glue Schema Registry converter
     loaded = runtime.jars("debezium-mysql") + runtime.jars("glue-schema-registry")
     local = {f"{folder.name}/{j.name}": j.read_bytes() for j in loaded}
+    local[f"{folder.name}/{runtime.CONVERTER_MANIFEST_JAR}"] = runtime.converter_manifest_jar()
     assert zip_jars(plugin_zip) == local  # same names, same bytes
     names = zipfile.ZipFile(plugin_zip.path).namelist()
     assert all(n.startswith(f"{folder.name}/") for n in names)

@@ -81,3 +81,22 @@ def test_the_command_line_takes_values_from_the_environment(
     monkeypatch.delenv("DB_HOST")
     assert connector_config.main([str(TEMPLATE), "--env"]) == 1
     assert "${DB_HOST}" in capsys.readouterr().err
+
+
+def test_the_avro_wire_format_replaces_only_the_converters_with_the_registrys() -> None:
+    config = connector_config.render(TEMPLATE, LOCAL_VALUES)
+    avro = connector_config.with_wire_format(config, "avro", {"AWS_REGION": "eu-west-1", "REGISTRY_NAME": "cdc"})
+
+    converter = "com.amazonaws.services.schemaregistry.kafkaconnect.AWSKafkaAvroConverter"
+    assert avro["key.converter"] == avro["value.converter"] == converter
+    assert avro["value.converter.region"] == "eu-west-1" and avro["key.converter.registry.name"] == "cdc"
+    assert avro["value.converter.schemaAutoRegistrationEnabled"] == "true"
+    assert "value.converter.schemas.enable" not in avro  # JsonConverter's
+    kept = {k: v for k, v in config.items() if not k.startswith(("key.converter", "value.converter"))}
+    assert {k: avro[k] for k in kept} == kept
+    assert connector_config.with_wire_format(config, "json", {}) == config
+
+
+def test_an_unknown_wire_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="choose one of json, avro"):
+        connector_config.with_wire_format({}, "protobuf", {})

@@ -31,6 +31,13 @@ class KafkaAuth(StrEnum):
     NONE = "none"  # PLAINTEXT
 
 
+class WireFormat(StrEnum):
+    """--wire_format: how the connector writes keys and values (its converters)."""
+
+    JSON = "json"  # Kafka Connect JSON with schemas
+    AVRO = "avro"  # Avro with the AWS Glue Schema Registry (JSON records on the same topics too)
+
+
 class CatalogType(StrEnum):
     """--catalog_type."""
 
@@ -149,6 +156,13 @@ ARGS: tuple[Arg, ...] = (
         "iam",
         "`iam` (MSK IAM, SASL_SSL) or `none` (PLAINTEXT, local broker).",
         parse=one_of(KafkaAuth),
+    ),
+    Arg(
+        "wire_format",
+        "json",
+        "`json` (Kafka Connect JSON with schemas) or `avro` (Avro with the AWS Glue Schema Registry; JSON records "
+        "on the same topics are read too). With `json`, Avro records become dead letters saying so.",
+        parse=one_of(WireFormat),
     ),
     Arg(
         "starting_offsets",
@@ -367,6 +381,7 @@ class Settings:
     kafka_topics: tuple[str, ...] = _default("kafka_topics")
     kafka_topic_pattern: str = _default("kafka_topic_pattern")
     kafka_auth: KafkaAuth = _default("kafka_auth")
+    wire_format: WireFormat = _default("wire_format")
     starting_offsets: str = _default("starting_offsets")
     max_offsets_per_trigger: int = _default("max_offsets_per_trigger")
     files_path: str = _default("files_path")

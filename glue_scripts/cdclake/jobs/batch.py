@@ -27,9 +27,10 @@ from pyspark.sql import functions as F
 
 from ..common.lake_contract import SchemaChangePolicy
 from ..common.report import BatchReport, FollowWatch, TableReport
-from ..common.settings import Settings
+from ..common.settings import Settings, WireFormat
 from ..events import envelope as E
 from ..events.decode import SchemaGroup, cut_at
+from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
@@ -59,6 +60,7 @@ class BatchProcessor:
         self.settings = settings
         self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
         self._writer = TableWriter(spark, settings, self.tables)
+        self.avro = AvroDecoder(settings.wire_format == WireFormat.AVRO)
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         self.tables.executor.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
@@ -80,7 +82,10 @@ class BatchProcessor:
     def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
         t0 = time.monotonic()
         report = BatchReport(batch_id)
-        classified = E.classify(raw)
+        # Avro records of the Glue Schema Registry as JsonConverter text (one Spark action with
+        # --wire_format avro); those that cannot be decoded are dead letters naming why.
+        decoded = self.avro.decode(raw)
+        classified = decoded.mark(E.classify(decoded.raw))
         # What the batch reads more than once is cached, without the record's key and value text
         # and the payload (most of a record's bytes): only dead letters need those, and they are
         # recomputed from `classified` when there are any. The value schema (~80% of a record)
@@ -98,6 +103,7 @@ class BatchProcessor:
         finally:
             release(batch.written)
             cached.unpersist()
+            decoded.release()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
         return report

@@ -1,13 +1,15 @@
 """Streaming sources. Each returns the raw batch contract (records.RAW_SCHEMA):
-topic, partition, offset, timestamp, key, value — key and value as JsonConverter's JSON text."""
+topic, partition, offset, timestamp, key, value — key and value as JsonConverter's JSON text, or an
+Avro record of the Glue Schema Registry as text (events/schema_registry.py)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..common.records import LINE_SCHEMA, RAW_COLUMNS
 from ..common.settings import KafkaAuth, Settings, Source
+from ..events.schema_registry import HEADER_VERSION, MARKER
 
 # MSK IAM auth. The classes come from aws-msk-iam-auth, which the Glue job gets with --extra-jars
 # (pom.xml profile glue-extra-jars; locally .local/jars/glue-extra, on the class path of local_session).
@@ -59,6 +61,14 @@ def data_loss_advice(error_text: str) -> str | None:
     )
 
 
+def record_text(data: Column) -> Column:
+    """A Kafka key or value as the raw batch's text: JsonConverter's JSON as it is; an Avro record of
+    the Glue Schema Registry (its first byte is the header's version, 3, which no JSON text starts
+    with) as its marker and base64, which no cast to a string could carry unchanged."""
+    framed = F.substring(data, 1, 1) == F.lit(bytearray([HEADER_VERSION]))
+    return F.when(framed, F.concat(F.lit(MARKER), F.base64(data))).otherwise(data.cast("string"))
+
+
 def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:
     df = spark.readStream.format("kafka").options(**kafka_options(s)).load()
     return df.select(
@@ -66,8 +76,8 @@ def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:
         "partition",
         "offset",
         "timestamp",
-        F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
+        record_text(F.col("key")).alias("key"),
+        record_text(F.col("value")).alias("value"),
     )
 
 

@@ -1,0 +1,153 @@
+"""The wire format avro: Debezium's records as the AWS Glue Schema Registry's Avro converter wrote
+them (tests/fixtures/debezium/avro/, captured from the local stack) are decoded with the schema
+version each names, fetched from a Glue API (moto, as a server) once, and applied exactly as the
+same changes in JSON are."""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+import pytest
+import type_matrix as tm
+from avro_records import MARKER, REGION, Registry, load, records, version_of
+from moto_process import moto_server_process
+from test_types import LAKE_TABLE, duckdb_rows
+
+TYPES = {"mariadb": "mariadb/all_types.json"}
+
+
+@pytest.fixture(scope="module")
+def registry():
+    with moto_server_process() as endpoint, pytest.MonkeyPatch.context() as env:
+        # the job's boto3 client finds the registry as on AWS, from its environment
+        env.setenv("AWS_ENDPOINT_URL_GLUE", endpoint)
+        env.setenv("AWS_DEFAULT_REGION", REGION)
+        env.setenv("AWS_ACCESS_KEY_ID", "t")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "t")
+        reg = Registry(endpoint)
+        for name in TYPES.values():
+            reg.register(load(name))
+        yield reg
+
+
+@pytest.fixture(scope="module")
+def avro_lake(spark, warehouse, tmp_path_factory, lake_class, registry):
+    lake = lake_class(spark, warehouse, tmp_path_factory.mktemp("avro"), wire_format="avro")
+    reports = {d: lake.apply(records(load(f), registry)) for d, f in TYPES.items()}
+    return lake, reports
+
+
+@pytest.mark.parametrize("dialect", sorted(TYPES))
+def test_every_column_type_of_real_avro_records_decodes_to_the_value_the_database_held(avro_lake, dialect):
+    lake, reports = avro_lake
+    _, source = tm.load_fixtures(dialect)
+    assert reports[dialect].dead == 0
+    assert tm.differences(dialect, duckdb_rows(lake, LAKE_TABLE[dialect]), source) == []
+
+
+def _one(fixture: dict, registry: Registry, i: int, **change: bytes | None) -> dict:
+    """Message `i` of a fixture as a raw record, its value's bytes replaced by `change['value']`."""
+    rec = records(fixture, registry)[i]
+    for part, data in change.items():
+        rec[part] = None if data is None else MARKER + base64.b64encode(data).decode()
+    return rec
+
+
+def _value(fixture: dict, registry: Registry, i: int) -> bytes:
+    return registry.framed(fixture["messages"][i]["value"])
+
+
+def test_records_that_cannot_be_decoded_are_dead_letters_with_the_reason_and_their_bytes(make_lake, registry):
+    fx = load(TYPES["mariadb"])
+    good = _value(fx, registry, 0)
+    unknown = good[:2] + bytes(16) + good[18:]
+    corrupt = good[: len(good) // 2]
+    bad_header = good[:1] + bytes([9]) + good[2:]
+    lake = make_lake(wire_format="avro")
+    batch = [_one(fx, registry, 0)] + [_one(fx, registry, 1, value=v) for v in (unknown, corrupt, bad_header)]
+    for offset, rec in enumerate(batch):
+        rec["offset"] = offset
+    report = lake.apply(batch)
+
+    assert report.dead == 3 and report.changes == 1
+    letters = {d["offset"]: d for d in lake.dead_letters()}
+    vid = registry.ids[next(iter(sorted(registry.ids)))]  # any: the reasons name the record's own
+    assert letters[1]["reason"] == (
+        "record value: schema version 00000000-0000-0000-0000-000000000000 is not in the AWS Glue Schema "
+        "Registry (GetSchemaVersion: not found)"
+    )
+    assert letters[2]["reason"].startswith("record value: Avro body does not decode with schema version ")
+    assert letters[2]["reason"].split()[-1] in registry.ids.values() and vid
+    assert letters[3]["reason"] == "record value: compression byte 9 (expected 0: none or 5: zlib)"
+    # the record as it came, so that it can be replayed once its schema is back
+    assert base64.b64decode(letters[1]["value"].removeprefix(MARKER)) == unknown
+    assert lake.ids("salesdb_all_types") == [1]
+
+
+def _json_records(fixture: dict) -> list[dict]:
+    """The same changes as the fixture's Avro records, written by a JSON twin of the connector."""
+    from test_types import records as json_records
+
+    twin = fixture["json_twin"]
+    return json_records(twin["topic"], twin["messages"])
+
+
+def _lake_rows(lake, table: str) -> list[dict]:
+    """Every column but the time the job wrote the row, ordered by key."""
+    return [{k: v for k, v in r.items() if k != "_cdc_ingested_at"} for r in lake.rows(table)]
+
+
+def test_the_lake_from_avro_records_equals_the_lake_from_the_same_changes_in_json(avro_lake, make_lake):
+    lake, _ = avro_lake
+    json_lake = make_lake()
+    json_lake.apply(_json_records(load(TYPES["mariadb"])))
+    table = LAKE_TABLE["mariadb"]
+    assert _lake_rows(lake, table) == _lake_rows(json_lake, table)
+    schema = lambda lk: [(f.name, f.dataType) for f in lk.spark.table(lk.table(table)).schema]  # noqa: E731
+    assert schema(lake) == schema(json_lake)
+
+
+def test_a_topic_that_switches_from_json_to_avro_mid_stream_gives_the_same_lake(make_lake, registry):
+    fx = load(TYPES["mariadb"])
+    half = len(fx["messages"]) // 2
+    mixed = _json_records(fx)[:half] + records(fx, registry)[half:]
+    lake = make_lake(wire_format="avro")
+    report = lake.apply(mixed)  # one batch holds both formats
+    assert report.dead == 0
+    _, source = tm.load_fixtures("mariadb")
+    assert tm.differences("mariadb", duckdb_rows(lake, LAKE_TABLE["mariadb"]), source) == []
+
+
+def test_a_zlib_compressed_record_decodes_like_the_plain_one(make_lake, registry):
+    fx = load(TYPES["mariadb"])
+    plain = _value(fx, registry, 0)
+    compressed = plain[:1] + bytes([5]) + plain[2:18] + zlib.compress(plain[18:])
+    lake, plain_lake = make_lake(wire_format="avro"), make_lake(wire_format="avro")
+    assert lake.apply([_one(fx, registry, 0, value=compressed)]).dead == 0
+    plain_lake.apply([_one(fx, registry, 0)])
+    table = LAKE_TABLE["mariadb"]
+    assert _lake_rows(lake, table) == _lake_rows(plain_lake, table) != []
+
+
+def test_each_schema_version_is_fetched_from_the_registry_once_per_run(make_lake, registry):
+    fx = load(TYPES["mariadb"])
+    lake = make_lake(wire_format="avro")
+    batch = records(fx, registry)
+    lake.apply(batch[:3])
+    lake.apply(batch[3:])
+    framed = [registry.framed(m[p]) for m in fx["messages"] for p in ("key", "value") if m[p] is not None]
+    assert lake.processor.avro.versions.fetches == len({version_of(f) for f in framed}) == 2
+
+
+def test_a_job_reading_json_keeps_avro_records_as_dead_letters_that_say_how_to_read_them(make_lake, registry):
+    fx = load(TYPES["mariadb"])
+    lake = make_lake()  # --wire_format json
+    report = lake.apply(records(fx, registry)[:1])
+    assert report.dead == 1
+    (letter,) = lake.dead_letters()
+    assert letter["reason"] == (
+        "record value: Avro record of the AWS Glue Schema Registry, and the job runs with --wire_format json: "
+        "run it with --wire_format avro, then replay these dead letters (scripts/replay)"
+    )
+    assert letter["value"] == records(fx, registry)[0]["value"]

@@ -39,7 +39,7 @@ _KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events lon
 
 RENAME, DROP = "rename", "drop"
 # A column dropped at the source that the lake keeps (--dropped_column_policy keep): recorded so that
-# a column added again under its name is told from it (lake_tables.LakeTables.set_aside).
+# a column added again under its name is told from it (table_plan: a kept column set aside).
 KEPT = "kept"
 
 

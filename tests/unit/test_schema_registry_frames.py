@@ -8,6 +8,7 @@ import json
 import re
 import zlib
 
+import cdc_events
 import pytest
 from avro_records import load, version_of
 from cdclake.events.schema_registry import FrameError, SchemaVersion, UnsupportedAvroSchema, connect_schema, parse_frame
@@ -53,9 +54,11 @@ def test_a_malformed_record_is_refused_with_what_is_wrong(change, message) -> No
 
 @pytest.mark.parametrize("part", ["key", "value"])
 def test_the_connect_schema_of_a_captured_avro_schema_is_the_one_jsonconverter_wrote(part) -> None:
+    # The JSON capture of the same table with the same connector settings (topic prefix salesdb: the
+    # JSON twin in the Avro fixture has another prefix, which Debezium writes into the schema names).
     fx = load(FIXTURE)
     definition = fx["schema_versions"][version_of(_framed(0, part))]
-    assert connect_schema(json.loads(definition)) == fx["json_twin"]["messages"][0][part]["schema"]
+    assert connect_schema(json.loads(definition)) == cdc_events.load("mariadb/all_types_00_c.json")[part]["schema"]
 
 
 def test_a_union_other_than_a_nullable_type_has_no_connect_schema() -> None:

@@ -229,6 +229,7 @@ class DbParameterGroupFamily(CloudFormationLintRule):
 POM = Path(__file__).resolve().parents[2] / "pom.xml"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 EXTRA_JARS_PROFILE = "glue-extra-jars"
+AVRO_JARS_PROFILE = "glue-avro-jars"
 
 
 def _pom_properties(root: ET.Element) -> dict[str, str]:
@@ -265,14 +266,16 @@ class GlueExtraJarsMatchManifest(CloudFormationLintRule):
     shortdesc = "A Glue job reading MSK with IAM ships exactly the manifest's extra jars"
     description = (
         "--extra-jars of a job with --kafka_auth iam must name, through parameters whose AllowedPattern "
-        "pins the file name, exactly the jars of pom.xml's glue-extra-jars profile (the MSK IAM client)"
+        "pins the file name, exactly the jars of pom.xml's glue-extra-jars profile (the MSK IAM client) and "
+        "glue-avro-jars profile (spark-avro)"
     )
     source_url = "https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-glue-arguments.html"
     tags: ClassVar[list[str]] = ["resources", "glue"]
 
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
-        wanted = manifest_jar_names()
+        # the MSK IAM client, and spark-avro for the wire format avro
+        wanted = manifest_jar_names() + manifest_jar_names(profile=AVRO_JARS_PROFILE)
         params = cfn.template.get("Parameters", {})
         for name, _, props in _resources(cfn, "AWS::Glue::Job"):
             args = props.get("DefaultArguments") or {}
@@ -300,7 +303,8 @@ class GlueExtraJarsMatchManifest(CloudFormationLintRule):
                     RuleMatch(
                         [*path, "--extra-jars"],
                         f"{name}: --extra-jars must name exactly {', '.join(wanted)} (pom.xml profile "
-                        f"{EXTRA_JARS_PROFILE}), each through a key parameter whose AllowedPattern pins that file",
+                        f"{EXTRA_JARS_PROFILE}, {AVRO_JARS_PROFILE}), each through a key parameter whose AllowedPattern "
+                        "pins that file",
                     )
                 )
         return matches

@@ -31,6 +31,7 @@ PLUGINS = {
     "postgres": ("debezium-postgres", "PostgreSQL"),
 }
 GLUE_EXTRA_JARS_PROFILE = "glue-extra-jars"
+GLUE_AVRO_JARS_PROFILE = "glue-avro-jars"  # spark-avro: the job's from_avro (wire format avro)
 # The Glue Schema Registry's Avro converter joins every connector plugin: the wire format (the template's
 # WireFormat) is then a connector setting, never another plugin (the local stack loads it alike).
 CONVERTER_PROFILE = "glue-schema-registry"
@@ -120,8 +121,8 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
 
 
 def glue_extra_jars() -> list[Path]:
-    """The jars the Glue streaming job gets with --extra-jars (profile glue-extra-jars)."""
-    return profile_jars(GLUE_EXTRA_JARS_PROFILE)
+    """The jars the Glue streaming job gets with --extra-jars (profiles glue-extra-jars, glue-avro-jars)."""
+    return profile_jars(GLUE_EXTRA_JARS_PROFILE) + profile_jars(GLUE_AVRO_JARS_PROFILE)
 
 
 def build_cdclake_zip(out: Path, package_dir: Path = ROOT / "glue_scripts" / "cdclake") -> Built:

@@ -57,16 +57,17 @@ def seed_sql_files(sql_dir: Path) -> list[Path]:
     return top + sorted(p for p in (sql_dir / "postgres").glob("*.sql") if p.is_file())
 
 
-def glue_extra_jar_artifact(art_dir: Path) -> Artifact:
-    """The jar of the manifest's glue-extra-jars profile (the MSK IAM client), copied into art_dir
-    under a content-hash key. The template's --extra-jars names one jar (GlueExtraJarKey): the profile
-    resolves to the client's own jar (its dependencies are Glue 5.0's), and anything else stops the build here."""
-    jars = artifacts.glue_extra_jars()
+def glue_extra_jar_artifact(art_dir: Path, profile: str = artifacts.GLUE_EXTRA_JARS_PROFILE) -> Artifact:
+    """The jar of one of the manifest's profiles the job gets with --extra-jars (glue-extra-jars: the MSK
+    IAM client; glue-avro-jars: spark-avro), copied into art_dir under a content-hash key. The template
+    names one jar per profile (GlueExtraJarKey, GlueAvroJarKey): each profile resolves to that jar alone
+    (its dependencies are Glue 5.0's), and anything else stops the build here."""
+    jars = artifacts.profile_jars(profile)
     if len(jars) != 1:
         names = ", ".join(j.name for j in jars)
         raise ValueError(
-            f"profile {artifacts.GLUE_EXTRA_JARS_PROFILE} resolved to {len(jars)} jars ({names}); the template's "
-            "--extra-jars takes exactly one (GlueExtraJarKey)"
+            f"profile {profile} resolved to {len(jars)} jars ({names}); the template's "
+            "--extra-jars takes exactly one of it (GlueExtraJarKey, GlueAvroJarKey)"
         )
     dst = art_dir / "glue-jars" / jars[0].name
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,7 @@ def build_artifacts(
         Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
         Artifact(str(maintenance), f"glue/{job_hash}/{maintenance_script.name}", maintenance_sha),
         glue_extra_jar_artifact(art_dir),
+        glue_extra_jar_artifact(art_dir, artifacts.GLUE_AVRO_JARS_PROFILE),
     ]
     for f in sql_files:
         dst = sql_dst / names[f]
@@ -141,6 +143,7 @@ def build_artifacts(
             "CdclakeZipKey": items[2].key,
             "MaintenanceScriptKey": items[3].key,
             "GlueExtraJarKey": items[4].key,
+            "GlueAvroJarKey": items[5].key,
             "SeedSqlPrefix": sql_prefix,
         },
         "seed_sql_files": [names[f] for f in sql_files],

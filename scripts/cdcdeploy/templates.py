@@ -25,6 +25,8 @@ CFN_DIR = ROOT / "cloudformation"
 SOURCE_TEMPLATE = CFN_DIR / "cdc-pipeline.yaml"
 BOOTSTRAP_TEMPLATE = CFN_DIR / "bootstrap.yaml"
 ATHENA_SQL_DIR = ROOT / "sql" / "athena"
+# The settings a wire format replaces (scripts/connector_config.py, CONVERTER_PREFIXES).
+CONVERTER_PREFIXES = ("key.converter", "value.converter")
 # Placeholders of the connector source file are upper case (${DB_HOST}); CloudFormation's are not.
 PLACEHOLDER = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}")
 
@@ -119,9 +121,32 @@ def render_connector_configuration(resource: dict[str, Any], cfn_dir: Path) -> d
         raise RenderError(f"MskOnly must not override {source.name}: {clash}")
     config.update(overlay)
     variables = spec.get("Variables", {})
+    rendered = {key: _cfn_string(value, variables) for key, value in config.items()}
+    if "WireFormat" in spec:
+        rendered = _with_wire_format(rendered, spec["WireFormat"], cfn_dir)
     # The spec holds !Sub syntax outside a Sub: keep only where the values came from.
     resource["Metadata"]["Render"] = {"RenderedFrom": spec["Source"]}
-    return {key: _cfn_string(value, variables) for key, value in config.items()}
+    return rendered
+
+
+def _with_wire_format(rendered: dict[str, Any], spec: dict[str, Any], cfn_dir: Path) -> dict[str, Any]:
+    """The settings under the condition `spec["Condition"]` (the template's WireFormat avro): the converter
+    settings of `spec["Source"]` replace the connector's (scripts/connector_config.with_wire_format, as
+    the local stack does), each setting an Fn::If between the two formats' values."""
+    condition = spec["Condition"]
+    avro = render_connector(cfn_dir / spec["Source"], {k: str(v) for k, v in spec.get("Values", {}).items()})
+    if not all(k.startswith(CONVERTER_PREFIXES) or k.endswith("adjustment.mode") for k in avro):
+        raise RenderError(f"{spec['Source']} may set only converter and name-adjustment settings")
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys([*rendered, *avro]):
+        # fresh objects each: a shared one would be dumped as a YAML alias, which CloudFormation rejects
+        json_value = rendered.get(key, {"Ref": "AWS::NoValue"})
+        if key in avro:
+            avro_value = _cfn_string(avro[key], spec.get("Variables", {}))
+        else:  # a JSON converter's own setting goes with it; every other setting stays
+            avro_value = {"Ref": "AWS::NoValue"} if key.startswith(CONVERTER_PREFIXES) else json_value
+        out[key] = json_value if avro_value == json_value else {"Fn::If": [condition, avro_value, json_value]}
+    return out
 
 
 # ---------------------------------------------------------------- worker configuration

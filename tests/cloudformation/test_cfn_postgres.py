@@ -203,7 +203,11 @@ def test_the_postgres_plugin_zip_holds_exactly_the_manifests_postgres_connector_
     with zipfile.ZipFile(pg_plugin_zip.path) as zf:
         jars = {n: zf.read(n) for n in zf.namelist() if n.endswith(".jar")}
         assert all(n.startswith(f"{folder.name}/") for n in zf.namelist())
-    assert jars == {f"{folder.name}/{j.name}": j.read_bytes() for j in runtime.jars("debezium-postgres")}
+    # the connector's jars, the Glue Schema Registry converter and its service manifest (wire format avro)
+    loaded = runtime.jars("debezium-postgres") + runtime.jars("glue-schema-registry")
+    expected = {f"{folder.name}/{j.name}": j.read_bytes() for j in loaded}
+    expected[f"{folder.name}/{runtime.CONVERTER_MANIFEST_JAR}"] = runtime.converter_manifest_jar()
+    assert jars == expected
     names = [n.split("/", 1)[1] for n in jars]
     assert f"debezium-connector-postgres-{runtime.versions()['debezium-postgres']}.jar" in names
     for provided in ("kafka-clients", "connect-", "slf4j", "debezium-connector-mysql"):

@@ -300,7 +300,9 @@ def test_streaming_job_ships_the_manifests_msk_iam_jar_with_extra_jars(template:
 
     args = job(template)["DefaultArguments"]
     assert args["--kafka_auth"] == "iam"
-    assert args["--extra-jars"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${GlueExtraJarKey}"}
+    assert args["--extra-jars"] == {
+        "Fn::Sub": "s3://${ArtifactsBucket}/${GlueExtraJarKey},s3://${ArtifactsBucket}/${GlueAvroJarKey}"
+    }
     (jar,) = runtime.jars("glue-extra-jars")
     pattern = template["Parameters"]["GlueExtraJarKey"]["AllowedPattern"]
     assert re.fullmatch(pattern, f"glue-jars/0123456789ab/{jar.name}")

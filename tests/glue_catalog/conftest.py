@@ -34,6 +34,7 @@ DEPLOY_PARAMETERS = {
     "GlueScriptKey": "glue/000000000000/cdc_iceberg_job.py",
     "CdclakeZipKey": "glue/000000000000/cdclake.zip",
     "GlueExtraJarKey": "glue/000000000000/aws-msk-iam-auth.jar",
+    "GlueAvroJarKey": "glue/000000000000/spark-avro_2.12-3.5.4.jar",
     "MaintenanceScriptKey": "glue/000000000000/cdc_maintenance_job.py",
     "DebeziumPluginKey": "plugins/debezium-mysql-000000000000.zip",
     "DebeziumPluginHash": "000000000000",

@@ -18,8 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cdclake.events import schema_registry
+from cdclake.events.schema_registry import MARKER as MARKER  # how the job's raw batch carries a framed record
+
 AVRO_FIXTURES = Path(__file__).parent / "fixtures" / "debezium" / "avro"
-MARKER = "gsr-avro:"  # cdclake.events.schema_registry.MARKER: how the job's raw batch carries a framed record
 REGION = "us-east-1"
 
 
@@ -77,7 +79,7 @@ class Registry:
 
 def as_text(data: bytes | None) -> str | None:
     """A framed record as the job's raw batch carries it (sources.record_text)."""
-    return None if data is None else MARKER + base64.b64encode(data).decode("ascii")
+    return None if data is None else schema_registry.as_text(data)
 
 
 def records(fixture: dict[str, Any], registry: Registry, topic: str | None = None) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ and cached; each record is decoded with Spark's `from_avro` and its version's sc
 re-written as the JsonConverter text (`{"schema": <Connect schema>, "payload": <value>}`) that
 JSON records are. Everything after (classification, types, ordering, evolution, MERGE) is the
 JSON path. A record that cannot be decoded keeps its framed text and becomes a dead letter with
-the reason (`dead_reason`): a malformed header, an unknown schema version, a corrupt body.
+the reason (`Decoded.mark`): a malformed header, an unknown schema version, a corrupt body.
 
 The Connect schema is rebuilt from the Avro schema's `connect.*` properties, which the
 converter's AvroData writes for every Connect schema (name, version, parameters, int8/int16):
@@ -59,22 +59,8 @@ class Frame:
     body: bytes  # the record's Avro binary encoding, inflated when it was compressed
 
 
-def is_framed(data: bytes | None) -> bool:
-    """Whether Kafka record bytes are a Glue Schema Registry record (JSON text never starts with 3)."""
-    return bool(data) and data[0] == HEADER_VERSION  # type: ignore[index]
-
-
 def as_text(data: bytes) -> str:
     return MARKER + base64.b64encode(data).decode("ascii")
-
-
-def from_text(text: str) -> bytes:
-    if not text.startswith(MARKER):
-        raise FrameError(f"not a framed record: {text[:20]!r}")
-    try:
-        return base64.b64decode(text[len(MARKER) :], validate=True)
-    except ValueError as e:
-        raise FrameError(f"framed record is not base64 after {MARKER!r}: {e}") from None
 
 
 def version_id(raw: bytes) -> str:

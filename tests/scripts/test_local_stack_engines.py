@@ -103,3 +103,22 @@ def test_down_stops_the_local_job_with_the_stack_and_not_with_one_component(
         assert plumbing.live_record(s, plumbing.JOB) is None
     finally:
         proc.kill()
+
+
+def test_the_avro_wire_format_adds_the_registry_before_connect_and_its_converters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localstack import commands
+
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    json_stack, avro_stack = sources.settings("mysql"), sources.settings("mysql", "avro")
+    assert json_stack.wire_format == "json" and "registry" not in json_stack.components
+    assert avro_stack.components == ("mariadb", "kafka", "registry", "connect")
+    config = commands.connector_config(avro_stack, 3307, 19092)
+    endpoint = f"http://127.0.0.1:{avro_stack.ports['registry']}"
+    assert config["value.converter.endpoint"] == config["key.converter.endpoint"] == endpoint
+    assert config["value.converter.registry.name"] == "cdc-lake"
+    assert config["database.hostname"] == commands.connector_config(json_stack, 3307, 19092)["database.hostname"]
+    monkeypatch.setenv("CDC_STACK_FORMAT", "protobuf")
+    with pytest.raises(plumbing.StackError, match="choose one of json, avro"):
+        sources.settings("mysql")

@@ -170,3 +170,14 @@ def test_a_schema_version_with_an_added_column_adds_the_column_with_its_default(
     assert {r["status"] for i, r in rows.items() if i not in (12, 35) and r["acct_balance"] >= 0} == {"Green"}
     assert {r["status"] for r in rows.values() if r["acct_balance"] < 0} == {"Red"}
     assert len(lake.commits("salesdb_customer")) == 1  # both schema versions in one commit
+
+
+def test_the_kafka_source_keeps_a_framed_record_as_one_line_of_its_bytes_and_json_as_text(spark, registry):
+    from cdclake.jobs.sources import record_text
+    from pyspark.sql import functions as F
+
+    framed = _value(load(TYPES["mariadb"]), registry, 0)
+    assert len(framed) > 76  # longer than a MIME base64 line
+    rows = spark.createDataFrame([(bytearray(framed),), (bytearray(b'{"a":1}'),), (None,)], "v binary")
+    texts = [r["t"] for r in rows.select(record_text(F.col("v")).alias("t")).collect()]
+    assert texts == [MARKER + base64.b64encode(framed).decode(), '{"a":1}', None]

@@ -66,7 +66,9 @@ def record_text(data: Column) -> Column:
     the Glue Schema Registry (its first byte is the header's version, 3, which no JSON text starts
     with) as its marker and base64, which no cast to a string could carry unchanged."""
     framed = F.substring(data, 1, 1) == F.lit(bytearray([HEADER_VERSION]))
-    return F.when(framed, F.concat(F.lit(MARKER), F.base64(data))).otherwise(data.cast("string"))
+    # Spark 3.5's base64 breaks lines every 76 characters (MIME): one line, as a dead letter shows it
+    text = F.regexp_replace(F.base64(data), "[\\r\\n]", "")
+    return F.when(framed, F.concat(F.lit(MARKER), text)).otherwise(data.cast("string"))
 
 
 def kafka_stream(spark: SparkSession, s: Settings) -> DataFrame:

@@ -41,6 +41,7 @@ import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
+from cdclake.events.ddl import POSTGRES_DDL_TABLE
 from localstack import commands, mariadb, postgres, sources
 from localstack.plumbing import DATABASE, Settings, StackError, live_record, os_user
 
@@ -218,23 +219,27 @@ def compare_rows(
     return res
 
 
-def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, postgres: bool) -> TableResult:
+def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, sends_ddl: bool) -> TableResult:
     """The verdict on a lake table whose source table no longer exists (pure).
 
-    MySQL: the job reads the DROP TABLE from the schema-change topic and marks the table it keeps
-    (`--dropped_table_policy keep`); unmarked means the job has not applied the drop (yet).
-    PostgreSQL sends no DDL, so the job cannot know: the lake table stays as it was."""
+    The job reads the DROP TABLE (MySQL: the schema-change topic; PostgreSQL: the DDL log of
+    sql/postgres/ddl_capture.sql) and marks the table it keeps (`--dropped_table_policy keep`);
+    unmarked means the job has not applied the drop (yet). A PostgreSQL source without the DDL
+    capture sends no DDL, so the job cannot know: the lake table stays as it was."""
     res = TableResult(table, 0, lake_rows, gone=True)
     if SOURCE_DROPPED in properties:
         res.note = (
             f"OK (dropped at the source at {properties[SOURCE_DROPPED]}; lake table kept, marked {SOURCE_DROPPED})"
         )
-    elif postgres:
-        res.note = "OK (not at the source; PostgreSQL sends no DROP TABLE, so the lake table stays as it was)"
+    elif not sends_ddl:
+        res.note = (
+            "OK (not at the source; PostgreSQL without the DDL capture (sql/postgres/ddl_capture.sql) sends no "
+            "DROP TABLE, so the lake table stays as it was)"
+        )
     else:
         res.problem = (
             f"not at the source, and the lake table is not marked {SOURCE_DROPPED}: the job has not applied "
-            "the DROP TABLE (behind, or not reading the connector's schema-change topic)"
+            "the DROP TABLE (behind, or not reading the connector's schema-change topic or the PostgreSQL DDL log)"
         )
     return res
 
@@ -253,6 +258,9 @@ class Source:
             database=database,
             init_command="SET time_zone='+00:00'",
         )
+
+    def sends_ddl(self) -> bool:
+        return True  # the connector's schema-change topic
 
     def tables(self) -> dict[str, list[str]]:
         """Every base table -> its primary key columns in key order ([] for a table without one)."""
@@ -310,15 +318,25 @@ class PostgresSource:
         for name in ("json", "jsonb"):
             self.conn.adapters.register_loader(name, TextLoader)
 
+    def sends_ddl(self) -> bool:
+        """Whether the DDL capture's triggers are installed (then the job follows drops and renames)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM pg_event_trigger WHERE evtname IN ('cdclake_ddl_end', 'cdclake_ddl_drop') "
+            "AND evtenabled <> 'D'"
+        ).fetchone()
+        return bool(row and row[0] == 2)
+
     def tables(self) -> dict[str, list[str]]:
-        """Every table of the schema -> its primary key columns in key order ([] for a table without one)."""
+        """Every table of the schema -> its primary key columns in key order ([] for a table without
+        one); not the DDL capture's log, whose rows are statements, not a lake table."""
         rows = self.conn.execute(
             "SELECT c.relname, a.attname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary "
             "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
             "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.relname, k.ord",
-            (self.schema,),
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> %s "
+            "ORDER BY c.relname, k.ord",
+            (self.schema, POSTGRES_DDL_TABLE),
         ).fetchall()
         out: dict[str, list[str]] = {}
         for t, c in rows:
@@ -375,7 +393,7 @@ def lake_only(
             continue
         props = json.loads(meta.read_text()).get("properties", {})
         rows = len(lake.rows(con, location))
-        out.append(gone_from_source(name[len(prefix) :], props, rows, isinstance(source, PostgresSource)))
+        out.append(gone_from_source(name[len(prefix) :], props, rows, source.sends_ddl()))
     return out
 
 

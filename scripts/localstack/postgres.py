@@ -67,6 +67,9 @@ SHUTDOWN = Shutdown(signal.SIGINT, grace=60.0)
 OWNER_ROLE = f"{DATABASE}_owner"  # as on AWS: <database>_owner (sql/postgres/ files SET ROLE to it)
 PUBLICATION = "dbz_publication"
 SLOT = "salesdb_cdc"
+# DDL capture (docs/ARCHITECTURE.md, "Source DDL"): an event trigger writes each DDL command on a table
+# to a table of the captured schema, which the connector streams with the data changes.
+DDL_CAPTURE = ROOT / "sql" / "postgres" / "ddl_capture.sql"
 SERVER_OS_USER = "postgres"  # PostgreSQL refuses to run as root; the Debian package creates this user
 
 
@@ -325,6 +328,13 @@ def bootstrap(s: Settings) -> None:
         """,
         database=DATABASE,
     )
+    install_ddl_capture(s)
+
+
+def install_ddl_capture(s: Settings) -> None:
+    """The shipped DDL capture, as on RDS (docs/DEPLOY.md): run by the superuser, idempotent."""
+    names = f"\\set schema {SCHEMA}\n\\set owner {OWNER_ROLE}\n\\set publication {PUBLICATION}\n"
+    run_sql(s, names + DDL_CAPTURE.read_text(), database=DATABASE)
 
 
 def auto_conf_problems(s: Settings) -> list[str]:
@@ -439,15 +449,6 @@ def table_problems(s: Settings) -> list[str]:
     return out
 
 
-def captured_table_count(s: Settings) -> int:
-    out = run_sql(
-        s,
-        f"SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        f"WHERE n.nspname = '{SCHEMA}' AND c.relkind IN ('r', 'p');",
-    )
-    return int(out.strip() or 0)
-
-
 # ---------------------------------------------------------------------------------------- connector
 def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
     """The template's settings with local values, plus Kafka Connect's topic creation."""
@@ -494,12 +495,6 @@ def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> 
     problems = cdc_problems(s, port)
     if problems:
         raise StackError("PostgreSQL is not configured for CDC:\n  " + "\n  ".join(problems))
-    if captured_table_count(s) == 0:
-        raise StackError(
-            f"schema {DATABASE}.{SCHEMA} has no table yet, and the connector's filtered publication needs at "
-            "least one: create one (e.g. scripts/local-stack sql --source postgres "
-            "sql/postgres/01_create_customer.sql), then run up again"
-        )
     return started
 
 

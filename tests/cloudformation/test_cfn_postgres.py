@@ -153,6 +153,8 @@ def test_the_client_creates_the_replication_user_without_a_manual_step(pg_templa
     assert "ALTER PUBLICATION dbz_publication OWNER TO ${SourceDatabase}_owner;" in script
     assert "dnf install -y -q postgresql${PgEngineVersion}" in script and "PGSSLMODE=require" in script
     assert "sql -d '${SourceDatabase}' -f \"/opt/cdc/sql/postgres/$name\"" in script
+    # The DDL capture, after the seed (its table would count as one and skip the seed).
+    assert script.index("-f /opt/cdc/sql/postgres/ddl_capture.sql") > script.index("/opt/cdc/sql/postgres/$name")
     assert variables == {"SeedFileList": {"Fn::Join": [",", {"Ref": "SeedSqlFiles"}]}}
     assert script.rstrip().splitlines()[-1].strip() == "signal 0"
     # Neither password is on a command line or in a statement: env vars and a SCRAM verifier.

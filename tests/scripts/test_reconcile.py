@@ -145,7 +145,7 @@ def test_a_keyless_match_says_how_it_was_compared():
 
 
 def test_a_lake_table_marked_dropped_at_the_source_matches_and_says_so():
-    r = reconcile.gone_from_source("old_t", {"cdc.source-dropped": "2026-11-23T10:00:00.000000Z"}, 3, postgres=False)
+    r = reconcile.gone_from_source("old_t", {"cdc.source-dropped": "2026-11-23T10:00:00.000000Z"}, 3, sends_ddl=True)
     assert r.ok and (r.source_rows, r.lake_rows) == (0, 3)
     assert "dropped at the source at 2026-11-23T10:00:00.000000Z; lake table kept, marked cdc.source-dropped" in (
         r.report()
@@ -153,11 +153,13 @@ def test_a_lake_table_marked_dropped_at_the_source_matches_and_says_so():
 
 
 def test_an_unmarked_lake_table_without_its_mysql_source_table_is_a_difference_that_says_why():
-    r = reconcile.gone_from_source("old_t", {}, 3, postgres=False)
+    r = reconcile.gone_from_source("old_t", {}, 3, sends_ddl=True)
     assert not r.ok
     assert "the job has not applied the DROP TABLE" in r.report()
 
 
-def test_a_postgres_table_gone_from_the_source_is_listed_as_kept_because_postgres_sends_no_ddl():
-    r = reconcile.gone_from_source("old_t", {}, 3, postgres=True)
-    assert r.ok and "PostgreSQL sends no DROP TABLE" in r.report()
+def test_a_postgres_table_gone_from_the_source_without_ddl_capture_is_listed_as_kept():
+    r = reconcile.gone_from_source("old_t", {}, 3, sends_ddl=False)
+    assert (
+        r.ok and "PostgreSQL without the DDL capture (sql/postgres/ddl_capture.sql) sends no DROP TABLE" in r.report()
+    )

@@ -76,3 +76,21 @@ def dead_letters(stack: Stack, topic: str) -> list[dict[str, Any]]:
 def capture(dialect: str, messages: list[dict[str, Any]], source: dict[int, dict[str, str | None]]) -> None:
     if os.environ.get("CDC_CAPTURE_FIXTURES") == "1":
         tm.save_fixtures(dialect, messages, source)
+
+
+def topic_messages(stack: Stack, topic: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Every record of the topic now, as fixtures store them (raw_messages), up to its end offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({"bootstrap.servers": stack.bootstrap, "group.id": "stack-test-probe"})
+    try:
+        parts = probe.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    finally:
+        probe.close()
+
+    def done(ms: list[dict[str, Any]]) -> bool:
+        seen = {p: max((m["offset"] + 1 for m in ms if m["partition"] == p), default=0) for p in ends}
+        return all(seen[p] >= end for p, end in ends.items())
+
+    return [] if not any(ends.values()) else raw_messages(stack, topic, done, timeout)

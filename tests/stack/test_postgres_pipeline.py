@@ -320,3 +320,112 @@ def test_a_taken_postgres_port_is_reported_with_the_variable_that_moves_it(stack
     assert f"port {taken} on 127.0.0.1 for postgres is already in use" in res.stderr
     assert "CDC_STACK_POSTGRES_PORT" in res.stderr
     assert not list((stack_dir / "run").glob("*.json"))
+
+
+# ---------------------------------------------------------------------------------------- DDL capture
+# The stack installs sql/postgres/ddl_capture.sql: every DDL command on a table is a row of
+# public.cdclake_ddl, streamed with the data changes. The job stops before each scenario so that the
+# statements and the changes around them reach it in one batch (tests/job/test_postgres_ddl.py feeds
+# the same captured messages in other batchings).
+DDL_TOPIC = "salesdb.public.cdclake_ddl"
+DDL_FIXTURES = tm.fixture_dir("postgres") / "ddl"
+
+
+def lake_columns(stack: Stack, table: str) -> list[str]:
+    """The lake table's data columns, from its Iceberg metadata."""
+    import lake
+
+    location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", table)
+    meta = json.loads(lake.current_metadata(location).read_text())
+    [schema] = [x for x in meta["schemas"] if x["schema-id"] == meta["current-schema-id"]]
+    return [f["name"] for f in schema["fields"] if not f["name"].startswith("_cdc_")]
+
+
+def restart_job(stack: Stack) -> None:
+    res = run_script(stack, "local-job", "start", "--source", "postgres")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def capture_ddl_session(stack: Stack, name: str, tables: dict[str, int]) -> None:
+    """CDC_CAPTURE_FIXTURES=1: keep the scenario's messages (its tables' topics and their rows of the
+    DDL log, in topic order) and the source's rows as a fixture of tests/job/test_postgres_ddl.py."""
+    if os.environ.get("CDC_CAPTURE_FIXTURES") != "1":
+        return
+    names = set(tables)
+    records = []
+    for topic in [DDL_TOPIC, *(f"salesdb.public.{t}" for t in sorted(names))]:
+        messages = st.topic_messages(stack, topic)
+        for m in messages:
+            after = (m["value"] or {}).get("payload", {}).get("after") or {}
+            if topic != DDL_TOPIC or {after.get("table_name"), after.get("old_table_name")} & names:
+                records.append({"topic": topic, **m})
+    source = {}
+    for t, rows in tables.items():
+        if rows:
+            out = stack.sql(f"SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY id), '[]')::text FROM {t} t;")
+            source[t] = json.loads(out.strip().splitlines()[-1])
+        else:
+            source[t] = None  # not at the source any more
+    DDL_FIXTURES.mkdir(exist_ok=True)
+    (DDL_FIXTURES / f"{name}.json").write_text(
+        json.dumps({"records": records, "source": source}, indent=1, ensure_ascii=False) + "\n"
+    )
+
+
+def test_columns_dropped_and_added_again_and_renamed_onto_a_dropped_name_follow_the_ddl_log(pg_job: Stack) -> None:
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE readd_t (id INTEGER PRIMARY KEY, note VARCHAR(20), v INTEGER,"
+        " tag VARCHAR(10), memo VARCHAR(10), city VARCHAR(20)); ALTER TABLE readd_t REPLICA IDENTITY FULL;"
+        "ALTER PUBLICATION dbz_publication ADD TABLE readd_t;"
+        "INSERT INTO readd_t VALUES (1,'a',1,'x','m1','Leeds'),(2,'b',2,'y','m2','Lyon'),(3,'c',3,'z','m3','Milan');"
+    )
+    reconciled(pg_job, "--table", "readd_t")
+    run_script(pg_job, "local-job", "stop")
+    pg_job.sql(
+        "SET ROLE salesdb_owner;"
+        # Another type; the same type (with a default); a rename; another column renamed onto a dropped name.
+        "ALTER TABLE readd_t DROP COLUMN note; ALTER TABLE readd_t ADD COLUMN note NUMERIC(6,1);"
+        "UPDATE readd_t SET note = 12.5 WHERE id = 1;"
+        "ALTER TABLE readd_t DROP COLUMN memo; ALTER TABLE readd_t ADD COLUMN memo VARCHAR(10) DEFAULT 'd';"
+        "UPDATE readd_t SET memo = 'new' WHERE id = 2;"
+        "ALTER TABLE readd_t RENAME COLUMN city TO town;"
+        "ALTER TABLE readd_t DROP COLUMN tag; ALTER TABLE readd_t RENAME COLUMN v TO tag;"
+        "UPDATE readd_t SET tag = 7 WHERE id = 3; INSERT INTO readd_t (id, town) VALUES (4, 'Bath');"
+    )
+    restart_job(pg_job)
+    out = reconciled(pg_job, "--table", "readd_t")
+    assert re.search(r"readd_t +source +4 +lake +4 +OK", out), out
+    assert st.dead_letters(pg_job, "salesdb.public.readd_t") == []
+    assert lake_columns(pg_job, "public_readd_t") == [
+        "id", "note__dropped", "tag", "tag__dropped", "memo__dropped", "town", "note", "memo"
+    ]  # fmt: skip
+    capture_ddl_session(pg_job, "columns", {"readd_t": 4})
+    # Later changes keep following: the table did not stop.
+    pg_job.sql("SET ROLE salesdb_owner; UPDATE readd_t SET note = -1.5, memo = 'later', town = 'York' WHERE id = 4;")
+    reconciled(pg_job, "--table", "readd_t")
+
+
+def test_a_renamed_table_and_two_tables_swapped_through_a_temporary_name_follow_the_ddl_log(pg_job: Stack) -> None:
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE ren_a (id INTEGER PRIMARY KEY, v TEXT);"
+        "CREATE TABLE sw_a (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE sw_b (id INTEGER PRIMARY KEY, v TEXT);"
+        "ALTER TABLE ren_a REPLICA IDENTITY FULL; ALTER TABLE sw_a REPLICA IDENTITY FULL;"
+        "ALTER TABLE sw_b REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE ren_a, sw_a, sw_b;"
+        "INSERT INTO ren_a VALUES (1, 'r1'), (2, 'r2'); INSERT INTO sw_a VALUES (1, 'a1'), (2, 'a2');"
+        "INSERT INTO sw_b VALUES (1, 'b1');"
+    )
+    for table in ("ren_a", "sw_a", "sw_b"):
+        reconciled(pg_job, "--table", table)
+    run_script(pg_job, "local-job", "stop")
+    pg_job.sql(
+        "SET ROLE salesdb_owner; ALTER TABLE ren_a RENAME TO ren_b; INSERT INTO ren_b VALUES (3, 'r3');"
+        "UPDATE sw_a SET v = 'a1+' WHERE id = 1;"
+        "BEGIN; ALTER TABLE sw_a RENAME TO sw_tmp; ALTER TABLE sw_b RENAME TO sw_a; ALTER TABLE sw_tmp RENAME TO sw_b;"
+        "COMMIT; INSERT INTO sw_a VALUES (5, 'after'); UPDATE sw_b SET v = 'last' WHERE id = 2;"
+    )
+    restart_job(pg_job)
+    out = reconciled(pg_job)
+    for table, rows in (("ren_b", 3), ("sw_a", 2), ("sw_b", 2)):
+        assert re.search(rf"{table} +source +{rows} +lake +{rows} +OK", out), out
+    assert not re.search(r"\bren_a\b|\bsw_tmp\b", out), out  # moved, not left behind
+    capture_ddl_session(pg_job, "tables", {"ren_a": 0, "ren_b": 3, "sw_a": 2, "sw_b": 2, "sw_tmp": 0})

@@ -1,13 +1,20 @@
-"""Column renames and drops read from the MySQL/MariaDB DDL in Debezium's schema-change events."""
+"""Column renames and drops read from the MySQL/MariaDB DDL in Debezium's schema-change events, and from
+the rows of PostgreSQL's DDL log (sql/postgres/ddl_capture.sql)."""
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 import pytest
 from cdclake.common.lake_contract import DROP, RENAME, ColumnChange, dumps, loads
 from cdclake.events.ddl import (
+    POSTGRES_DDL_TABLE,
     changes_primary_key,
     column_changes,
     computed_columns,
+    postgres_statement,
     table_ids,
     table_renames,
     translation,
@@ -123,3 +130,35 @@ def test_an_event_written_before_a_drop_loses_the_dropped_column():
 )
 def test_table_renames_are_read_from_rename_table_and_alter_table_statements(ddl, expected):
     assert table_renames(ddl, "db") == expected
+
+
+def _log_row(changes: list, **row: object) -> str:
+    # As Debezium sends a row of the log: jsonb columns as JSON text.
+    base = {"id": 7, "schema_name": "public", "table_name": "t", "old_schema_name": None, "old_table_name": None,
+            "command_tag": "ALTER TABLE", "statement": "ALTER TABLE t ...", "changes": json.dumps(changes)}  # fmt: skip
+    return json.dumps({**base, **row})
+
+
+def test_a_postgres_ddl_log_row_gives_the_column_changes_and_what_happened_to_the_table() -> None:
+    s = postgres_statement(
+        _log_row([["drop", "b", None], ["add", None, "b"], ["rename", "a", "a 2"], ["type", "int", "text"]])
+    )
+    assert (s.table, s.renamed_from, s.changes) == (("public", "t"), None, [(DROP, "b", None), (RENAME, "a", "a 2")])
+    assert not (s.created or s.dropped or s.key_changed)
+    moved = postgres_statement(_log_row([], old_schema_name="public", old_table_name="t_old", table_name="t"))
+    assert moved.renamed_from == ("public", "t_old") and moved.changes == []
+    assert postgres_statement(_log_row([["create", None, None]])).created
+    assert postgres_statement(_log_row([["drop_table", None, None]])).dropped
+    assert postgres_statement(_log_row([["key", [], ["id"]]])).key_changed
+
+
+@pytest.mark.parametrize("after", ["[1, 2]", "{}", '{"changes": "[[", "schema_name": "s", "table_name": "t"}', "x"])
+def test_a_row_that_is_not_the_ddl_logs_is_refused_with_the_tables_name(after: str) -> None:
+    with pytest.raises(ValueError, match=f"not a row of {POSTGRES_DDL_TABLE}"):
+        postgres_statement(after)
+
+
+def test_the_shipped_ddl_capture_writes_the_table_the_job_reads() -> None:
+    sql = (Path(__file__).parents[2] / "sql" / "postgres" / "ddl_capture.sql").read_text()
+    created = re.findall(r'CREATE TABLE IF NOT EXISTS :"schema"\.(\w+)', sql)
+    assert created == [POSTGRES_DDL_TABLE]

@@ -205,15 +205,15 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "dropped_table_policy",
         "keep",
-        "A table dropped at the source (MySQL DDL): `keep` keeps the lake table as it was and marks it with the "
-        f"table property `{SOURCE_DROPPED_PROPERTY}`; `drop` drops the lake table.",
+        "A table dropped at the source (MySQL DDL, PostgreSQL's with its DDL capture): `keep` keeps the lake "
+        f"table as it was and marks it with the table property `{SOURCE_DROPPED_PROPERTY}`; `drop` drops the lake table.",
         parse=one_of(DropPolicy),
     ),
     Arg(
         "dropped_column_policy",
         "keep",
-        "A column dropped at the source (MySQL DDL): `keep` keeps the lake column (null for later changes); "
-        "`drop` drops it from the lake table.",
+        "A column dropped at the source (MySQL DDL, PostgreSQL's with its DDL capture): `keep` keeps the lake "
+        "column (null for later changes); `drop` drops it from the lake table.",
         parse=one_of(DropPolicy),
     ),
     Arg(

@@ -1,10 +1,17 @@
-"""Column renames and drops from the DDL in the MySQL connector's schema-change events.
+"""Column renames and drops from the source's DDL: the MySQL connector's schema-change events, and
+the rows of PostgreSQL's DDL log table.
 
 Debezium publishes each DDL statement it applies, with its binlog position, on the topic named by
 `topic.prefix`. A data event carries only the table's current columns, so a renamed column looks
 like a dropped one plus a new one; the statement tells the two apart. `column_changes` reads the
 renames (`RENAME COLUMN a TO b`, `CHANGE [COLUMN] a b <type>`) and column drops of an
 `ALTER TABLE` statement; everything else in it is left to the schema of the data events.
+
+PostgreSQL's logical decoding carries no DDL. With sql/postgres/ddl_capture.sql installed, an event
+trigger writes a row per DDL command and table to `<schema>.cdclake_ddl` in the command's
+transaction; the connector streams it with the data changes, at its WAL position, and
+`postgres_statement` reads one such row: the trigger has already compared the table's columns (by
+attnum, which a rename keeps) with their previous state, so no SQL text is parsed.
 
 Each change is kept with its source position (`_cdc_seq`, ordering.py) in the lake table's
 property `cdc.column-changes`, so that a data event written *before* the change (older position)
@@ -16,6 +23,7 @@ and whose new one exists is done.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from dataclasses import dataclass
 
@@ -271,3 +279,49 @@ def _table_name(tokens: list[_Tok], i: int, database: str) -> tuple[tuple[str, s
     if i + 2 < len(tokens) and tokens[i + 1].text == "." and not tokens[i + 1].quoted:
         return (tokens[i].text, tokens[i + 2].text), i + 3
     return (database, tokens[i].text), i + 1
+
+
+# ------------------------------------------------------------------ PostgreSQL's DDL log
+# The table sql/postgres/ddl_capture.sql creates in a captured schema: its change events are DDL.
+POSTGRES_DDL_TABLE = "cdclake_ddl"
+
+
+@dataclass(frozen=True)
+class PostgresStatement:
+    """What one DDL command did to one table, as a row of the DDL log records it."""
+
+    table: tuple[str, str]  # (schema, table) after the command
+    renamed_from: tuple[str, str] | None  # before it, when the command renamed or moved the table
+    changes: list[tuple[str, str, str | None]]  # (RENAME | DROP, old, new) of its columns, in order
+    created: bool
+    dropped: bool
+    key_changed: bool
+    statement: str  # the client's query string (may hold several statements): for people only
+
+
+def postgres_statement(after: str) -> PostgresStatement:
+    """One DDL log row (the `after` image of its insert event, JSON text) as a statement. The row's
+    `changes` is a list of [kind, old, new]: drop, rename, add, type, key, create, drop_table."""
+    try:
+        row = json.loads(after)
+        items = row["changes"]
+        items = json.loads(items) if isinstance(items, str) else items  # jsonb arrives as JSON text
+        kinds = {str(i[0]) for i in items}
+        table = (str(row["schema_name"]), str(row["table_name"]))
+        old = (row.get("old_schema_name"), row.get("old_table_name"))
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"not a row of {POSTGRES_DDL_TABLE} ({type(exc).__name__}: {exc})") from None
+    columns = [
+        (RENAME if i[0] == "rename" else DROP, str(i[1]), str(i[2]) if i[0] == "rename" else None)
+        for i in items
+        if i[0] in ("rename", "drop")
+    ]
+    return PostgresStatement(
+        table=table,
+        renamed_from=(str(old[0]), str(old[1])) if old[0] and old[1] else None,
+        changes=columns,
+        created="create" in kinds,
+        dropped="drop_table" in kinds,
+        key_changed="key" in kinds,
+        statement=str(row.get("statement") or ""),
+    )

@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from ..common.records import RAW_COLUMNS
 from ..common.records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
+from .ddl import POSTGRES_DDL_TABLE
 from .ordering import sequence_expr
 
 # Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
@@ -185,6 +186,8 @@ def _status_reason(op: Column, src: Column) -> Column:
             F.col("_p.ddl").isNotNull() | F.col("_p.databaseName").isNotNull(),
             F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")),
         )
+        # PostgreSQL's DDL log (ddl.py): its events are statements, never a lake table.
+        .when(_postgres_ddl_log(src), F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")))
         .when(op.isNull(), F.struct(F.lit(DEAD), F.lit("payload has no Debezium `op` field")))
         .when(
             ~op.isin("c", "r", "u", "d", "t"),
@@ -208,6 +211,14 @@ def _status_reason(op: Column, src: Column) -> Column:
     )
 
 
+def _postgres_ddl_log(src: Column) -> Column:
+    return F.coalesce((src["table"] == POSTGRES_DDL_TABLE) & src["lsn"].isNotNull(), F.lit(False))
+
+
+def _streamed(src: Column) -> Column:
+    return F.coalesce(src["snapshot"], F.lit("false")) == "false"
+
+
 def _classify_projection() -> list[Column]:
     """The last projection of `classify`, over `_read_envelopes`' columns."""
     op = F.col("_p.op")
@@ -224,11 +235,11 @@ def _classify_projection() -> list[Column]:
     # with the prefix also matches) holds the same statements without one, and a statement
     # placed by its Kafka offset would be applied again at a wrong position.
     streamed_ddl = (
-        (status_reason["col1"] == SCHEMA_CHANGE)
-        & (F.coalesce(src["snapshot"], F.lit("false")) == "false")
-        & src["file"].isNotNull()
-        & src["pos"].isNotNull()
+        (status_reason["col1"] == SCHEMA_CHANGE) & _streamed(src) & src["file"].isNotNull() & src["pos"].isNotNull()
     )
+    # A row the DDL log's trigger inserted while streaming: one command's effect on one table. Its
+    # snapshot rows, updates and deletes (pruning the log) are no statements.
+    postgres_ddl = _postgres_ddl_log(src) & (op == "c") & _streamed(src)
     return [
         *[F.col(c) for c in RAW_COLUMNS],
         F.col("_value_schema"),
@@ -249,6 +260,7 @@ def _classify_projection() -> list[Column]:
         F.xxhash64(F.coalesce(F.col("_key_schema"), F.lit(""))).alias("_key_schema_id"),
         F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),
         F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
+        F.when(postgres_ddl, F.col("_p.after")).alias("_pg_ddl"),
     ]
 
 

@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ..common.lake_contract import (
@@ -100,14 +100,15 @@ def _mark_order(mark: str | None) -> tuple[int, int]:
 
 
 def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableDDL], list[TableRename]]:
-    """Column renames/drops and table drops of the batch's schema-change events, per table, and the
-    table renames in source order (MySQL; one more Spark action, only in batches that have
-    schema-change events)."""
+    """Column renames/drops and table drops of the batch's statements, per table, and the table
+    renames in source order: MySQL's schema-change events and the rows of PostgreSQL's DDL log (one
+    more Spark action, only in batches that have schema-change events)."""
     rows = (
-        classified.where(F.col("_ddl").isNotNull())
+        classified.where(F.col("_ddl").isNotNull() | F.col("_pg_ddl").isNotNull())
         .select(
             "_ddl",
             "_ddl_tables",
+            "_pg_ddl",
             "_src_db",
             CDC_SEQ,
             "offset",
@@ -120,35 +121,71 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
     renames: list[TableRename] = []
     for r in rows:
-        seq = int(r[CDC_SEQ])
-        renames += [
-            TableRename(old, new, seq, int(r["offset"]), step)
-            for step, (old, new) in enumerate(D.table_renames(r["_ddl"], r["_src_db"] or ""))
-        ]
-        for change in r["_ddl_tables"] or []:
-            for db, tbl in D.table_ids([change["id"]]):
-                if change["type"] == "DROP":
-                    t = out[(db, tbl)]
-                    if t.drop_seq is None or seq > t.drop_seq:
-                        t.drop_seq, t.drop_ts = seq, r["ts"]
-                elif change["type"] == "CREATE":
-                    t = out[(db, tbl)]
-                    t.create_seq = max(seq, t.create_seq or 0)
-                elif change["type"] == "ALTER":
-                    out[(db, tbl)].changes += [ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
-                    if D.changes_primary_key(r["_ddl"]):
-                        out[(db, tbl)].key_seqs.append(seq)
-                    if computed := D.computed_columns(r["_ddl"]):
-                        log.warning(
-                            "source table %s.%s: column(s) %s added by ALTER TABLE get their values for existing "
-                            "rows at the source without change events: the lake holds null there for rows not "
-                            "changed since (scripts/reconcile shows them); take a new Debezium snapshot of the "
-                            "table to fill them",
-                            db,
-                            tbl,
-                            ", ".join(computed),
-                        )
+        if r["_pg_ddl"] is not None:
+            renames += _postgres_statement(out, r)
+        else:
+            renames += _mysql_statement(out, r)
     return dict(out), renames
+
+
+def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[TableRename]:
+    """One schema-change event of the MySQL connector: its table changes into `out`, its renames."""
+    seq = int(r[CDC_SEQ])
+    for change in r["_ddl_tables"] or []:
+        for db, tbl in D.table_ids([change["id"]]):
+            if change["type"] == "DROP":
+                _dropped(out[(db, tbl)], seq, r["ts"])
+            elif change["type"] == "CREATE":
+                t = out[(db, tbl)]
+                t.create_seq = max(seq, t.create_seq or 0)
+            elif change["type"] == "ALTER":
+                out[(db, tbl)].changes += [ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
+                if D.changes_primary_key(r["_ddl"]):
+                    out[(db, tbl)].key_seqs.append(seq)
+                if computed := D.computed_columns(r["_ddl"]):
+                    log.warning(
+                        "source table %s.%s: column(s) %s added by ALTER TABLE get their values for existing "
+                        "rows at the source without change events: the lake holds null there for rows not "
+                        "changed since (scripts/reconcile shows them); take a new Debezium snapshot of the "
+                        "table to fill them",
+                        db,
+                        tbl,
+                        ", ".join(computed),
+                    )
+    return [
+        TableRename(old, new, seq, int(r["offset"]), step)
+        for step, (old, new) in enumerate(D.table_renames(r["_ddl"], r["_src_db"] or ""))
+    ]
+
+
+def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[TableRename]:
+    """One row of PostgreSQL's DDL log (one command on one table): into `out`, and its rename."""
+    seq = int(r[CDC_SEQ])
+    try:
+        s = D.postgres_statement(r["_pg_ddl"])
+    except ValueError as exc:
+        log.error(
+            "a row of %s at position %d is not followed: %s. Install the shipped sql/postgres/ddl_capture.sql "
+            "(it writes that table's rows); a rename or drop it recorded needs the table rebuilt from a new snapshot",
+            D.POSTGRES_DDL_TABLE,
+            seq,
+            exc,
+        )
+        return []
+    t = out[s.table]
+    t.changes += [ColumnChange(k, o, n, seq) for k, o, n in s.changes]
+    if s.key_changed:
+        t.key_seqs.append(seq)
+    if s.created:
+        t.create_seq = max(seq, t.create_seq or 0)
+    if s.dropped:
+        _dropped(t, seq, r["ts"])
+    return [TableRename(s.renamed_from, s.table, seq, int(r["offset"]))] if s.renamed_from else []
+
+
+def _dropped(t: TableDDL, seq: int, ts: float | None) -> None:
+    if t.drop_seq is None or seq > t.drop_seq:
+        t.drop_seq, t.drop_ts = seq, ts
 
 
 def follow_renames(

@@ -1,0 +1,187 @@
+-- DDL capture for the PostgreSQL source: every DDL command on a table becomes a row of
+-- <schema>.cdclake_ddl, in the transaction of the command, so that the Debezium connector streams it
+-- with the data changes, in WAL (LSN) order, and the lake job follows column renames and drops, a
+-- column dropped and added again, and table renames (docs/ARCHITECTURE.md, "Source DDL").
+--
+-- Run it once per database, as a superuser (on RDS for PostgreSQL: the master user, a member of
+-- rds_superuser; event triggers need it), in the database the connector reads:
+--   psql -v schema=public -v owner=salesdb_owner -v publication=dbz_publication -f ddl_capture.sql
+-- schema: a schema the connector captures (schema.include.list), default public; owner: the role that
+-- owns the captured tables and the publication (the Debezium user is a member), default
+-- <database>_owner; publication: the connector's, default dbz_publication. Running it again is safe.
+-- Remove it with: DROP EVENT TRIGGER cdclake_ddl_end; DROP EVENT TRIGGER cdclake_ddl_drop;
+--
+-- Why the catalog and not the statement text: current_query() is the client's whole query string,
+-- which may hold several statements; the triggers record what each command did instead, found by
+-- comparing the table's columns (by their attnum, which a rename keeps) and primary key with the
+-- ones the table's previous row recorded. The statement text is kept beside it, for people.
+\set ON_ERROR_STOP 1
+\if :{?schema}
+\else
+  \set schema public
+\endif
+\if :{?owner}
+\else
+  SELECT current_database() || '_owner' AS owner \gset
+\endif
+\if :{?publication}
+\else
+  \set publication dbz_publication
+\endif
+SET client_min_messages = warning;
+
+CREATE TABLE IF NOT EXISTS :"schema".cdclake_ddl (
+  id              bigserial   PRIMARY KEY,
+  txid            bigint      NOT NULL DEFAULT txid_current(),  -- the command's transaction
+  logged_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+  command_tag     text        NOT NULL,   -- ALTER TABLE, CREATE TABLE, DROP TABLE, ... (or BASELINE)
+  object_identity text,                   -- e.g. public.customer, public.customer.town (a renamed column)
+  table_oid       bigint      NOT NULL,
+  schema_name     text        NOT NULL,   -- the table's name after the command
+  table_name      text        NOT NULL,
+  old_schema_name text,                   -- its name before, when the command renamed or moved it
+  old_table_name  text,
+  -- What the command did, in order: [kind, old, new] with kind drop, rename, add, type (the column's
+  -- type before and after), key (the primary key columns before and after), create, drop_table.
+  changes         jsonb       NOT NULL,
+  columns         jsonb       NOT NULL,   -- after the command: {"<attnum>": [name, type]}
+  primary_key     jsonb       NOT NULL,   -- after the command: [column, ...]
+  statement       text                    -- current_query(): the client's query string
+);
+CREATE INDEX IF NOT EXISTS cdclake_ddl_table ON :"schema".cdclake_ddl (table_oid, id);
+ALTER TABLE :"schema".cdclake_ddl OWNER TO :"owner";
+ALTER TABLE :"schema".cdclake_ddl REPLICA IDENTITY FULL;  -- as every captured table (never updated)
+
+-- The columns and primary key of a table, as the catalog has them now.
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_state(rel oid, OUT cols jsonb, OUT pk jsonb)
+LANGUAGE sql STABLE AS $$
+  SELECT
+    (SELECT coalesce(jsonb_object_agg(a.attnum::text, jsonb_build_array(a.attname, format_type(a.atttypid, a.atttypmod))), '{}')
+       FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped),
+    (SELECT coalesce(jsonb_agg(a.attname ORDER BY k.ord), '[]')
+       FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+      WHERE i.indrelid = rel AND i.indisprimary)
+$$;
+
+-- What changed between two states of one table: drops, renames and type changes in column order,
+-- then added columns, then the primary key.
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_diff(was jsonb, was_pk jsonb, now jsonb, now_pk jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  out jsonb := '[]';
+  c record;
+BEGIN
+  FOR c IN SELECT key, value FROM jsonb_each(was) ORDER BY key::int LOOP
+    IF NOT now ? c.key THEN
+      out := out || jsonb_build_array(jsonb_build_array('drop', c.value->>0, NULL));
+    ELSE
+      IF now->c.key->>0 <> c.value->>0 THEN
+        out := out || jsonb_build_array(jsonb_build_array('rename', c.value->>0, now->c.key->>0));
+      END IF;
+      IF now->c.key->>1 <> c.value->>1 THEN
+        out := out || jsonb_build_array(jsonb_build_array('type', c.value->>1, now->c.key->>1));
+      END IF;
+    END IF;
+  END LOOP;
+  FOR c IN SELECT key, value FROM jsonb_each(now) WHERE NOT was ? key ORDER BY key::int LOOP
+    out := out || jsonb_build_array(jsonb_build_array('add', NULL, c.value->>0));
+  END LOOP;
+  IF now_pk <> was_pk THEN
+    out := out || jsonb_build_array(jsonb_build_array('key', was_pk, now_pk));
+  END IF;
+  RETURN out;
+END $$;
+
+-- ddl_command_end: one row per table a command created or altered (renamed columns, moved tables).
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_end() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+  log_table oid := to_regclass('cdclake_ddl');
+  r record;
+  prev record;
+  st record;
+  found_prev boolean;
+BEGIN
+  IF log_table IS NULL THEN
+    RAISE WARNING 'cdclake DDL capture: table cdclake_ddl is gone, % not recorded', tg_tag
+      USING HINT = 'run sql/postgres/ddl_capture.sql again, or remove the capture: DROP EVENT TRIGGER cdclake_ddl_end; DROP EVENT TRIGGER cdclake_ddl_drop;';
+    RETURN;
+  END IF;
+  FOR r IN
+    SELECT DISTINCT ON (c.objid) c.objid, c.command_tag, c.object_identity, cl.relname::text AS relname,
+           n.nspname::text AS nspname
+      FROM pg_event_trigger_ddl_commands() c
+      JOIN pg_class cl ON cl.oid = c.objid
+      JOIN pg_namespace n ON n.oid = cl.relnamespace
+     WHERE c.classid = 'pg_class'::regclass AND cl.relkind IN ('r', 'p') AND cl.relpersistence <> 't'
+       AND cl.oid <> log_table AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
+     ORDER BY c.objid, c.object_type = 'table column' DESC
+  LOOP
+    SELECT * INTO st FROM cdclake_ddl_state(r.objid);
+    SELECT * INTO prev FROM cdclake_ddl WHERE table_oid = r.objid ORDER BY id DESC LIMIT 1;
+    -- A table oid is reused only after its table is gone.
+    found_prev := FOUND AND NOT prev.changes @> '[["drop_table"]]';
+    INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, old_schema_name,
+                             old_table_name, changes, columns, primary_key, statement)
+    VALUES (
+      r.command_tag, r.object_identity, r.objid, r.nspname, r.relname,
+      CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.schema_name END,
+      CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.table_name END,
+      CASE WHEN found_prev THEN cdclake_ddl_diff(prev.columns, prev.primary_key, st.cols, st.pk)
+           WHEN r.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO') THEN '[["create", null, null]]'
+           ELSE '[]' END,
+      st.cols, st.pk, current_query());
+  END LOOP;
+END $$;
+
+-- sql_drop: one row per table dropped (DROP TABLE, or a DROP ... CASCADE that took it).
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_drop() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+  r record;
+BEGIN
+  IF to_regclass('cdclake_ddl') IS NULL THEN
+    RETURN;  -- dropped itself (or gone before): nothing to record into
+  END IF;
+  FOR r IN
+    SELECT o.objid, o.object_identity, o.schema_name, o.object_name FROM pg_event_trigger_dropped_objects() o
+     WHERE o.object_type = 'table' AND NOT o.is_temporary AND o.schema_name <> 'information_schema'
+       AND o.schema_name NOT LIKE 'pg\_%'
+  LOOP
+    INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
+                             primary_key, statement)
+    VALUES (tg_tag, r.object_identity, r.objid, r.schema_name, r.object_name, '[["drop_table", null, null]]', '{}',
+            '[]', current_query());
+  END LOOP;
+END $$;
+
+-- Found through the schema, and run as the log table's owner: whoever runs DDL may record it.
+ALTER FUNCTION :"schema".cdclake_ddl_end() SET search_path = pg_catalog, :"schema", pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_drop() SET search_path = pg_catalog, :"schema", pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_state(oid) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_end() OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_drop() OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_state(oid) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_diff(jsonb, jsonb, jsonb, jsonb) OWNER TO :"owner";
+
+DROP EVENT TRIGGER IF EXISTS cdclake_ddl_end;
+DROP EVENT TRIGGER IF EXISTS cdclake_ddl_drop;
+CREATE EVENT TRIGGER cdclake_ddl_end ON ddl_command_end EXECUTE FUNCTION :"schema".cdclake_ddl_end();
+CREATE EVENT TRIGGER cdclake_ddl_drop ON sql_drop EXECUTE FUNCTION :"schema".cdclake_ddl_drop();
+
+-- Every table that exists now gets its starting state (the next command on it is compared with it).
+INSERT INTO :"schema".cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
+                                   primary_key)
+SELECT 'BASELINE', format('%I.%I', n.nspname, c.relname), c.oid, n.nspname, c.relname, '[]', s.cols, s.pk
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  CROSS JOIN LATERAL :"schema".cdclake_ddl_state(c.oid) s
+ WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND n.nspname <> 'information_schema'
+   AND n.nspname NOT LIKE 'pg\_%' AND c.oid <> to_regclass(format('%I.cdclake_ddl', :'schema'))
+   AND NOT EXISTS (SELECT FROM :"schema".cdclake_ddl d WHERE d.table_oid = c.oid);
+
+-- The connector's filtered publication takes the table at its next start; a running one needs it now.
+SELECT format('ALTER PUBLICATION %I ADD TABLE %I.cdclake_ddl', :'publication', :'schema')
+ WHERE EXISTS (SELECT FROM pg_publication WHERE pubname = :'publication')
+   AND NOT EXISTS (SELECT FROM pg_publication_tables WHERE pubname = :'publication'
+                   AND schemaname = :'schema' AND tablename = 'cdclake_ddl') \gexec

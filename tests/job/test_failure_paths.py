@@ -26,13 +26,13 @@ def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commi
     failing = False
     attempts = []
 
-    def merge(table, changes, *args):
+    def merge(table, changes, *args, **kwargs):
         if failing:
             # A real failure inside the MERGE's Spark job (as a lost executor or an S3 error would
             # be): the source rows raise when the MERGE computes them, after the MERGE has started.
             attempts.append(table)
             changes = changes.withColumn("_cdc_op", F.raise_error(F.lit("injected: S3 read failed")))
-        merge_changes(table, changes, *args)
+        merge_changes(table, changes, *args, **kwargs)
 
     lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
     ev = Events()
@@ -84,11 +84,11 @@ def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_l
     threads: set[str] = set()
     fail = True
 
-    def merge(table, changes, *args):
+    def merge(table, changes, *args, **kwargs):
         threads.add(threading.current_thread().name)
         if fail and table == failing:
             raise RuntimeError(f"injected: the commit of {table} failed")
-        merge_changes(table, changes, *args)
+        merge_changes(table, changes, *args, **kwargs)
 
     lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
     batch = [r for n in names for r in loads[n].batch(6)]

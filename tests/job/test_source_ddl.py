@@ -439,7 +439,7 @@ def test_a_batch_run_again_after_it_changed_the_key_applies_each_change_once(lak
     ev.record("c", {"id": 2}, customer(2, "Bob"))
     batch = ev.take()
 
-    def crash_on_new_key(table, changes, keys, columns, keep=None):  # the keyless part is written
+    def crash_on_new_key(table, changes, keys, columns, keep=None, **_):  # the keyless part is written
         raise RuntimeError("killed before the new key's MERGE")
 
     lake.processor = BatchProcessor(lake.spark, lake.settings, Writes(keyed=crash_on_new_key))

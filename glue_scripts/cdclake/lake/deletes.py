@@ -19,7 +19,10 @@ newer than a delete of its key is dropped there, inside the same guarded MERGE. 
 the batch's deletes are appended to the markers, in a commit of their own: a crash between the two
 re-runs the batch (its offsets are not committed), whose MERGE then changes nothing and whose
 markers are written then. Within a batch the changes of a key are
-ordered as before, so the batch's own deletes need no marker. Readers never see
+ordered as before, so the batch's own deletes need no marker. The job knows, between batches, the
+newest position its markers hold (`KnownMarkers`): a batch whose changes are all newer than that,
+as every batch of a stream read in order is, cannot lose a change to a marker, and its MERGE reads
+no markers. Readers never see
 markers: the data table holds live rows only, and every reader here skips `__cdc_deletes` tables.
 A source TRUNCATE is one marker for every key (`_cdc_key` '*', merge.truncate_before).
 Maintenance removes markers older than `--maintenance_delete_retention_days`: a replay that must
@@ -28,6 +31,7 @@ beat a delete has to come within that time of the delete being applied.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -113,25 +117,91 @@ def create_markers(spark: SparkSession, table: str) -> str:
     return markers
 
 
-def _remember(table: str, deleted: DataFrame, retry: RetryPolicy) -> None:
-    """Append `deleted` (the marker columns) to the table's markers, in one commit. An append
-    reads nothing and never conflicts with a concurrent rewrite; a key deleted again, or a batch
-    run again, adds a row, which the anti-join and the pruning handle alike."""
+@dataclass
+class KnownMarkers:
+    """Each lake table's markers as the job knows them between batches: whether the marker table
+    exists, and a position no marker is newer than. Learnt from the catalog (and one aggregate
+    over the markers) the first time a table is asked about, then kept up to date by the job's own
+    writes, so a steady stream makes no catalog call for its markers and reads them only when a
+    change is not newer than that position (a replay, a reset, a feed out of order). Like the
+    table state (lake_tables.LakeTables), forgotten after a failure: the catalog is the truth.
+    Maintenance only removes markers, which leaves the position an upper bound still."""
+
+    spark: SparkSession
+    # table -> newest marker position (-1: the marker table is empty), None: no marker table
+    _newest: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
+
+    def newest(self, table: str) -> int | None:
+        if table not in self._newest:
+            markers = marker_table(table)
+            if not _exists(self.spark, markers):
+                self._newest[table] = None
+            else:
+                top = self.spark.table(markers).agg(F.max(CDC_SEQ)).first()[0]
+                self._newest[table] = -1 if top is None else int(top)
+        return self._newest[table]
+
+    def to_consult(self, table: str, oldest: int | None) -> str | None:
+        """The marker table a MERGE of changes at positions from `oldest` on (None: unknown) must
+        anti-join with, or None when no marker can overrule any of them."""
+        newest = self.newest(table)
+        if newest is None or (oldest is not None and newest < oldest):
+            return None
+        return marker_table(table)
+
+    def ensure(self, table: str) -> str:
+        """The marker table, created unless it is known to exist."""
+        if self.newest(table) is None:
+            create_markers(self.spark, table)
+            self._newest[table] = -1
+        return marker_table(table)
+
+    def wrote(self, table: str, position: int) -> None:
+        """Markers up to `position` were appended (a table not known yet is learnt when asked)."""
+        if self._newest.get(table) is not None:
+            self._newest[table] = max(self._newest[table] or -1, position)
+
+    def forget(self, table: str | None = None) -> None:
+        if table is None:
+            self._newest.clear()
+        else:
+            self._newest.pop(table, None)
+
+
+def _remember(
+    table: str, deleted: DataFrame, retry: RetryPolicy, known: KnownMarkers | None = None, position: int = -1
+) -> None:
+    """Append `deleted` (the marker columns, at positions up to `position`) to the table's markers,
+    in one commit. An append reads nothing and never conflicts with a concurrent rewrite; a key
+    deleted again, or a batch run again, adds a row, which the anti-join and the pruning handle
+    alike."""
     session = deleted.sparkSession
-    markers = create_markers(session, table)
+    markers = known.ensure(table) if known is not None else create_markers(session, table)
     retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", retry)
+    if known is not None:
+        known.wrote(table, position)
 
 
-def remember_keyed(table: str, newest: DataFrame, keys: list[str], columns: list[str], retry: RetryPolicy) -> None:
-    """Remember the deletes among the newest change per key (merge.latest_per_key's output)."""
-    deleted = newest.where(F.col(CDC_OP) == "d").select(
+def remember_keyed(
+    table: str,
+    changes: DataFrame,
+    keys: list[str],
+    columns: list[str],
+    retry: RetryPolicy,
+    known: KnownMarkers | None = None,
+    position: int = -1,
+) -> None:
+    """Remember every delete among the batch's changes, not only the newest change per key: a
+    delete followed by a newer change of its key overrules only changes older than itself, which
+    that newer change overrules too. So the append needs no newest-per-key aggregate (a shuffle)."""
+    deleted = changes.where(F.col(CDC_OP) == "d").select(
         F.to_json(F.struct(*[F.col(quote(k)).alias(k.lower()) for k in keys])).alias(CDC_KEY),
         CDC_SEQ,
         CDC_OFFSET,
         F.col(CDC_INGESTED_AT).alias(CDC_DELETED_AT),
         row_json(columns).alias(CDC_ROW),
     )
-    _remember(table, deleted, retry)
+    _remember(table, deleted, retry, known, position)
 
 
 def remember_images(table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy) -> None:
@@ -180,7 +250,9 @@ def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
     )
 
 
-def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPolicy) -> None:
+def remember_truncate(
+    spark: SparkSession, table: str, seq: int, retry: RetryPolicy, known: KnownMarkers | None = None
+) -> None:
     """A source TRUNCATE (or a table dropped and created again) at `seq`: one marker for every key
     (`_cdc_key` '*'), so a change older than it read later is dropped too. Offset -1: a change at
     the truncate's own position is newer (truncate_before keeps it)."""
@@ -194,7 +266,7 @@ def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPol
         F.current_timestamp().alias(CDC_DELETED_AT),
         CDC_ROW,
     )
-    _remember(table, marker, retry)
+    _remember(table, marker, retry, known, seq)
 
 
 def newest_markers(markers: DataFrame) -> DataFrame:

@@ -42,7 +42,15 @@ from ..events.decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_
 from ..events.ordering import latest_per_key
 from . import table_plan as P
 from .deadletter import as_dead_letters
-from .deletes import drop_markers, move_markers, rekey_markers, remember_images, remember_keyed, remember_truncate
+from .deletes import (
+    KnownMarkers,
+    drop_markers,
+    move_markers,
+    rekey_markers,
+    remember_images,
+    remember_keyed,
+    remember_truncate,
+)
 from .evolution import (
     Columns,
     alter_sql,
@@ -96,6 +104,7 @@ class Executor:
         self.write_mode = write_mode
         self.writes = writes
         self.placeholder = placeholder
+        self.markers = KnownMarkers(spark)  # what the job knows of each table's delete markers
 
     def run(self, plan: P.TablePlan, ex: Execution) -> None:
         """Every step of `plan`, in order."""
@@ -168,6 +177,7 @@ class Executor:
         # The markers first: a batch run again re-keys them again from the rows they keep.
         data = [f for f in self.spark.table(ex.ident).schema.fields if f.name not in ALL_METADATA_COLUMNS]
         rekey_markers(self.spark, ex.ident, list(s.keys), T.StructType(data))
+        self.markers.forget(ex.ident)
         keys = list(s.keys)
         props = {KEY_PROPERTY: keys_text(keys), KEY_POSITION_PROPERTY: str(s.position), KEY_BATCH_PROPERTY: s.batch}
         self._set_properties(ex.ident, props)
@@ -203,6 +213,7 @@ class Executor:
             if stale:
                 self._unset_properties(ex.ident, stale)
             drop_markers(self.spark, ex.ident)
+            self.markers.forget(ex.ident)
         if s.record:
             self._RecordColumnChanges(P.RecordColumnChanges(s.record), ex)
 
@@ -234,7 +245,7 @@ class Executor:
         """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
         read later does not come back."""
         self.sql(truncate_sql(ident, seq))
-        remember_truncate(self.spark, ident, seq, MERGE_RETRY)
+        remember_truncate(self.spark, ident, seq, MERGE_RETRY, self.markers)
 
     def _Write(self, s: P.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows stay persisted until the
@@ -253,9 +264,9 @@ class Executor:
             self._truncate(ex.ident, s.truncate)
             changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
         changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
-        self._merge(ex.ident, changes, s, columns)
+        self._merge(ex.ident, changes, s, columns, good)
 
-    def _merge(self, ident: str, changes: DataFrame, s: P.Write, columns: Columns) -> None:
+    def _merge(self, ident: str, changes: DataFrame, s: P.Write, columns: Columns, good: list[SchemaGroup]) -> None:
         """Write the decoded changes: newest per key, or per row image for a table without a key.
         Then the batch's deletes are remembered (deletes.py) for later batches' writes; a crash
         between the two commits re-runs the batch, which writes them then."""
@@ -273,9 +284,13 @@ class Executor:
             # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
             newest = carry_within_batch(newest, changes, keys, unavailable, self.placeholder)
             keep = keep_existing(unavailable, self.placeholder)
-        self.writes.keyed(ident, newest, keys, names, keep)  # type: ignore[attr-defined]
+        # Read the markers only when one may be newer than a change: not in a stream read in order.
+        oldest = None if any(g.min_seq is None for g in good) else min(g.min_seq or 0 for g in good)
+        markers = self.markers.to_consult(ident, oldest)
+        self.writes.keyed(ident, newest, keys, names, keep, markers=markers)  # type: ignore[attr-defined]
         if s.deletes:
-            remember_keyed(ident, newest, keys, names, MERGE_RETRY)
+            newest_seq = max(g.max_seq for g in good)
+            remember_keyed(ident, changes, keys, names, MERGE_RETRY, self.markers, newest_seq)
 
     # -------------------------------------------------------------- a DROP TABLE at the source
     def _UnmarkDropped(self, s: P.UnmarkDropped, ex: Execution) -> None:
@@ -294,6 +309,7 @@ class Executor:
     def _DropTable(self, s: P.DropTable, ex: Execution) -> None:
         self.sql(f"DROP TABLE IF EXISTS {ex.ident}")
         drop_markers(self.spark, ex.ident)
+        self.markers.forget(ex.ident)
         log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
 
     # -------------------------------------------------------------- reads before planning
@@ -340,6 +356,8 @@ class Executor:
     def finish_move(self, old: str, new: str) -> None:
         """The rest of a move whose copy is made: the markers follow, the old table goes."""
         move_markers(self.spark, old, new)
+        self.markers.forget(old)
+        self.markers.forget(new)
         self.sql(f"DROP TABLE {old}")
 
 

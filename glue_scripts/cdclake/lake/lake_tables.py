@@ -254,6 +254,7 @@ class LakeTables:
             self._states.clear()
         else:
             self._states.pop(ident, None)
+        self.executor.markers.forget(ident)
 
     def renames_to_follow(self, renames: list[TableRename], tables: list[tuple[str, str]]) -> list[TableRename]:
         """The batch's renames added to the ones read before, all in source order: what the batch's

@@ -98,10 +98,25 @@ def merge_sql(
     )
 
 
+class LookUp:
+    """merge_changes(markers=LOOK_UP): the catalog says whether the table has markers to consult."""
+
+
+LOOK_UP = LookUp()
+
+
 def merge_changes(
-    table: str, changes: DataFrame, keys: list[str], columns: list[str], keep: dict[str, str] | None = None
+    table: str,
+    changes: DataFrame,
+    keys: list[str],
+    columns: list[str],
+    keep: dict[str, str] | None = None,
+    *,
+    markers: str | None | LookUp = LOOK_UP,
 ) -> None:
-    """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit."""
+    """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit.
+    `markers`: the delete markers to anti-join the changes with (deletes.KnownMarkers.to_consult),
+    None for none."""
     # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
     # MERGE must use that session, not the one the job started with.
     session = changes.sparkSession
@@ -109,7 +124,8 @@ def merge_changes(
     changes.createOrReplaceTempView(view)
     try:
         # Safe to run again: the position guard makes a re-applied change a no-op.
-        markers = markers_if_any(session, table)
+        if isinstance(markers, LookUp):
+            markers = markers_if_any(session, table)
         retry_on_conflict(
             lambda: session.sql(merge_sql(table, view, keys, columns, keep, markers)),
             f"MERGE into {table}",

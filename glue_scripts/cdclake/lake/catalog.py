@@ -19,9 +19,11 @@ def catalog_conf(s: Settings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
-        # Iceberg 1.7.1's vectorized (Arrow) Parquet reader crashed the JVM (SIGSEGV at varying VM
-        # sites: a corrupted heap) in the MERGE that followed a 20,000-record batch on a table with
-        # position deletes, in 3 of 3 runs of tests/stack's burst test; with row-based reads in 0 of 3.
+        # Row-based reads: Iceberg 1.7.1's vectorized (Arrow) Parquet reader, on this Spark 3.5.4 and
+        # JDK 17, writes the second 5,000-row batch of a data file (read.parquet.vectorization.batch-size)
+        # into an Arrow buffer of capacity 0 (an IndexOutOfBoundsException with Arrow's bounds checks,
+        # -Darrow.enable_unsafe_memory_access=false; Iceberg turns them off, and then the write lands in
+        # memory it does not own: SIGSEGV at varying VM sites). Any file over 5,000 rows, so any table.
         "spark.sql.iceberg.vectorization.enabled": "false",
     }
     if s.catalog_type == CatalogType.GLUE:

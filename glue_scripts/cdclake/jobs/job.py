@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..common.logs import configure_logging
 from ..common.settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
-from ..lake.catalog import catalog_conf
 from ..lake.deletes import marker_table
 from ..lake.maintenance import Cadence, StreamMaintainer
 from ..local import faults
@@ -142,4 +141,4 @@ def main(
     return 0
 
 
-__all__ = ["catalog_conf", "configure_logging", "main", "run_stream"]
+__all__ = ["configure_logging", "main", "run_stream"]

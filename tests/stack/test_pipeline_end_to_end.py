@@ -43,6 +43,16 @@ def job_log_since_start(stack: Stack) -> str:
     )
 
 
+def job_log_shows(stack: Stack, pattern: str, timeout: float = 60) -> str:
+    """The job's log since its start, once `pattern` is in it: the batch line is written after the commit
+    that reconcile may already have seen."""
+    deadline = time.monotonic() + timeout
+    while not re.search(pattern, log := job_log_since_start(stack)):
+        assert time.monotonic() < deadline, f"{pattern!r} not in the job log within {timeout:.0f}s:\n{log[-3000:]}"
+        time.sleep(0.5)
+    return log
+
+
 def job_running(stack: Stack) -> bool:
     return run_script(stack, "local-job", "status").returncode == 0
 
@@ -165,7 +175,7 @@ def test_truncate_reaches_the_lake_with_inserts_in_the_same_and_in_a_later_batch
     assert len(truncate) == 1 and truncate[0].offset < max(e.offset for e in events if e.op == "c")
     start_job(job)
     reconciled_table(job, "trunc_t", rows=1)
-    assert re.search(r"salesdb_trunc_t: 1 ev -> c/r 1 u 0 d 0 TRUNCATED", job_log_since_start(job))
+    job_log_shows(job, r"salesdb_trunc_t: 1 ev -> c/r 1 u 0 d 0 TRUNCATED")
     # Later batch: the truncate alone, then an insert.
     job.sql("TRUNCATE TABLE trunc_t")
     reconciled_table(job, "trunc_t", rows=0)
@@ -179,8 +189,7 @@ def test_decimal_scale_change_rewrites_the_lake_column_and_later_updates_reconci
     job.sql("UPDATE customer SET acct_balance = acct_balance + 0.0001 WHERE cust_id IN (1, 2)")
     job.sql("UPDATE customer SET acct_balance = 123456789012.3456 WHERE cust_id = 4")
     reconciled(job)
-    log = job_log_since_start(job)
-    assert "acct_balance decimal(12,2)->decimal(16,4) (rewritten)" in log
+    log = job_log_shows(job, re.escape("acct_balance decimal(12,2)->decimal(16,4) (rewritten)"))
     assert "incompatible schema change" not in log
 
 
@@ -214,8 +223,8 @@ def test_column_renames_reach_the_lake_as_renames_whichever_batch_brings_the_ddl
     start_job(job)
     reconciled_table(job, "ren_t", rows=3)
     assert lake_columns(job, "salesdb_ren_t") == ["id", "town", "remark"]
-    log = job_log_since_start(job)
-    assert "note->remark (renamed)" in log and "incompatible" not in log
+    log = job_log_shows(job, re.escape("note->remark (renamed)"))
+    assert "incompatible" not in log
 
 
 def test_a_renamed_table_and_an_online_schema_change_swap_reconcile(job: Stack) -> None:
@@ -462,7 +471,7 @@ def test_kill_9_before_the_iceberg_commit_then_restart_loses_and_duplicates_noth
     wait_committed(job, batch)
     # Spark re-ran the batch from its logged offsets (the log entry was not planned anew).
     assert (ckpt / "offsets" / str(batch)).read_text() == planned
-    assert f"batch {batch}: " in job_log_since_start(job)
+    job_log_shows(job, f"batch {batch}: ")
     reconciled(job)
 
 
@@ -495,7 +504,7 @@ def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_a
     start_job(job)
     wait_committed(job, batch)
     assert (ckpt / "offsets" / str(batch)).read_text() == planned
-    assert f"batch {batch}: " in job_log_since_start(job)
+    job_log_shows(job, f"batch {batch}: ")
     reconciled(job)  # exact multisets: no row is stored twice
     # Applied once: the re-run of the batch rewrote none of the rows its first run committed.
     after = ingest_times(job, "salesdb_customer", f"WHERE cust_id IN ({', '.join(map(str, written))})")

@@ -42,6 +42,7 @@ PROFILE_DIRS: dict[str, str] = {
     "spark": "jars/spark",
     "glue-extra-jars": "jars/glue-extra",
     "glue-avro-jars": "jars/glue-avro",
+    "delta": "jars/delta",
     "glue-aws-sdk": "jars/glue-aws-sdk",
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",

@@ -62,6 +62,13 @@ def test_the_avro_wire_format_gets_the_registry_converter_and_spark_avro_at_glue
     assert [j.name for j in runtime.jars("glue-schema-registry")] == [converter]
 
 
+def test_the_delta_profile_is_glue_5s_delta_lake_alone_and_leaves_scala_and_antlr_to_spark() -> None:
+    # Glue 5.0's `--datalake-formats delta` is Delta Lake 3.3.0; pyspark's jars already hold the
+    # Scala library and ANTLR runtime Delta depends on (a second copy would shadow Spark's).
+    names = [j.name for j in runtime.jars("delta")]
+    assert names == ["delta-spark_2.12-3.3.0.jar", "delta-storage-3.3.0.jar"]
+
+
 def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:
     # A plugin carrying its own kafka-clients/connect-api would shadow the worker's classes.
     for profile in ("debezium-mysql", "debezium-postgres"):

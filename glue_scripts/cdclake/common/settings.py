@@ -38,6 +38,17 @@ class WireFormat(StrEnum):
     AVRO = "avro"  # Avro with the AWS Glue Schema Registry (JSON records on the same topics too)
 
 
+class TableFormat(StrEnum):
+    """--table_format: the lake tables' format (lake/formats.py)."""
+
+    ICEBERG = "iceberg"
+    DELTA = "delta"
+
+
+# Delta Lake's catalog can only be Spark's session catalog (Glue 5.0's `--datalake-formats delta` layout).
+DELTA_CATALOG = "spark_catalog"
+
+
 class CatalogType(StrEnum):
     """--catalog_type."""
 
@@ -173,7 +184,19 @@ ARGS: tuple[Arg, ...] = (
     Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch.", parse=integer(1)),
     Arg("files_path", "", "Directory or S3 prefix of JSON-lines files. Required for `files`."),
     Arg("max_files_per_trigger", "100", "Upper bound of new files per micro-batch (`files`).", parse=integer(1)),
-    Arg("catalog_name", "glue_catalog", "Spark catalog name the job's SQL uses (same on Glue and locally)."),
+    Arg(
+        "table_format",
+        "iceberg",
+        "`iceberg` (Apache Iceberg 1.7.1) or `delta` (Delta Lake 3.3.0; the Glue job needs `--datalake-formats "
+        "delta`): the format of the lake tables the job writes.",
+        parse=one_of(TableFormat),
+    ),
+    Arg(
+        "catalog_name",
+        "glue_catalog",
+        "Spark catalog name the job's SQL uses (same on Glue and locally). With `--table_format delta` it is "
+        f"`{DELTA_CATALOG}` (Delta's catalog is Spark's session catalog).",
+    ),
     Arg(
         "catalog_type",
         "glue",
@@ -386,6 +409,7 @@ class Settings:
     max_offsets_per_trigger: int = _default("max_offsets_per_trigger")
     files_path: str = _default("files_path")
     max_files_per_trigger: int = _default("max_files_per_trigger")
+    table_format: TableFormat = _default("table_format")
     catalog_name: str = _default("catalog_name")
     catalog_type: CatalogType = _default("catalog_type")
     warehouse: str = _default("warehouse")
@@ -485,6 +509,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
     known = {a.name for a in ARGS}
     v = {a.name: a.value(raw) for a in ARGS if a.name not in POLICY_NAMES}
     _check_source(v)
+    _check_catalog(v, raw)
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
             raise ArgumentError(f"--{name} is required")
@@ -498,6 +523,19 @@ def build_settings(raw: dict[str, str]) -> Settings:
         )
     extra = {k: val for k, val in raw.items() if k not in known}
     return Settings(**v, maintenance=build_policy(raw), extra=extra)
+
+
+def _check_catalog(v: dict[str, Any], raw: dict[str, str]) -> None:
+    """Delta's catalog is the session catalog: `--catalog_name` defaults to it, another is refused."""
+    if v["table_format"] != TableFormat.DELTA:
+        return
+    if "catalog_name" not in raw:
+        v["catalog_name"] = DELTA_CATALOG
+    elif v["catalog_name"] != DELTA_CATALOG:
+        raise ArgumentError(
+            f"--catalog_name must be {DELTA_CATALOG} with --table_format delta (Delta Lake's catalog is Spark's "
+            f"session catalog), got {v['catalog_name']!r}: leave --catalog_name out"
+        )
 
 
 def _check_source(v: dict[str, Any]) -> None:

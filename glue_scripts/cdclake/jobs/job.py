@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..common.logs import configure_logging
-from ..common.settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
+from ..common.settings import ARGS, ArgumentError, Settings, Source, TableFormat, build_settings, parse_job_argv
 from ..lake.deletes import marker_table
 from ..lake.maintenance import Cadence, StreamMaintainer
 from ..local import faults
@@ -32,8 +32,13 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     these two points are the two sides of the Iceberg commit: a restart re-runs the batch from
     its logged offsets either way."""
     processor = BatchProcessor(spark, settings)
-    maintainer = StreamMaintainer(
-        settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
+    # The in-stream maintenance runs Iceberg's procedures: none for Delta tables.
+    maintainer = (
+        StreamMaintainer(
+            settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
+        )
+        if settings.table_format == TableFormat.ICEBERG
+        else None
     )
 
     in_batch = threading.Event()
@@ -50,7 +55,8 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
             written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
             # A batch with deletes wrote the table's delete markers too (deletes.py).
             written += [marker_table(t.table) for t in report.tables if t.deletes]
-            maintainer.after_batch(df.sparkSession, written)
+            if maintainer is not None:
+                maintainer.after_batch(df.sparkSession, written)
         finally:
             in_batch.clear()
 

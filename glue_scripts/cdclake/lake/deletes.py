@@ -47,10 +47,10 @@ from ..common.lake_contract import (
     CDC_ROW,
     CDC_SEQ,
     MARKER_SUFFIX,
-    MARKERS_OF_PROPERTY,
 )
-from ..common.sqltext import properties_sql, quote, sql_string
+from ..common.sqltext import quote, sql_string
 from ..events.ordering import newer_than
+from .formats import Format
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,25 +95,9 @@ def markers_if_any(spark: SparkSession, table: str) -> str | None:
     return markers if _exists(spark, markers) else None
 
 
-def _properties(table: str) -> str:
-    props = {
-        "format-version": "2",
-        "write.delete.mode": "merge-on-read",
-        "write.update.mode": "merge-on-read",
-        "write.merge.mode": "merge-on-read",
-        "write.delete.granularity": "file",
-        "write.metadata.delete-after-commit.enabled": "true",
-        "write.metadata.previous-versions-max": "100",
-        MARKERS_OF_PROPERTY: table,
-    }
-    return properties_sql(props)
-
-
-def create_markers(spark: SparkSession, table: str) -> str:
+def create_markers(spark: SparkSession, table: str, fmt: Format) -> str:
     markers = marker_table(table)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {markers} ({MARKER_COLUMNS}) USING iceberg TBLPROPERTIES ({_properties(table)})"
-    )
+    spark.sql(fmt.markers_sql(markers, MARKER_COLUMNS, table))
     return markers
 
 
@@ -128,6 +112,7 @@ class KnownMarkers:
     Maintenance only removes markers, which leaves the position an upper bound still."""
 
     spark: SparkSession
+    fmt: Format  # the lake's table format: the marker tables' DDL
     # table -> newest marker position (-1: the marker table is empty), None: no marker table
     _newest: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
 
@@ -152,7 +137,7 @@ class KnownMarkers:
     def ensure(self, table: str) -> str:
         """The marker table, created unless it is known to exist."""
         if self.newest(table) is None:
-            create_markers(self.spark, table)
+            create_markers(self.spark, table, self.fmt)
             self._newest[table] = -1
         return marker_table(table)
 
@@ -168,18 +153,14 @@ class KnownMarkers:
             self._newest.pop(table, None)
 
 
-def _remember(
-    table: str, deleted: DataFrame, retry: RetryPolicy, known: KnownMarkers | None = None, position: int = -1
-) -> None:
+def _remember(table: str, deleted: DataFrame, retry: RetryPolicy, known: KnownMarkers, position: int = -1) -> None:
     """Append `deleted` (the marker columns, at positions up to `position`) to the table's markers,
     in one commit. An append reads nothing and never conflicts with a concurrent rewrite; a key
     deleted again, or a batch run again, adds a row, which the anti-join and the pruning handle
     alike."""
-    session = deleted.sparkSession
-    markers = known.ensure(table) if known is not None else create_markers(session, table)
+    markers = known.ensure(table)
     retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", retry)
-    if known is not None:
-        known.wrote(table, position)
+    known.wrote(table, position)
 
 
 def remember_keyed(
@@ -188,7 +169,7 @@ def remember_keyed(
     keys: list[str],
     columns: list[str],
     retry: RetryPolicy,
-    known: KnownMarkers | None = None,
+    known: KnownMarkers,
     position: int = -1,
 ) -> None:
     """Remember every delete among the batch's changes, not only the newest change per key: a
@@ -204,7 +185,9 @@ def remember_keyed(
     _remember(table, deleted, retry, known, position)
 
 
-def remember_images(table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy) -> None:
+def remember_images(
+    table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy, known: KnownMarkers
+) -> None:
     """Remember the row images (tables without a key) whose newest change in the batch removes a
     copy: a delete, or the `before` of an update (keyless.py)."""
     newest = F.max(F.struct(CDC_SEQ, CDC_OFFSET, CDC_OP, CDC_INGESTED_AT, CDC_ROW)).alias("n")
@@ -228,7 +211,7 @@ def remember_images(table: str, changes: DataFrame, columns: list[str], match: l
             F.col(f"n.{CDC_ROW}").alias(CDC_ROW),
         )
     )
-    _remember(table, deleted, retry)
+    _remember(table, deleted, retry, known)
 
 
 def overrules_sql(marker: str, change: str) -> str:
@@ -250,9 +233,7 @@ def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
     )
 
 
-def remember_truncate(
-    spark: SparkSession, table: str, seq: int, retry: RetryPolicy, known: KnownMarkers | None = None
-) -> None:
+def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPolicy, known: KnownMarkers) -> None:
     """A source TRUNCATE (or a table dropped and created again) at `seq`: one marker for every key
     (`_cdc_key` '*'), so a change older than it read later is dropped too. Offset -1: a change at
     the truncate's own position is newer (truncate_before keeps it)."""
@@ -306,12 +287,9 @@ def drop_markers(spark: SparkSession, table: str) -> None:
     spark.sql(f"DROP TABLE IF EXISTS {marker_table(table)}")
 
 
-def move_markers(spark: SparkSession, old: str, new: str) -> None:
+def move_markers(spark: SparkSession, old: str, new: str, fmt: Format) -> None:
     """A lake table renamed (lake_tables.rename_tables): its markers follow it."""
     if markers_if_any(spark, old) is None or _exists(spark, marker_table(new)):
         return
-    spark.sql(
-        f"CREATE TABLE {marker_table(new)} USING iceberg TBLPROPERTIES ({_properties(new)}) "
-        f"AS SELECT * FROM {marker_table(old)}"
-    )
+    spark.sql(fmt.moved_markers_sql(marker_table(new), marker_table(old), new))
     drop_markers(spark, old)

@@ -1,7 +1,7 @@
 """Schema evolution, decided before the MERGE (Spark 3.5's MERGE cannot evolve a schema).
 
-Pure planning over (name, Spark type) lists; `alter_sql` and `rewrite_sql` turn the plan into
-Iceberg DDL, which executor.py runs.
+Pure planning over (name, Spark type) lists; `alter_sql` and the format's `rewrite_sql`
+(formats.py) turn the plan into DDL, which executor.py runs.
 
 Rules (same spirit as Iceberg's own promotion rules):
 * a new source column is added at the end (rows written earlier read it as null);
@@ -13,7 +13,7 @@ Rules (same spirit as Iceberg's own promotion rules):
   exactly (`exact_change`: decimal scale up with enough integer digits, int/bigint -> decimal
   with enough integer digits, int -> bigint/double/string, ...) is, under the `evolve` schema
   change policy (the default), a *rewrite*: the job replaces the table with its rows converted
-  to the new type in one Iceberg commit (`rewrite_sql`) before the batch is applied;
+  to the new type in one commit (formats.Format.rewrite_sql) before the batch is applied;
 * anything else (string -> int, scale down, date -> timestamp, ...) is *incompatible*: the
   events carrying that schema are rejected to the dead-letter location with the reason, and
   the table and every other table go on (`fail` policy: the batch fails instead; `dead_letter`
@@ -178,10 +178,11 @@ def plan_schema(
     return plan
 
 
-def alter_sql(table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None) -> list[str]:
-    """The statements that ALTER an existing table to the plan (creation: merge.create_table_sql).
+def alter_sql(table: str, plan: SchemaPlan, defaults: dict[str, str] | None = None, widen: bool = True) -> list[str]:
+    """The statements that ALTER an existing table to the plan (creation: formats.Format.create_table_sql).
 
     `defaults` (column -> SQL literal) are recorded as pending backfills before the columns are added.
+    `widen` False: no ALTER COLUMN TYPE (a format that cannot promote in place rewrites instead).
     """
     out = []
     if defaults:
@@ -195,44 +196,15 @@ def alter_sql(table: str, plan: SchemaPlan, defaults: dict[str, str] | None = No
         position = f" AFTER {quote(after)}" if after else " FIRST"
         out.append(f"ALTER TABLE {table} ADD COLUMN {quote(name)} {typ.simpleString()}{position}")
         after = name
-    for name, _old, new in plan.widen:
+    for name, _old, new in plan.widen if widen else []:
         out.append(f"ALTER TABLE {table} ALTER COLUMN {quote(name)} TYPE {new.simpleString()}")
     return out
 
 
-# Properties Iceberg's Spark catalog reports but does not accept in TBLPROPERTIES.
-RESERVED_PROPERTIES = {
-    "current-snapshot-id",
-    "format",
-    "provider",
-    "location",
-    "owner",
-    "sort-order",
-    "identifier-fields",
-}
-
-
-def carried_properties(spark: SparkSession, table: str) -> str:
-    """The table's properties as the TBLPROPERTIES list of a table made from it by `... AS SELECT`
-    (the ones Spark reserves left out)."""
-    return properties_sql({k: v for k, v in table_properties(spark, table).items() if k not in RESERVED_PROPERTIES})
-
-
-def rewrite_sql(table: str, current: list[str], final: Columns, tblprops: str) -> str:
-    """Convert the columns whose type `final` changes to their new types in ONE Iceberg commit
-    (after `alter_sql` added and widened columns): REPLACE TABLE ... AS SELECT over the table itself,
-    with its properties (`carried_properties`); `current`: the table's columns now, in order.
-
-    Iceberg's replace keeps the table's snapshot history (earlier snapshots stay readable by time
-    travel with their own schema) and adds one snapshot holding every row, converted. Every value
-    converts exactly (`exact_change`). Spark's RTAS makes every column nullable, so key columns lose
-    their NOT NULL (the MERGE never writes a null key)."""
-    new_types = {n.lower(): t for n, t in final}
-    select = []
-    for name in current:
-        typ = new_types.get(name.lower())
-        select.append(f"CAST({quote(name)} AS {typ.simpleString()}) AS {quote(name)}" if typ else quote(name))
-    return f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ({tblprops}) AS SELECT {', '.join(select)} FROM {table}"
+def carried_properties(spark: SparkSession, table: str, reserved: frozenset[str]) -> dict[str, str]:
+    """The table's properties for a table made from it by `... AS SELECT`, without the `reserved`
+    ones (formats.Format.reserved_properties: the catalog reports them, TBLPROPERTIES refuses them)."""
+    return {k: v for k, v in table_properties(spark, table).items() if k not in reserved}
 
 
 # Temporal defaults are not backfilled: Debezium cannot send CURRENT_TIMESTAMP-style defaults

@@ -51,15 +51,9 @@ from .deletes import (
     remember_keyed,
     remember_truncate,
 )
-from .evolution import (
-    Columns,
-    alter_sql,
-    backfill_sql,
-    carried_properties,
-    default_sql,
-    rewrite_sql,
-)
-from .merge import MERGE_RETRY, create_table_sql, drop_identifier_fields_sql, truncate_sql
+from .evolution import Columns, alter_sql, backfill_sql, carried_properties, default_sql
+from .formats import Format, Iceberg
+from .merge import MERGE_RETRY, truncate_sql
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
@@ -97,14 +91,18 @@ class Execution:
 
 class Executor:
     """Runs plans. `write_mode`: what a created table's row-level writes do; `writes`: the keyed and
-    keyless writes (table_writer.Writes); `placeholder`: the connector's unavailable-value text."""
+    keyless writes (table_writer.Writes); `placeholder`: the connector's unavailable-value text;
+    `fmt`: the table format, whose DDL differs (formats.py)."""
 
-    def __init__(self, spark: SparkSession, write_mode: str, writes: object, placeholder: str) -> None:
+    def __init__(
+        self, spark: SparkSession, write_mode: str, writes: object, placeholder: str, fmt: Format | None = None
+    ) -> None:
         self.spark = spark
         self.write_mode = write_mode
         self.writes = writes
         self.placeholder = placeholder
-        self.markers = KnownMarkers(spark)  # what the job knows of each table's delete markers
+        self.fmt = fmt or Iceberg()
+        self.markers = KnownMarkers(spark, self.fmt)  # what the job knows of each table's delete markers
 
     def run(self, plan: P.TablePlan, ex: Execution) -> None:
         """Every step of `plan`, in order."""
@@ -139,7 +137,7 @@ class Executor:
 
     # -------------------------------------------------------------- column renames and drops
     def _RenameColumn(self, s: P.RenameColumn, ex: Execution) -> None:
-        # Metadata only: Iceberg columns have ids, the data files follow.
+        # Metadata only: Iceberg columns have ids, Delta's tables map names (formats.DELTA_COLUMN_MAPPING).
         self.sql(f"ALTER TABLE {ex.ident} RENAME COLUMN {quote(s.old)} TO {quote(s.new)}")
 
     def _CopyThenDrop(self, s: P.CopyThenDrop, ex: Execution) -> None:
@@ -197,7 +195,7 @@ class Executor:
 
     def _CreateTable(self, s: P.CreateTable, ex: Execution) -> None:
         keys = list(s.keys)
-        self.sql(create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))
+        self.sql(self.fmt.create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))  # type: ignore[arg-type]
         log.info(
             "table %s %s: key %s, %d columns",
             ex.ident,
@@ -219,13 +217,21 @@ class Executor:
 
     def _AlterSchema(self, s: P.AlterSchema, ex: Execution) -> None:
         added = {n.lower() for n, _ in s.plan.add}
-        for statement in alter_sql(ex.ident, s.plan, {n: e for n, e in ex.fills.items() if n.lower() in added}):
+        fills = {n: e for n, e in ex.fills.items() if n.lower() in added}
+        for statement in alter_sql(ex.ident, s.plan, fills, widen=self.fmt.widens_in_place):
             self.sql(statement)
+        if s.plan.widen and not self.fmt.widens_in_place:
+            # Every widening converts each value exactly: a rewrite is the same change, one commit.
+            self._rewrite(ex.ident, [(n, new) for n, _old, new in s.plan.widen])
         log.info("table %s schema evolved: %s", ex.ident, s.plan.describe())
 
     def _RewriteType(self, s: P.RewriteType, ex: Execution) -> None:
-        current = [f.name for f in self.spark.table(ex.ident).schema.fields]
-        self.sql(rewrite_sql(ex.ident, current, s.plan.final, carried_properties(self.spark, ex.ident)))
+        self._rewrite(ex.ident, s.plan.final)
+
+    def _rewrite(self, ident: str, final: Columns) -> None:
+        current = [f.name for f in self.spark.table(ident).schema.fields]
+        props = carried_properties(self.spark, ident, self.fmt.reserved_properties)
+        self.sql(self.fmt.rewrite_sql(ident, current, final, props))
 
     def _BackfillDefaults(self, s: P.BackfillDefaults, ex: Execution) -> None:
         pending = dict(s.pending)
@@ -275,7 +281,7 @@ class Executor:
         if not keys:
             self.writes.keyless(ident, changes, names, list(s.match))  # type: ignore[attr-defined]
             if s.deletes:
-                remember_images(ident, changes, names, list(s.match), MERGE_RETRY)
+                remember_images(ident, changes, names, list(s.match), MERGE_RETRY, self.markers)
             return
         newest = latest_per_key(changes, keys)
         keep = None
@@ -321,18 +327,21 @@ class Executor:
         return int(self.sql(f"SELECT count(*) AS n FROM {ident} WHERE {CDC_SEQ} > {seq}").first()["n"])  # type: ignore[index]
 
     def table_names(self, namespace: str) -> list[str]:
-        return [r["tableName"] for r in self.sql(f"SHOW TABLES IN {namespace}").collect()]
+        # The session catalog (Delta's) lists the session's temporary views too.
+        return [r["tableName"] for r in self.sql(f"SHOW TABLES IN {namespace}").collect() if not r["isTemporary"]]
 
     # -------------------------------------------------------------- the namespace and its tables
     def create_namespace(self, namespace: str) -> None:
         self.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
 
     def drop_identifier_fields(self, ident: str, keys: list[str]) -> bool:
-        """Drop a table's identifier fields (merge.drop_identifier_fields_sql); False when it had none."""
-        if not keys:
+        """Drop a table's identifier fields (formats.Iceberg.key_fields_sql); False when it had none
+        or the format declares no key."""
+        statement = self.fmt.key_fields_sql(ident, keys)
+        if statement is None:
             return False
         try:
-            self.sql(drop_identifier_fields_sql(ident, keys))
+            self.sql(statement)
         except Exception as e:
             if "identifier field" not in str(e).lower():
                 raise
@@ -348,14 +357,12 @@ class Executor:
         """A table renamed at the source: the old name's lake table becomes the new name's, rows and
         `properties`, in one CREATE TABLE AS SELECT commit (the same on every catalog; the Hadoop
         catalog cannot rename), its delete markers follow, then the old one is dropped."""
-        self.sql(
-            f"CREATE TABLE {new} USING iceberg TBLPROPERTIES ({properties_sql(properties)}) AS SELECT * FROM {old}"
-        )
+        self.sql(self.fmt.copy_sql(new, old, properties))
         self.finish_move(old, new)
 
     def finish_move(self, old: str, new: str) -> None:
         """The rest of a move whose copy is made: the markers follow, the old table goes."""
-        move_markers(self.spark, old, new)
+        move_markers(self.spark, old, new, self.fmt)
         self.markers.forget(old)
         self.markers.forget(new)
         self.sql(f"DROP TABLE {old}")

@@ -32,7 +32,6 @@ from ..common.settings import Settings
 from ..common.sqltext import table_properties
 from ..events import ddl as D
 from ..events.decode import SchemaGroup
-from .evolution import RESERVED_PROPERTIES
 from .executor import Executor
 from .table_plan import (
     ColumnsChanged,
@@ -335,7 +334,8 @@ class LakeTables:
             )
 
     def _properties(self, ident: str) -> dict[str, str]:
-        return {k: v for k, v in table_properties(self.spark, ident).items() if k not in RESERVED_PROPERTIES}
+        reserved = self.executor.fmt.reserved_properties
+        return {k: v for k, v in table_properties(self.spark, ident).items() if k not in reserved}
 
     def _moved_already(self, old: str, new: str, r: TableRename) -> bool:
         """Whether step `r` was carried out before (a batch run again after a crash), finishing it

@@ -1,16 +1,14 @@
-"""Lake tables: creation on first sight and the one atomic MERGE per table per batch."""
+"""The one atomic MERGE per table per batch (the tables' DDL is the format's, formats.py)."""
 
 from __future__ import annotations
 
 import logging
 
 from pyspark.sql import DataFrame
-from pyspark.sql import types as T
 
 from ..common.conflicts import RetryPolicy, retry_on_conflict
-from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, KEY_PROPERTY, METADATA_COLUMNS, WriteMode, keys_text
-from ..common.sqltext import properties_sql, quote
-from ..events.decode import COPY_COLUMN, META_COLUMNS
+from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
+from ..common.sqltext import quote
 from ..events.ordering import newer_than
 from .deletes import live_changes_sql, markers_if_any
 
@@ -19,47 +17,6 @@ log = logging.getLogger(__name__)
 # A MERGE that loses to a concurrent compaction ("missing data files") is planned again from the new
 # snapshot; patiently, because giving up fails the batch and with it the streaming job.
 MERGE_RETRY = RetryPolicy(attempts=8, base_delay_s=1.0, max_delay_s=30.0)
-
-
-def create_table_sql(
-    table: str,
-    columns: list[tuple[str, T.DataType]],
-    keys: list[str],
-    write_mode: WriteMode,
-    replace: bool = False,
-) -> str:
-    """The statement that creates an Iceberg v2 table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
-    `replace`: replace an existing table in one commit (its snapshots stay in the metadata).
-
-    The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue 5.0) a
-    merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId 1 as an
-    identifier field: field does not exist"), and the MERGE names its key columns itself."""
-    key_lower = {k.lower() for k in keys}
-    # A table without a key numbers the copies of a row (keyless.py).
-    meta = META_COLUMNS + ([] if keys else [COPY_COLUMN])
-    defs = [f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}" for n, t in columns + meta]
-    mode = WriteMode(write_mode).value
-    props = {
-        "format-version": "2",
-        "write.delete.mode": mode,
-        "write.update.mode": mode,
-        "write.merge.mode": mode,
-        # Position deletes, not equality deletes: every engine (Athena included) reads them.
-        "write.delete.granularity": "file",
-        "write.metadata.delete-after-commit.enabled": "true",
-        "write.metadata.previous-versions-max": "100",
-        KEY_PROPERTY: keys_text(keys),
-    }
-    tblprops = properties_sql(props)
-    create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
-    return f"{create} {table} ({', '.join(defs)}) USING iceberg TBLPROPERTIES ({tblprops})"
-
-
-def drop_identifier_fields_sql(table: str, keys: list[str]) -> str:
-    """Remove the key's identifier-field declaration from a table that has one (tables written by
-    earlier releases): Iceberg 1.7.1's merge-on-read MERGE fails on such a table. Metadata only;
-    Iceberg refuses it on a table without them (executor.Executor.drop_identifier_fields)."""
-    return f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}"
 
 
 def merge_sql(

@@ -29,6 +29,7 @@ from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from .deadletter import as_dead_letters
 from .executor import Execution, Executor, Written, decoded_rows
+from .formats import table_format
 from .keyless import merge_multiset
 from .lake_tables import LakeTables
 from .merge import merge_changes
@@ -79,7 +80,9 @@ class PlannedTable:
 
 def executor(spark: SparkSession, settings: Settings, writes: Writes | None = None) -> Executor:
     """The executor of the job's plans, with its write (the MERGEs by default)."""
-    return Executor(spark, settings.write_mode, writes or Writes(), settings.unavailable_value_placeholder)
+    return Executor(
+        spark, settings.write_mode, writes or Writes(), settings.unavailable_value_placeholder, table_format(settings)
+    )
 
 
 def release(written: list[Written]) -> None:

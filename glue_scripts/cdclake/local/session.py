@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ..common.settings import Settings
+from ..common.settings import Settings, TableFormat
 from ..lake.catalog import catalog_conf
 
 # Local runs only: a JSON object of Iceberg catalog properties added to the catalog, e.g. the
@@ -48,24 +48,28 @@ def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) ->
     return out
 
 
-def local_jars() -> list[str]:
+def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
     """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
     Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
-    jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions)."""
+    jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions);
+    with `table_format` delta, Delta Lake 3.3.0 (.local/jars/delta: `--datalake-formats delta`)."""
     default = Path(__file__).resolve().parents[3] / ".local" / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
-    jars = [j for d in ("spark", "glue-extra", "glue-avro") for j in sorted(glob.glob(str(root / d / "*.jar")))]
+    folders = ["spark", "glue-extra", "glue-avro"] + (["delta"] if table_format == TableFormat.DELTA else [])
+    jars = [j for d in folders for j in sorted(glob.glob(str(root / d / "*.jar")))]
     if not any("iceberg-spark-runtime" in j for j in jars):
         raise RuntimeError(
             f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first"
         )
+    if table_format == TableFormat.DELTA and not any("delta-spark" in j for j in jars):
+        raise RuntimeError(f"no delta-spark jar in {root}/delta: run `make setup` (scripts/setup-local) first")
     return jars
 
 
 def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str | None = None) -> SparkSession:
     """A local SparkSession equivalent to the Glue job's (same catalog name and settings)."""
     b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))
-    b = b.config("spark.jars", ",".join(local_jars()))
+    b = b.config("spark.jars", ",".join(local_jars(s.table_format)))
     b = b.config("spark.ui.enabled", os.environ.get("CDC_SPARK_UI", "false"))
     b = b.config("spark.ui.showConsoleProgress", "false")  # progress bars would drown the batch log lines
     # Local services listen on loopback only (by default Spark binds the host's address).

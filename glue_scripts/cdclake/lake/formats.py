@@ -1,0 +1,217 @@
+"""The table format seam: the SQL text that differs between the table formats the job writes.
+
+Everything else the job issues (MERGE, UPDATE, DELETE, ALTER TABLE ADD/RENAME/DROP COLUMN, table
+properties) is the same Spark SQL for every format; what differs is here, one small class per
+format, pure text (no Spark session):
+
+    session_conf      the Spark settings of the format's catalog (Glue and local alike)
+    create_table_sql  a lake table, its key columns NOT NULL, the lake contract's `cdc.*` properties
+    markers_sql       the delete-marker table beside it (deletes.py)
+    copy_sql          CREATE TABLE AS SELECT: a table moved to a new name (lake_tables.rename_tables)
+    rewrite_sql       a column type change rewritten in one commit (evolution.exact_change)
+    widens_in_place   whether ALTER COLUMN TYPE promotes int->bigint, float->double, decimal(p)->(p')
+    key_fields_sql    the statement that removes a key declared in the format's metadata, if any
+
+`FORMATS` maps `--table_format` to its class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from ..common.lake_contract import KEY_PROPERTY, MARKERS_OF_PROPERTY, WriteMode, keys_text
+from ..common.settings import CatalogType, Settings, TableFormat
+from ..common.sqltext import properties_sql, quote
+from ..events.decode import COPY_COLUMN, META_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+Columns = list[tuple[str, "T.DataType"]]
+
+
+def column_defs(columns: Columns, keys: list[str]) -> str:
+    """`name type [NOT NULL], ...`: key columns NOT NULL (names match case-insensitively)."""
+    key_lower = {k.lower() for k in keys}
+    return ", ".join(
+        f"{quote(n)} {t.simpleString()}{' NOT NULL' if n.lower() in key_lower else ''}" for n, t in columns
+    )
+
+
+def cast_select(current: list[str], final: Columns) -> str:
+    """The SELECT list that converts each of `current`'s columns whose type `final` names."""
+    new_types = {n.lower(): t for n, t in final}
+    out = []
+    for name in current:
+        typ = new_types.get(name.lower())
+        out.append(f"CAST({quote(name)} AS {typ.simpleString()}) AS {quote(name)}" if typ else quote(name))
+    return ", ".join(out)
+
+
+class Format:
+    """What every format shares; a subclass names its `using` and its properties."""
+
+    using: ClassVar[str]
+    widens_in_place: ClassVar[bool] = True
+    # Properties the catalog reports but a CREATE ... TBLPROPERTIES must not set (a moved or
+    # rewritten table carries the others).
+    reserved_properties: ClassVar[frozenset[str]] = frozenset()
+
+    def session_conf(self, s: Settings) -> dict[str, str]:
+        raise NotImplementedError
+
+    def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
+        raise NotImplementedError
+
+    def marker_properties(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def create_table_sql(
+        self, table: str, columns: Columns, keys: list[str], write_mode: WriteMode, replace: bool = False
+    ) -> str:
+        """The lake table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
+        `replace`: replace an existing table in one commit."""
+        props = {**self.table_properties(write_mode), KEY_PROPERTY: keys_text(keys)}
+        create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
+        # The metadata columns after the data columns; a table without a key numbers its copies (keyless.py).
+        defs = column_defs(columns + META_COLUMNS + ([] if keys else [COPY_COLUMN]), keys)
+        return f"{create} {table} ({defs}) USING {self.using} TBLPROPERTIES ({properties_sql(props)})"
+
+    def markers_sql(self, markers: str, columns: str, owner: str) -> str:
+        props = {**self.marker_properties(), MARKERS_OF_PROPERTY: owner}
+        return f"CREATE TABLE IF NOT EXISTS {markers} ({columns}) USING {self.using} TBLPROPERTIES ({properties_sql(props)})"
+
+    def copy_sql(self, new: str, old: str, props: dict[str, str]) -> str:
+        return f"CREATE TABLE {new} USING {self.using} TBLPROPERTIES ({properties_sql(props)}) AS SELECT * FROM {old}"
+
+    def moved_markers_sql(self, new_markers: str, old_markers: str, owner: str) -> str:
+        props = {**self.marker_properties(), MARKERS_OF_PROPERTY: owner}
+        return self.copy_sql(new_markers, old_markers, props)
+
+    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+        """Every row of `table` with the columns `final` changes converted, in ONE commit: REPLACE
+        TABLE ... AS SELECT over the table itself, with its properties. Spark's RTAS makes every
+        column nullable, so key columns lose their NOT NULL (the MERGE never writes a null key)."""
+        return (
+            f"REPLACE TABLE {table} USING {self.using} TBLPROPERTIES ({properties_sql(props)}) "
+            f"AS SELECT {cast_select(current, final)} FROM {table}"
+        )
+
+    def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
+        return None
+
+
+class Iceberg(Format):
+    """Apache Iceberg (format v2) in the catalog `--catalog_name`: the Glue Data Catalog with
+    S3FileIO on AWS, a Hadoop catalog over the warehouse folder locally."""
+
+    using = "iceberg"
+    reserved_properties = frozenset(
+        {"current-snapshot-id", "format", "provider", "location", "owner", "sort-order", "identifier-fields"}
+    )
+
+    def session_conf(self, s: Settings) -> dict[str, str]:
+        prefix = f"spark.sql.catalog.{s.catalog_name}"
+        conf = {
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.warehouse": s.warehouse,
+            # A cached table object can be stale after our own MERGE (seen with a second reader).
+            f"{prefix}.cache-enabled": "false",
+            # Row-based reads: Iceberg 1.7.1's vectorized (Arrow) Parquet reader, on this Spark 3.5.4 and
+            # JDK 17, writes the second 5,000-row batch of a data file (read.parquet.vectorization.batch-size)
+            # into an Arrow buffer of capacity 0 (an IndexOutOfBoundsException with Arrow's bounds checks,
+            # -Darrow.enable_unsafe_memory_access=false; Iceberg turns them off, and then the write lands in
+            # memory it does not own: SIGSEGV at varying VM sites). Any file over 5,000 rows, so any table.
+            "spark.sql.iceberg.vectorization.enabled": "false",
+        }
+        if s.catalog_type == CatalogType.GLUE:
+            conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
+            conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+            conf[f"{prefix}.glue.skip-name-validation"] = "false"
+        else:
+            conf[f"{prefix}.type"] = "hadoop"
+        return conf
+
+    def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
+        # The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue
+        # 5.0) a merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId
+        # 1 as an identifier field: field does not exist"), and the MERGE names its key columns itself.
+        mode = WriteMode(write_mode).value
+        return {
+            "format-version": "2",
+            "write.delete.mode": mode,
+            "write.update.mode": mode,
+            "write.merge.mode": mode,
+            # Position deletes, not equality deletes: every engine (Athena included) reads them.
+            "write.delete.granularity": "file",
+            "write.metadata.delete-after-commit.enabled": "true",
+            "write.metadata.previous-versions-max": "100",
+        }
+
+    def marker_properties(self) -> dict[str, str]:
+        return self.table_properties(WriteMode.MERGE_ON_READ)
+
+    def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
+        """Remove the key's identifier-field declaration from a table that has one (tables written by
+        earlier releases): Iceberg 1.7.1's merge-on-read MERGE fails on such a table. Metadata only;
+        Iceberg refuses it on a table without them (executor.Executor.drop_identifier_fields)."""
+        return f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}" if keys else None
+
+
+# Column mapping by name: Delta renames and drops a column in the metadata only (data files keep
+# their physical column names); without it Delta refuses RENAME COLUMN and DROP COLUMN. Reader 2 /
+# writer 5 is the protocol that feature needs.
+DELTA_COLUMN_MAPPING = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
+
+
+class Delta(Format):
+    """Delta Lake 3.3.0 (Glue 5.0's `--datalake-formats delta`): Delta's catalog as Spark's session
+    catalog `spark_catalog`, over the Glue Data Catalog on AWS (Glue's Hive-compatible metastore)
+    and over Spark's in-memory catalog locally, managed tables under the warehouse folder.
+
+    Writes are copy-on-write (Delta's MERGE, UPDATE and DELETE rewrite the files they touch;
+    `--write_mode` does not apply). Delta 3.3's type widening is a preview table feature limited to
+    byte/short -> int, so int -> bigint, float -> double and decimal precision increases are table
+    rewrites here (`widens_in_place` False), each one commit like any other rewrite."""
+
+    using = "delta"
+    widens_in_place = False
+    # Delta keeps these itself: the next column id, and what `SHOW TBLPROPERTIES` adds.
+    reserved_properties = frozenset({"delta.columnMapping.maxColumnId", "location", "provider", "owner"})
+
+    def session_conf(self, s: Settings) -> dict[str, str]:
+        conf = {
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            # Managed tables (and the namespace's database) under the warehouse root.
+            "spark.sql.warehouse.dir": s.warehouse,
+            # Delta reads its log into this many partitions (default 50): a small table's state in 50
+            # tasks costs more than the batch's MERGE.
+            "spark.databricks.delta.snapshotPartitions": str(max(1, s.shuffle_partitions)),
+        }
+        # On Glue the session catalog's metastore is the Glue Data Catalog by the job parameter
+        # `--enable-glue-datacatalog` (with `--datalake-formats delta`), not by a setting here.
+        return conf
+
+    def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
+        return dict(DELTA_COLUMN_MAPPING)
+
+    def marker_properties(self) -> dict[str, str]:
+        return {}
+
+    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+        """Delta's CREATE OR REPLACE TABLE ... AS SELECT over the table itself: one commit, the
+        earlier versions readable by time travel until VACUUM."""
+        return super().rewrite_sql(table, current, final, props).replace("REPLACE TABLE", "CREATE OR REPLACE TABLE", 1)
+
+
+FORMATS: dict[TableFormat, Format] = {TableFormat.ICEBERG: Iceberg(), TableFormat.DELTA: Delta()}
+
+
+def table_format(s: Settings) -> Format:
+    return FORMATS[s.table_format]

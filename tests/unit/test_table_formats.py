@@ -1,0 +1,99 @@
+"""The table format seam (lake/formats.py) and `--table_format`: pure, no Spark session."""
+
+from __future__ import annotations
+
+import pytest
+from cdclake.common.lake_contract import WriteMode
+from cdclake.common.settings import ArgumentError, TableFormat, build_settings
+from cdclake.lake.catalog import catalog_conf
+from cdclake.lake.evolution import SchemaPlan, alter_sql
+from cdclake.lake.formats import FORMATS, Delta, Iceberg, table_format
+from pyspark.sql import types as T
+
+BASE = {"source": "files", "files_path": "in", "warehouse": "wh", "checkpoint_location": "c", "dead_letter_path": "d"}
+COLUMNS = [("id", T.IntegerType()), ("name", T.StringType())]
+
+
+def test_table_format_defaults_to_iceberg_in_the_glue_catalog() -> None:
+    s = build_settings(BASE)
+    assert s.table_format == TableFormat.ICEBERG and s.catalog_name == "glue_catalog"
+    assert isinstance(table_format(s), Iceberg)
+
+
+def test_delta_puts_the_tables_in_the_session_catalog() -> None:
+    s = build_settings({**BASE, "table_format": "delta"})
+    assert s.catalog_name == "spark_catalog"
+    assert s.table_identifier("inventory", "customers") == "spark_catalog.cdc.inventory_customers"
+
+
+def test_delta_with_another_catalog_name_is_refused_naming_the_fix() -> None:
+    with pytest.raises(ArgumentError, match="--catalog_name must be spark_catalog with --table_format delta"):
+        build_settings({**BASE, "table_format": "delta", "catalog_name": "glue_catalog"})
+
+
+def test_an_unknown_table_format_is_refused_with_the_allowed_ones() -> None:
+    with pytest.raises(ArgumentError, match="--table_format must be one of iceberg, delta; got 'hudi'"):
+        build_settings({**BASE, "table_format": "hudi"})
+
+
+def test_every_table_format_has_its_seam() -> None:
+    assert set(FORMATS) == set(TableFormat)
+
+
+def test_delta_session_is_deltas_catalog_over_the_warehouse_and_iceberg_keeps_its_own() -> None:
+    delta = catalog_conf(build_settings({**BASE, "table_format": "delta", "catalog_type": "hadoop"}))
+    assert delta["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert delta["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    assert delta["spark.sql.warehouse.dir"] == "wh" and delta["spark.sql.session.timeZone"] == "UTC"
+    assert not [k for k in delta if "iceberg" in k]
+    iceberg = catalog_conf(build_settings({**BASE, "catalog_type": "hadoop"}))
+    assert iceberg["spark.sql.catalog.glue_catalog"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert iceberg["spark.sql.catalog.glue_catalog.type"] == "hadoop"
+    assert iceberg["spark.sql.iceberg.vectorization.enabled"] == "false"
+
+
+def test_a_delta_table_maps_columns_by_name_and_carries_the_key_property_and_metadata_columns() -> None:
+    sql = Delta().create_table_sql("spark_catalog.cdc.t", COLUMNS, ["id"], WriteMode.MERGE_ON_READ)
+    assert sql.startswith("CREATE TABLE IF NOT EXISTS spark_catalog.cdc.t (`id` int NOT NULL, `name` string, `_cdc_op`")
+    assert "USING delta" in sql and "'delta.columnMapping.mode'='name'" in sql and "'cdc.primary-key'='id'" in sql
+    assert "write.merge.mode" not in sql and "_cdc_copy" not in sql
+
+
+def test_an_iceberg_table_is_format_v2_in_the_write_mode_and_a_keyless_one_numbers_copies() -> None:
+    sql = Iceberg().create_table_sql("glue_catalog.cdc.t", COLUMNS, [], WriteMode.COPY_ON_WRITE, replace=True)
+    assert sql.startswith("CREATE OR REPLACE TABLE glue_catalog.cdc.t (`id` int, `name` string, `_cdc_op`")
+    assert "`_cdc_copy` int" in sql and "USING iceberg" in sql
+    assert "'format-version'='2'" in sql and "'write.merge.mode'='copy-on-write'" in sql
+
+
+def test_delta_widens_by_a_rewrite_not_an_alter_column_type() -> None:
+    plan = SchemaPlan(
+        create=False,
+        add=[("tier", T.StringType())],
+        widen=[("id", T.IntegerType(), T.LongType())],
+        final=[("id", T.LongType()), ("name", T.StringType()), ("tier", T.StringType())],
+    )
+    assert not Delta.widens_in_place and Iceberg.widens_in_place
+    iceberg = alter_sql("t", plan)
+    assert iceberg[-1] == "ALTER TABLE t ALTER COLUMN `id` TYPE bigint"
+    assert alter_sql("t", plan, widen=False) == ["ALTER TABLE t ADD COLUMN `tier` string AFTER `name`"]
+    rewrite = Delta().rewrite_sql("t", ["id", "name", "tier"], [("id", T.LongType())], {"cdc.primary-key": "id"})
+    assert rewrite == (
+        "CREATE OR REPLACE TABLE t USING delta TBLPROPERTIES ('cdc.primary-key'='id') "
+        "AS SELECT CAST(`id` AS bigint) AS `id`, `name`, `tier` FROM t"
+    )
+    assert Iceberg().rewrite_sql("t", ["id"], [("id", T.LongType())], {}).startswith("REPLACE TABLE t USING iceberg")
+
+
+def test_only_iceberg_declares_key_fields_to_drop_and_delta_reserves_its_column_id_counter() -> None:
+    assert Iceberg().key_fields_sql("t", ["a", "b"]) == "ALTER TABLE t DROP IDENTIFIER FIELDS `a`, `b`"
+    assert Iceberg().key_fields_sql("t", []) is None and Delta().key_fields_sql("t", ["a"]) is None
+    assert "delta.columnMapping.maxColumnId" in Delta.reserved_properties
+
+
+def test_marker_tables_name_their_lake_table_in_each_format() -> None:
+    for fmt in (Iceberg(), Delta()):
+        sql = fmt.markers_sql("ns.t__cdc_deletes", "`_cdc_key` string", "ns.t")
+        assert f"USING {fmt.using}" in sql and "'cdc.delete-markers-of'='ns.t'" in sql
+        moved = fmt.moved_markers_sql("ns.u__cdc_deletes", "ns.t__cdc_deletes", "ns.u")
+        assert moved.endswith("AS SELECT * FROM ns.t__cdc_deletes") and "'cdc.delete-markers-of'='ns.u'" in moved

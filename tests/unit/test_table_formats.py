@@ -45,6 +45,7 @@ def test_delta_session_is_deltas_catalog_over_the_warehouse_and_iceberg_keeps_it
     assert delta["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert delta["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert delta["spark.sql.warehouse.dir"] == "wh" and delta["spark.sql.session.timeZone"] == "UTC"
+    assert delta["spark.sql.parquet.datetimeRebaseModeInWrite"] == "CORRECTED"  # year-1 dates are written
     assert not [k for k in delta if "iceberg" in k]
     iceberg = catalog_conf(build_settings({**BASE, "catalog_type": "hadoop"}))
     assert iceberg["spark.sql.catalog.glue_catalog"] == "org.apache.iceberg.spark.SparkCatalog"

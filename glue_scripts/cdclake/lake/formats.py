@@ -193,6 +193,11 @@ class Delta(Format):
             # Delta reads its log into this many partitions (default 50): a small table's state in 50
             # tasks costs more than the batch's MERGE.
             "spark.databricks.delta.snapshotPartitions": str(max(1, s.shuffle_partitions)),
+            # Delta writes through Spark's Parquet writer, which by default refuses dates and times
+            # before 1582 (a DATE '0001-01-01' of the source): write them as they are, proleptic
+            # Gregorian, as Iceberg does and Athena reads them.
+            "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+            "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
         }
         # On Glue the session catalog's metastore is the Glue Data Catalog by the job parameter
         # `--enable-glue-datacatalog` (with `--datalake-formats delta`), not by a setting here.

@@ -1,0 +1,185 @@
+"""Applies the Delta Lake corpus (test_delta_lake.py) in a Spark session of its own and writes what
+the lake holds as JSON: the suite's session is Iceberg's, and a process has one SparkContext.
+
+    python delta_worker.py OUT.json WORKDIR
+
+Real Debezium messages (tests/fixtures/debezium/mariadb, via cdc_events.Events), in five batches
+on one lake (table format delta, local catalog); `batches` says what each holds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "glue_scripts"), str(ROOT / "tests")]
+
+from cdc_events import (  # noqa: E402
+    ORDER_LINES_KEY_SCHEMA,
+    Events,
+    customer,
+    email_became_int_schema,
+    row_fields,
+    value_schema_of,
+    with_row_fields,
+)
+
+
+def order_lines_schema() -> dict[str, Any]:
+    return with_row_fields(
+        value_schema_of("mariadb/c_insert.json"),
+        [
+            {"type": "int32", "optional": False, "field": "order_id"},
+            {"type": "int32", "optional": False, "field": "line_no"},
+            {"type": "string", "optional": True, "field": "sku"},
+        ],
+    )
+
+
+def wider_balance_schema() -> dict[str, Any]:
+    """customers with `balance` DECIMAL(10,2) -> DECIMAL(14,2) at the source (a safe widening)."""
+    schema = value_schema_of("mariadb/c_insert_after_add_column.json")
+    for f in row_fields(schema):
+        if f["field"] == "balance":
+            f["parameters"]["connect.decimal.precision"] = "14"
+    return schema
+
+
+def renamed_schema() -> dict[str, Any]:
+    schema = wider_balance_schema()
+    for f in row_fields(schema):
+        if f["field"] == "last_name":
+            f["field"] = "surname"
+    return schema
+
+
+def batches() -> list[list[dict[str, Any]]]:
+    cust = Events()
+    lines = Events(topic="mdb.inventory.order_lines", table="order_lines")
+    log = Events(topic="mdb.inventory.log", table="log")
+    ol = order_lines_schema()
+
+    def line(op: str, o: int, n: int, sku: str, **kw: Any) -> None:
+        key = {"order_id": o, "line_no": n}
+        lines.record(op, key, key | {"sku": sku}, value_schema=ol, key_schema=ORDER_LINES_KEY_SCHEMA, **kw)
+
+    def keyless(op: str, after: dict | None = None, before: dict | None = None) -> None:
+        rec = log.record(op, {"id": (after or before)["id"]}, after, before)
+        rec["key"] = None
+
+    # 1: inserts, an update and a delete of one table in one batch; a composite key; duplicates.
+    for i in (1, 2, 3, 4):
+        cust.record("c", {"id": i}, customer(i), pos=100 * i)
+    cust.record("u", {"id": 2}, customer(2, "Bea"), pos=500)
+    cust.record("d", {"id": 3}, before=customer(3), pos=600)
+    line("c", 1, 1, "A", pos=100)
+    line("c", 1, 2, "B", pos=200)
+    line("c", 2, 1, "C", pos=300)
+    line("u", 1, 2, "B2", pos=400)
+    ann, bob = customer(1, "Ann"), customer(2, "Bob")
+    keyless("c", ann)
+    keyless("c", ann)
+    keyless("c", bob)
+    first = cust.take() + lines.take() + log.take()
+    # 2: batch 1 read again (same offsets), changes older than what the lake holds (an update of 1
+    # older than its insert's row, an insert of the deleted 3 older than its delete), a newer
+    # update; one copy of a duplicate deleted; a truncate of order_lines, then a line after it.
+    again = [dict(r) for r in first]
+    cust.record("u", {"id": 1}, customer(1, "Stale"), pos=50)
+    cust.record("c", {"id": 3}, customer(3, "Undead"), pos=550)
+    cust.record("u", {"id": 4}, customer(4, "Dee"), pos=700)
+    keyless("d", before=ann)
+    t = lines.record("c", {"order_id": 0, "line_no": 0}, {"order_id": 0, "line_no": 0, "sku": "x"}, pos=500)
+    value = json.loads(t["value"])
+    value["payload"].update(op="t", before=None, after=None)
+    t["key"], t["value"] = None, json.dumps(value)
+    line("c", 3, 1, "D", pos=600)
+    second = again + cust.take() + lines.take() + log.take()
+    # 3: ADD COLUMN (loyalty_tier) and balance widened in one batch; an event whose email became an int.
+    wide = wider_balance_schema()
+    cust.record("c", {"id": 5}, customer(5, "Eve", loyalty_tier="gold"), pos=800, value_schema=wide)
+    cust.record("u", {"id": 1}, customer(1, "Al", loyalty_tier="silver", balance="123456789.99"), pos=900,
+                value_schema=wide)  # fmt: skip
+    bad = customer(6, "Bad") | {"email": 42}
+    cust.record("c", {"id": 6}, bad, pos=950, value_schema=email_became_int_schema())
+    third = cust.take()
+    # 4: a column renamed at the source, with events after it.
+    cust.schema_change("ALTER TABLE customers RENAME COLUMN last_name TO surname", pos=1000)
+    row = customer(4, "Dee", loyalty_tier="bronze")
+    row["surname"] = row.pop("last_name") + "-Renamed"
+    cust.record("u", {"id": 4}, row, pos=1100, value_schema=renamed_schema())
+    fourth = cust.take()
+    # 5: every column type of the MariaDB all-types table, as captured from the connector.
+    import type_matrix as tm
+
+    messages, _ = tm.load_fixtures("mariadb")
+    fifth = [
+        {
+            "topic": "salesdb.salesdb.all_types",
+            "partition": m["partition"],
+            "offset": m["offset"],
+            "timestamp": datetime.fromtimestamp(1795303971, UTC),
+            "key": json.dumps(m["key"]) if m["key"] is not None else None,
+            "value": json.dumps(m["value"]) if m["value"] is not None else None,
+        }
+        for m in messages
+    ]
+    return [first, second, third, fourth, fifth]
+
+
+def main(out: Path, work: Path) -> None:
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.common.settings import build_settings
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.local.session import local_session
+
+    settings = build_settings(
+        {
+            "table_format": "delta",
+            "source": "files",
+            "files_path": str(work / "in"),
+            "catalog_type": "hadoop",
+            "warehouse": str(work / "warehouse"),
+            "namespace": "cdc",
+            "checkpoint_location": str(work / "ckpt"),
+            "dead_letter_path": str(work / "dead"),
+            "shuffle_partitions": "2",
+        }
+    )
+    spark = local_session(settings, app_name="cdc-delta-tests", master="local[2]")
+    processor = BatchProcessor(spark, settings)
+    reports = []
+    for i, records in enumerate(batches()):
+        df = spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
+        r = processor.process(df, i)
+        reports.append({t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema} for t in r.tables})
+    ns = f"{settings.catalog_name}.{settings.namespace}"
+    tables = {}
+    for row in spark.sql(f"SHOW TABLES IN {ns}").collect():
+        if row["isTemporary"]:
+            continue
+        name = f"{ns}.{row['tableName']}"
+        df = spark.table(name)
+        tables[row["tableName"]] = {
+            "schema": [[f.name, f.dataType.simpleString(), f.nullable] for f in df.schema.fields],
+            "rows": [json.loads(j) for j in df.toJSON().collect()],
+            "properties": {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()},
+            "history": [
+                [r["version"], r["operation"]]
+                for r in spark.sql(f"DESCRIBE HISTORY {name}").orderBy("version").collect()
+            ],
+            "provider": spark.sql(f"DESCRIBE DETAIL {name}").first()["format"],
+        }
+    dead = [
+        json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
+    ]
+    out.write_text(json.dumps({"reports": reports, "tables": tables, "dead": dead}, default=str))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

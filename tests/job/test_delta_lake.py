@@ -1,0 +1,129 @@
+"""The job's guarantees with `--table_format delta` (Delta Lake 3.3.0), on ONE lake: real Debezium
+messages in five batches (delta_worker.batches) applied by the job's BatchProcessor in a Spark
+session of Delta's own (a subprocess: the suite's session is Iceberg's), then read back as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def delta(tmp_path_factory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("delta")
+    out = work / "out.json"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "delta_worker.py"), str(out), str(work)],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return json.loads(out.read_text())
+
+
+def table(delta: dict[str, Any], name: str) -> dict[str, Any]:
+    return delta["tables"][f"inventory_{name}"] if not name.startswith("salesdb_") else delta["tables"][name]
+
+
+def by_id(delta: dict[str, Any], name: str = "customers") -> dict[int, dict[str, Any]]:
+    rows = table(delta, name)["rows"]
+    assert len(rows) == len({r["id"] for r in rows}), "an id stored more than once"
+    return {r["id"]: r for r in rows}
+
+
+def operations(delta: dict[str, Any], name: str) -> list[str]:
+    return [op for _, op in table(delta, name)["history"]]
+
+
+def test_every_lake_table_and_its_delete_markers_are_delta_tables_with_the_lake_contract(delta):
+    assert {t["provider"] for t in delta["tables"].values()} == {"delta"}
+    assert table(delta, "customers")["properties"]["cdc.primary-key"] == "id"
+    assert table(delta, "order_lines")["properties"]["cdc.primary-key"] == "order_id,line_no"
+    markers = delta["tables"]["inventory_customers__cdc_deletes"]["properties"]
+    assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_customers"
+
+
+def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(delta):
+    rows = by_id(delta)
+    # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
+    # 1's update older than its row and batch 1 read again change nothing; 4's newer update applies.
+    assert sorted(rows) == [1, 2, 4, 5]
+    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eve"}
+
+
+def test_a_batchs_inserts_updates_and_deletes_of_a_table_are_one_delta_commit(delta):
+    ops = operations(delta, "customers")
+    # batch 1: the table created, then 4 inserts, an update and a delete in one MERGE; batch 2 (a
+    # replay, stale changes and a newer update) one MERGE too.
+    assert ops[:3] == ["CREATE TABLE", "MERGE", "MERGE"]
+    assert delta["tables"]["inventory_customers__cdc_deletes"]["history"][1][1] == "WRITE"
+
+
+def test_a_composite_key_and_a_truncate_apply_with_later_changes_kept(delta):
+    rows = table(delta, "order_lines")["rows"]
+    assert [(r["order_id"], r["line_no"], r["sku"]) for r in rows] == [(3, 1, "D")]
+    assert operations(delta, "order_lines") == ["CREATE TABLE", "MERGE", "DELETE", "MERGE"]
+
+
+def test_a_keyless_table_keeps_duplicates_and_a_delete_removes_one_copy(delta):
+    rows = table(delta, "log")["rows"]
+    assert sorted((r["id"], r["first_name"], r["_cdc_copy"]) for r in rows) == [(1, "Ann", 1), (2, "Bob", 1)]
+
+
+def test_add_column_is_backfilled_with_its_default_and_a_widening_is_one_rewrite_commit(delta):
+    schema = {n: t for n, t, _ in table(delta, "customers")["schema"]}
+    assert schema["loyalty_tier"] == "string" and schema["balance"] == "decimal(14,2)"
+    rows = by_id(delta)
+    assert Decimal(str(rows[1]["balance"])) == Decimal("123456789.99")
+    assert rows[2]["loyalty_tier"] == "bronze"  # the source default, given to rows written before
+    assert "balance decimal(10,2)->decimal(14,2)" in delta["reports"][2]["inventory_customers"]["schema"]
+    # Delta 3.3 widens only byte/short -> int in place: decimal(10,2) -> (14,2) is a rewrite, one commit.
+    ops = operations(delta, "customers")
+    assert ops.index("ADD COLUMNS") + 1 == ops.index("CREATE OR REPLACE TABLE AS SELECT")
+
+
+def test_a_rename_at_the_source_renames_the_delta_column_in_the_metadata_only(delta):
+    t = table(delta, "customers")
+    names = [n for n, _, _ in t["schema"] if not n.startswith("_cdc_")]
+    assert names == ["id", "first_name", "surname", "email", "balance", "created_at", "loyalty_tier"]
+    assert t["properties"]["delta.columnMapping.mode"] == "name"
+    assert operations(delta, "customers")[-3:] == ["RENAME COLUMN", "SET TBLPROPERTIES", "MERGE"]
+    rows = by_id(delta)
+    assert rows[4]["surname"] == "Thomas-Renamed" and rows[2]["surname"] == "Thomas"
+
+
+def test_an_incompatible_type_change_goes_to_the_dead_letters_with_its_reason(delta):
+    assert delta["reports"][2]["inventory_customers"]["dead"] == 1
+    [letter] = delta["dead"]
+    assert letter["reason"].startswith(
+        "incompatible schema change: table spark_catalog.cdc.inventory_customers column 'email' is string"
+    )
+    assert 6 not in by_id(delta)
+
+
+def test_real_column_types_map_to_the_same_lake_types_as_iceberg(delta):
+    t = table(delta, "salesdb_all_types")
+    schema = {n: ty for n, ty, _ in t["schema"]}
+    assert schema["c_tinyint"] == "int" and schema["c_int_u"] == "bigint"
+    assert schema["c_bigint_u"] == "decimal(20,0)" and schema["c_decimal_wide"] == "decimal(38,10)"
+    assert schema["c_decimal_max"] == "string" and schema["c_float"] == "float" and schema["c_double"] == "double"
+    assert schema["c_bit1"] == "boolean" and schema["c_bit12"] == "binary" and schema["c_json"] == "string"
+    assert schema["c_datetime0"] == "timestamp_ntz" and schema["c_timestamp6"] == "timestamp"
+    assert schema["c_time6"] == "string" and schema["c_year"] == "int" and schema["c_date"] == "date"
+    assert delta["reports"][4]["salesdb_all_types"]["dead"] == 0
+    import type_matrix as tm
+
+    _, source = tm.load_fixtures("mariadb")
+    assert sorted(r["id"] for r in t["rows"]) == sorted(source)

@@ -25,6 +25,7 @@ _TYPES = [
     (r"^decimal\((\d+),(\d+)\)$", r"DECIMAL(\1, \2)"),
     (r"^datetime\((\d)\)$", r"TIMESTAMP(\1)"),
 ]
+HEAP = "2g"
 CHUNK = 100_000  # scan.incremental.snapshot.chunk.size: ~5x faster snapshots than the default 8096 here
 
 
@@ -138,8 +139,11 @@ class FlinkCdc(System):
         (conf / "log4j.properties").write_text(LOG4J)
         sql = ctx.work / "pipeline.sql"
         sql.write_text(script(ctx, {t: self.source_columns[t] for t in tables}, self.key, self.name))
+        # 2 GiB: mysql-cdc holds a whole snapshot chunk (up to CHUNK rows) in memory while it reconciles it
+        # with the binlog, beside 21 Iceberg writers; at 768 MiB a 200,000-row table never got through
+        # its first chunk (old generation full, collector thrashing). The job's driver peaks above 5 GiB.
         cmd = [
-            "java", "-Xmx768m", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
+            "java", f"-Xmx{HEAP}", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
             *JAVA17_OPENS,
             "-cp", self.flink.classpath(), "org.apache.flink.table.client.SqlClient", "embedded", "-f", str(sql),
         ]  # fmt: skip

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pipeline_job import job_running, start_job
 from processes import free_port
-from stack_helpers import SQL, Stack, short_dir
+from stack_helpers import SQL, Stack, run_script, short_dir
 
 
 @pytest.fixture
@@ -68,3 +69,36 @@ def pg_stack() -> Iterator[Stack]:
     finally:
         s.cli("down", check=False)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def job() -> Iterator[Stack]:
+    """A stack of its own plus the job on it, one per test module that asks for it (those modules
+    change the schema and data a lot; two modules run in two workers side by side)."""
+    state = short_dir("cdc-pipeline-")
+    ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
+    env = {
+        **os.environ,
+        "CDC_STACK_DIR": str(state),
+        "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
+        "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
+        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
+    }
+    stack = Stack(env, state, ports)
+    try:
+        stack.cli("up", "--init-sql", str(SQL / "01_create_customer.sql"))
+        start_job(stack)
+        yield stack
+    finally:
+        run_script(stack, "local-job", "stop")
+        stack.cli("down", check=False)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def job_is_running(job: Stack) -> None:
+    """Each test starts with the job running, whatever the test before it left (a failed crash test
+    leaves it stopped): one failure does not cascade into the tests after it."""
+    if not job_running(job):
+        start_job(job)

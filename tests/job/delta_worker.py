@@ -107,11 +107,20 @@ def batches() -> list[list[dict[str, Any]]]:
     bad = customer(6, "Bad") | {"email": 42}
     cust.record("c", {"id": 6}, bad, pos=950, value_schema=email_became_int_schema())
     third = cust.take()
-    # 4: a column renamed at the source, with events after it.
-    cust.schema_change("ALTER TABLE customers RENAME COLUMN last_name TO surname", pos=1000)
+    # 4: a column renamed at the source, with events after it; then a column dropped (policy drop).
+    cust.schema_change("ALTER TABLE customers RENAME COLUMN last_name TO surname", pos=1000, offset=0)
     row = customer(4, "Dee", loyalty_tier="bronze")
     row["surname"] = row.pop("last_name") + "-Renamed"
     cust.record("u", {"id": 4}, row, pos=1100, value_schema=renamed_schema())
+    cust.schema_change("ALTER TABLE customers DROP COLUMN email", pos=1200, offset=1)
+    dropped = renamed_schema()
+    for f in ("before", "after"):
+        field = next(x for x in dropped["fields"] if x["field"] == f)
+        field["fields"] = [c for c in field["fields"] if c["field"] != "email"]
+    row = customer(5, "Eva", loyalty_tier="gold")
+    row["surname"] = row.pop("last_name")
+    del row["email"]
+    cust.record("u", {"id": 5}, row, pos=1300, value_schema=dropped)
     fourth = cust.take()
     # 5: every column type of the MariaDB all-types table, as captured from the connector.
     import type_matrix as tm
@@ -128,6 +137,12 @@ def batches() -> list[list[dict[str, Any]]]:
         }
         for m in messages
     ]
+    # ... and order_lines renamed at the source: the lake table moves with its rows and markers.
+    lines.schema_change("RENAME TABLE order_lines TO order_items", pos=700, offset=2)
+    items = Events(topic="mdb.inventory.order_items", table="order_items")
+    key = {"order_id": 4, "line_no": 1}
+    items.record("c", key, key | {"sku": "E"}, pos=800, value_schema=ol, key_schema=ORDER_LINES_KEY_SCHEMA)
+    fifth += lines.take() + items.take()
     return [first, second, third, fourth, fifth]
 
 
@@ -148,6 +163,7 @@ def main(out: Path, work: Path) -> None:
             "checkpoint_location": str(work / "ckpt"),
             "dead_letter_path": str(work / "dead"),
             "shuffle_partitions": "2",
+            "dropped_column_policy": "drop",
         }
     )
     spark = local_session(settings, app_name="cdc-delta-tests", master="local[2]")

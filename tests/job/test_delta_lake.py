@@ -50,7 +50,7 @@ def operations(delta: dict[str, Any], name: str) -> list[str]:
 def test_every_lake_table_and_its_delete_markers_are_delta_tables_with_the_lake_contract(delta):
     assert {t["provider"] for t in delta["tables"].values()} == {"delta"}
     assert table(delta, "customers")["properties"]["cdc.primary-key"] == "id"
-    assert table(delta, "order_lines")["properties"]["cdc.primary-key"] == "order_id,line_no"
+    assert table(delta, "order_items")["properties"]["cdc.primary-key"] == "order_id,line_no"
     markers = delta["tables"]["inventory_customers__cdc_deletes"]["properties"]
     assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_customers"
 
@@ -58,9 +58,9 @@ def test_every_lake_table_and_its_delete_markers_are_delta_tables_with_the_lake_
 def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(delta):
     rows = by_id(delta)
     # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
-    # 1's update older than its row and batch 1 read again change nothing; 4's newer update applies.
+    # 1's update older than its row and batch 1 read again change nothing; newer updates apply.
     assert sorted(rows) == [1, 2, 4, 5]
-    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eve"}
+    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eva"}
 
 
 def test_a_batchs_inserts_updates_and_deletes_of_a_table_are_one_delta_commit(delta):
@@ -71,10 +71,17 @@ def test_a_batchs_inserts_updates_and_deletes_of_a_table_are_one_delta_commit(de
     assert delta["tables"]["inventory_customers__cdc_deletes"]["history"][1][1] == "WRITE"
 
 
-def test_a_composite_key_and_a_truncate_apply_with_later_changes_kept(delta):
-    rows = table(delta, "order_lines")["rows"]
-    assert [(r["order_id"], r["line_no"], r["sku"]) for r in rows] == [(3, 1, "D")]
-    assert operations(delta, "order_lines") == ["CREATE TABLE", "MERGE", "DELETE", "MERGE"]
+def test_a_composite_key_a_truncate_and_a_table_rename_keep_the_sources_rows(delta):
+    # order_lines: 3 lines and an update, a truncate, a line after it; then renamed to order_items.
+    rows = table(delta, "order_items")["rows"]
+    assert sorted((r["order_id"], r["line_no"], r["sku"]) for r in rows) == [(3, 1, "D"), (4, 1, "E")]
+    assert "inventory_order_lines" not in delta["tables"]
+    assert operations(delta, "order_items") == ["CREATE TABLE AS SELECT", "MERGE"]
+    props = table(delta, "order_items")["properties"]
+    assert props["cdc.primary-key"] == "order_id,line_no" and props["delta.columnMapping.mode"] == "name"
+    markers = delta["tables"]["inventory_order_items__cdc_deletes"]["properties"]
+    assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_order_items"
+    assert "inventory_order_lines__cdc_deletes" not in delta["tables"]
 
 
 def test_a_keyless_table_keeps_duplicates_and_a_delete_removes_one_copy(delta):
@@ -94,14 +101,17 @@ def test_add_column_is_backfilled_with_its_default_and_a_widening_is_one_rewrite
     assert ops.index("ADD COLUMNS") + 1 == ops.index("CREATE OR REPLACE TABLE AS SELECT")
 
 
-def test_a_rename_at_the_source_renames_the_delta_column_in_the_metadata_only(delta):
+def test_a_rename_and_a_drop_at_the_source_change_the_delta_columns_in_the_metadata_only(delta):
     t = table(delta, "customers")
     names = [n for n, _, _ in t["schema"] if not n.startswith("_cdc_")]
-    assert names == ["id", "first_name", "surname", "email", "balance", "created_at", "loyalty_tier"]
+    assert names == ["id", "first_name", "surname", "balance", "created_at", "loyalty_tier"]
     assert t["properties"]["delta.columnMapping.mode"] == "name"
-    assert operations(delta, "customers")[-3:] == ["RENAME COLUMN", "SET TBLPROPERTIES", "MERGE"]
+    # Batch 4: the rename, the drop, the changes recorded, then its two changes in one MERGE.
+    ops = operations(delta, "customers")
+    assert ops[ops.index("RENAME COLUMN") :] == ["RENAME COLUMN", "DROP COLUMNS", "SET TBLPROPERTIES", "MERGE"]
     rows = by_id(delta)
     assert rows[4]["surname"] == "Thomas-Renamed" and rows[2]["surname"] == "Thomas"
+    assert rows[5]["first_name"] == "Eva"
 
 
 def test_an_incompatible_type_change_goes_to_the_dead_letters_with_its_reason(delta):

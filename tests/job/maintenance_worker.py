@@ -29,7 +29,7 @@ from cdclake.local.session import local_jars  # noqa: E402
 
 NAMESPACE = "twoproc"
 TABLE = f"glue_catalog.{NAMESPACE}.inventory_customers"
-BATCHES, HELD_BATCH = 10, 4
+BATCHES, HELD_BATCH = 6, 4
 
 
 class ConflictCounter(logging.Handler):

@@ -49,8 +49,21 @@ def test_spark_kafka_source_sees_a_new_tables_topic_within_seconds_not_minutes()
 def test_the_crash_hook_is_off_unless_its_variable_names_a_point():
     assert faults.from_env({}) is None
     assert faults.from_env({faults.ENV: "after-iceberg-commit"}) == faults.CrashPoint("after-iceberg-commit")
-    with pytest.raises(ValueError, match="before-iceberg-commit, after-iceberg-commit"):
-        faults.from_env({faults.ENV: "after-commit"})
+    assert faults.from_env({faults.ENV: "before-iceberg-commit@1"}) == faults.CrashPoint("before-iceberg-commit", 1)
+    for wrong in ("after-commit", "after-iceberg-commit@", "after-iceberg-commit@x", "after-iceberg-commit@-1"):
+        with pytest.raises(ValueError, match="before-iceberg-commit, after-iceberg-commit, optionally @<batch id>"):
+            faults.from_env({faults.ENV: wrong})
+
+
+def test_the_crash_hook_with_a_batch_id_passes_the_other_batches(monkeypatch):
+    kills = []
+    monkeypatch.setattr(faults.os, "kill", lambda pid, sig: kills.append(sig))
+    crash = faults.CrashPoint(faults.BEFORE_COMMIT, 1)
+    crash.reached(faults.BEFORE_COMMIT, 0)
+    crash.reached(faults.AFTER_COMMIT, 1)
+    assert kills == []
+    crash.reached(faults.BEFORE_COMMIT, 1)
+    assert kills == [faults.signal.SIGKILL]
 
 
 def test_iceberg_reads_are_row_based_on_glue_and_locally():

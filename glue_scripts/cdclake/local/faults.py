@@ -7,7 +7,9 @@ Recovery has to be proven at the two moments a crash can separate, not found by 
     after-iceberg-commit    every table's MERGE of the batch is committed, the batch is not
                             (no <checkpoint>/commits/<id> in Spark's commit log)
 
-It is switched on only by the environment variable CDC_TEST_CRASH_AT=<point>, read once where
+It is switched on only by the environment variable CDC_TEST_CRASH_AT=<point>[@<batch id>] (without
+a batch id: the first batch reaching the point; with one: that batch, so one run can commit the
+batches before it and be killed in it), read once where
 the process starts (`job.main`), never by a job argument: nothing a deployment configures can
 reach it. The kill is a real `kill -9` of the job's own process: no `finally`, no flush, no
 shutdown hook runs, exactly like a lost container or an OOM kill.
@@ -32,10 +34,11 @@ POINTS = (BEFORE_COMMIT, AFTER_COMMIT)
 @dataclass(frozen=True)
 class CrashPoint:
     point: str
+    batch_id: int | None = None  # None: the first batch reaching the point
 
     def reached(self, point: str, batch_id: int) -> None:
-        """SIGKILL this process if `point` is the configured one (the first batch reaching it)."""
-        if point != self.point:
+        """SIGKILL this process if `point` is the configured one (and `batch_id` the configured batch)."""
+        if point != self.point or self.batch_id not in (None, batch_id):
             return
         log.critical("TEST fault injection (%s=%s): SIGKILL at %s of batch %s", ENV, self.point, point, batch_id)
         for handler in logging.getLogger().handlers:
@@ -48,6 +51,9 @@ def from_env(environ: Mapping[str, str]) -> CrashPoint | None:
     value = environ.get(ENV, "").strip()
     if not value:
         return None
-    if value not in POINTS:
-        raise ValueError(f"{ENV}={value!r} is not a crash point; use one of {', '.join(POINTS)} (tests only)")
-    return CrashPoint(value)
+    point, at, batch = value.partition("@")
+    if point not in POINTS or (at and not batch.isdigit()):
+        raise ValueError(
+            f"{ENV}={value!r} is not a crash point; use one of {', '.join(POINTS)}, optionally @<batch id> (tests only)"
+        )
+    return CrashPoint(point, int(batch) if at else None)

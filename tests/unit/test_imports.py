@@ -2,17 +2,19 @@
 
 A module that imports only after some other module was imported first, or that a cycle hands out
 half-initialised, fails for whoever imports it first. So each module of glue_scripts/ and scripts/
-(package modules included) is imported alone, in a fresh interpreter with both folders on its path;
+(package modules included) is imported alone, in a process of its own with both folders on its path
+and no project module loaded (forked from one interpreter that has loaded only the third-party
+libraries the project imports, which cannot hide an import-order fault of the project's own modules);
 and the import graph of the project's own modules, read from their source with `ast` (imports inside
 functions too: they run sooner or later; not those under `if TYPE_CHECKING:`), has no cycle."""
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,15 +35,64 @@ def project_modules() -> dict[str, Path]:
     return modules
 
 
-def import_alone(name: str, cwd: Path) -> str | None:
-    """None when `import name` succeeds in a fresh interpreter, else the end of its error output."""
+# Run by a fresh interpreter: load the third-party libraries once, then fork a child per module that
+# imports it and writes its traceback (empty: imported) to a pipe. One interpreter start instead of one
+# per module: the spawned interpreters cost ~40 s of the suite, mostly importing pyspark again and again.
+_FORK_EACH = """
+import gc, importlib, json, os, sys, traceback
+names, libraries = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for lib in libraries:
+    try:
+        importlib.import_module(lib)
+    except Exception:
+        pass  # a library missing or failing on its own shows in the child that imports the module
+assert not [m for m in sys.modules if m.split(".")[0] in {n.split(".")[0] for n in names}], "project module preloaded"
+gc.freeze()  # the children's collector leaves the preloaded objects alone: no copy-on-write of them
+errors = {}
+for name in names:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            importlib.import_module(name)
+            out = b""
+        except BaseException:
+            out = "\\n".join(traceback.format_exc().strip().splitlines()[-3:]).encode() or b"failed"
+        os.write(w, out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        text = f.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if text or status:
+        errors[name] = text or f"exit status {status}"
+print(json.dumps(errors))
+"""
+
+
+def third_party_imports(modules: dict[str, Path]) -> list[str]:
+    """The modules (dotted, as imported) the project's modules import that are not the project's own."""
+    own = {name.split(".")[0] for name in modules}
+    names: set[str] = set()
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+    return sorted(n for n in names if n.split(".")[0] not in own | {"__future__"})
+
+
+def import_each_alone(modules: dict[str, Path], cwd: Path) -> dict[str, str]:
+    """Module name -> the end of its error output, for each module whose `import` fails on its own."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, ROOTS))}
     res = subprocess.run(
-        [sys.executable, "-c", f"import {name}"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
-    if res.returncode == 0:
-        return None
-    return "\n".join(res.stderr.strip().splitlines()[-3:]) or f"exit code {res.returncode}"
+        [sys.executable, "-c", _FORK_EACH, json.dumps(sorted(modules)), json.dumps(third_party_imports(modules))],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -109,10 +160,19 @@ def test_every_project_module_imports_on_its_own(tmp_path: Path) -> None:
     modules = project_modules()
     # The enumeration itself: top-level modules and package modules of both folders.
     assert {"cdc_iceberg_job", "cdclake", "cdclake.jobs.job", "local_stack", "localstack.commands"} <= set(modules)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        errors = dict(zip(modules, pool.map(lambda n: import_alone(n, tmp_path), modules), strict=True))
-    failed = {name: error for name, error in errors.items() if error is not None}
+    failed = import_each_alone(modules, tmp_path)
     assert not failed, "\n".join(f"import {name} failed on its own:\n{error}" for name, error in failed.items())
+
+
+def test_a_module_that_needs_another_imported_first_fails_the_import_check(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "first.py").write_text("import builtins\nbuiltins.READY = True\n")
+    (pkg / "needs_first.py").write_text("import builtins\nassert builtins.READY\n")
+    modules = {"pkg.first": pkg / "first.py", "pkg.needs_first": pkg / "needs_first.py"}
+    failed = import_each_alone(modules, tmp_path)
+    assert set(failed) == {"pkg.needs_first"} and "AttributeError" in failed["pkg.needs_first"], failed
 
 
 def test_no_project_modules_import_each_other_in_a_cycle() -> None:

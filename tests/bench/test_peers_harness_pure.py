@@ -23,7 +23,9 @@ def test_flink_script_declares_one_shared_cdc_source_and_an_upsert_v2_table_per_
     sql = script(ctx, {"flink_a": cols, "flink_b": cols}, "id", "flink")
 
     assert sql.count("'connector' = 'mysql-cdc'") == 1
-    assert "'table-name' = 'flink_a|flink_b'" in sql and "'password' = 'pa''ss'" in sql
+    # grouped: mysql-cdc matches `database-name` + "." + `table-name`, and an ungrouped alternation
+    # would bind the database to the first table only (the others were never read)
+    assert "'table-name' = '(flink_a|flink_b)'" in sql and "'password' = 'pa''ss'" in sql
     assert sql.count("'write.upsert.enabled' = 'true'") == 2 and "'format-version' = '2'" in sql
     assert "`amount` DECIMAL(12, 2)" in sql and "`at` TIMESTAMP(6)" in sql and "`note` STRING" in sql
     assert "BEGIN STATEMENT SET;" in sql and sql.rstrip().endswith("END;")

@@ -55,7 +55,7 @@ def script(ctx: Context, tables: dict[str, list[tuple[str, str]]], key: str, nam
 ) WITH (
   'connector' = 'mysql-cdc', 'hostname' = '127.0.0.1', 'port' = '{ctx.mariadb_port}',
   'username' = 'debezium', 'password' = {quote(ctx.debezium_password)},
-  'database-name' = '{DATABASE}', 'table-name' = {quote("|".join(re.escape(n) for n in names))},
+  'database-name' = '{DATABASE}', 'table-name' = {quote("(" + "|".join(re.escape(n) for n in names) + ")")},
   'server-id' = '5400-5409', 'server-time-zone' = 'UTC',
   'scan.incremental.snapshot.chunk.size' = '{CHUNK}'
 );

@@ -139,9 +139,8 @@ class FlinkCdc(System):
         (conf / "log4j.properties").write_text(LOG4J)
         sql = ctx.work / "pipeline.sql"
         sql.write_text(script(ctx, {t: self.source_columns[t] for t in tables}, self.key, self.name))
-        # 2 GiB: mysql-cdc holds a whole snapshot chunk (up to CHUNK rows) in memory while it reconciles it
-        # with the binlog, beside 21 Iceberg writers; at 768 MiB a 200,000-row table never got through
-        # its first chunk (old generation full, collector thrashing). The job's driver peaks above 5 GiB.
+        # 2 GiB: mysql-cdc holds a snapshot chunk (up to CHUNK rows) in memory while it reconciles it with
+        # the binlog, beside 21 Iceberg writers (the job's driver peaks above 5 GiB in the same run).
         cmd = [
             "java", f"-Xmx{HEAP}", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
             *JAVA17_OPENS,

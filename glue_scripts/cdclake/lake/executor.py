@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -38,7 +37,7 @@ from ..common.lake_contract import (
 )
 from ..common.report import TableReport
 from ..common.sqltext import properties_sql, quote, sql_string, table_properties
-from ..events.decode import RAW_KEEP, SchemaGroup, conform, decode_group, group_rows, to_lake_names
+from ..events.decode import RAW_KEEP, SchemaGroup, as_leaf, conform, decode_group, group_rows, to_lake_names
 from ..events.ordering import latest_per_key
 from . import table_plan as P
 from .deadletter import as_dead_letters
@@ -63,7 +62,7 @@ _LEVELS = {P.Level.INFO: logging.INFO, P.Level.WARNING: logging.WARNING, P.Level
 
 @dataclass
 class Written:
-    """One write of a table in the batch: its decoded rows (persisted) and what counting them needs."""
+    """One write of a table in the batch: its decoded rows (decode.as_leaf) and what counting them needs."""
 
     ident: str
     report: TableReport
@@ -254,7 +253,7 @@ class Executor:
         remember_truncate(self.spark, ident, seq, MERGE_RETRY, self.markers)
 
     def _Write(self, s: P.Write, ex: Execution) -> None:
-        """Decode the groups and write what decodes. The decoded rows stay persisted until the
+        """Decode the groups and write what decodes. The decoded rows are kept until the
         batch counts them (table_writer.count_written): the events per op and those that did not decode."""
         good = []
         for v in s.groups:
@@ -263,7 +262,7 @@ class Executor:
             good.append(g)
         fills, ex.fills = ex.fills, {}
         columns, keys = list(s.columns), list(s.keys)
-        decoded = decoded_rows(ex.cached, good, columns, fills).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = as_leaf(decoded_rows(ex.cached, good, columns, fills))
         ex.written.append(Written(ex.ident, ex.report, decoded, good, columns, fills, keys))
         changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
         if s.truncate is not None:

@@ -186,7 +186,13 @@ def remember_keyed(
 
 
 def remember_images(
-    table: str, changes: DataFrame, columns: list[str], match: list[str], retry: RetryPolicy, known: KnownMarkers
+    table: str,
+    changes: DataFrame,
+    columns: list[str],
+    match: list[str],
+    retry: RetryPolicy,
+    known: KnownMarkers,
+    position: int = -1,
 ) -> None:
     """Remember the row images (tables without a key) whose newest change in the batch removes a
     copy: a delete, or the `before` of an update (keyless.py)."""
@@ -211,7 +217,7 @@ def remember_images(
             F.col(f"n.{CDC_ROW}").alias(CDC_ROW),
         )
     )
-    _remember(table, deleted, retry, known)
+    _remember(table, deleted, retry, known, position)
 
 
 def overrules_sql(marker: str, change: str) -> str:

@@ -277,10 +277,14 @@ class Executor:
         between the two commits re-runs the batch, which writes them then."""
         names = [n for n, _ in columns]
         keys = list(s.keys)
+        # Read the markers only when one may be newer than a change: not in a stream read in order.
+        oldest = None if any(g.min_seq is None for g in good) else min(g.min_seq or 0 for g in good)
+        markers = self.markers.to_consult(ident, oldest)
+        newest_seq = max(g.max_seq for g in good)
         if not keys:
-            self.writes.keyless(ident, changes, names, list(s.match))  # type: ignore[attr-defined]
+            self.writes.keyless(ident, changes, names, list(s.match), markers=markers)  # type: ignore[attr-defined]
             if s.deletes:
-                remember_images(ident, changes, names, list(s.match), MERGE_RETRY, self.markers)
+                remember_images(ident, changes, names, list(s.match), MERGE_RETRY, self.markers, newest_seq)
             return
         newest = latest_per_key(changes, keys)
         keep = None
@@ -289,12 +293,8 @@ class Executor:
             # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
             newest = carry_within_batch(newest, changes, keys, unavailable, self.placeholder)
             keep = keep_existing(unavailable, self.placeholder)
-        # Read the markers only when one may be newer than a change: not in a stream read in order.
-        oldest = None if any(g.min_seq is None for g in good) else min(g.min_seq or 0 for g in good)
-        markers = self.markers.to_consult(ident, oldest)
         self.writes.keyed(ident, newest, keys, names, keep, markers=markers)  # type: ignore[attr-defined]
         if s.deletes:
-            newest_seq = max(g.max_seq for g in good)
             remember_keyed(ident, changes, keys, names, MERGE_RETRY, self.markers, newest_seq)
 
     # -------------------------------------------------------------- a DROP TABLE at the source

@@ -27,7 +27,7 @@ from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import CDC_COPY, CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
 from ..common.sqltext import quote
 from .deletes import image_key, markers_if_any, newest_markers, newest_truncate
-from .merge import MERGE_RETRY
+from .merge import LOOK_UP, MERGE_RETRY, LookUp
 
 COPY = CDC_COPY
 
@@ -116,11 +116,20 @@ def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: 
     )
 
 
-def merge_multiset(table: str, changes: DataFrame, columns: list[str], match: list[str]) -> None:
-    """Apply a batch's changes of a keyless table in one commit (module doc)."""
+def merge_multiset(
+    table: str,
+    changes: DataFrame,
+    columns: list[str],
+    match: list[str],
+    *,
+    markers: str | None | LookUp = LOOK_UP,
+) -> None:
+    """Apply a batch's changes of a keyless table in one commit (module doc). `markers`: the delete
+    markers whose positions count (deletes.KnownMarkers.to_consult), None for none."""
     session = changes.sparkSession
     view = "cdc_copies_" + table.replace(".", "_").replace("`", "")
-    markers = markers_if_any(session, table)
+    if isinstance(markers, LookUp):
+        markers = markers_if_any(session, table)
 
     def attempt() -> None:
         # Counted against the table as it is now: a MERGE re-planned after a conflict reads it again.

@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime
 from functools import reduce
 
-from pyspark import StorageLevel, inheritable_thread_target
+from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -29,7 +29,8 @@ from ..common.lake_contract import SchemaChangePolicy
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
 from ..events import envelope as E
-from ..events.decode import SchemaGroup, cut_at
+from ..events.decode import SchemaGroup, as_leaf, cut_at
+from ..events.decode import release as release_rows
 from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
@@ -86,14 +87,15 @@ class BatchProcessor:
         # --wire_format avro); those that cannot be decoded are dead letters naming why.
         decoded = self.avro.decode(raw)
         classified = decoded.mark(E.classify(decoded.raw))
-        # What the batch reads more than once is cached, without the record's key and value text
-        # and the payload (most of a record's bytes): only dead letters need those, and they are
-        # recomputed from `classified` when there are any. The value schema (~80% of a record)
-        # is cached only for schemas not seen in an earlier batch.
+        # What the batch reads more than once is kept (computed by the group aggregate), without
+        # the record's key and value text and the payload (most of a record's bytes): only dead
+        # letters need those, and they are recomputed from `classified` when there are any. The
+        # value schema (~80% of a record) is kept only for schemas not seen in an earlier batch.
+        # As a one-node plan (decode.as_leaf): every table's decode builds on it.
         schema = F.col("_value_schema")
         if self._schemas:
             schema = F.when(~F.col("_schema_id").isin(sorted(self._schemas)), schema)
-        cached = classified.withColumn("_value_schema", schema).drop(*_UNCACHED).persist(StorageLevel.MEMORY_AND_DISK)
+        cached = as_leaf(classified.withColumn("_value_schema", schema).drop(*_UNCACHED))
         batch = ClassifiedBatch(batch_id, classified, cached)
         try:
             self._process(batch, report)
@@ -102,7 +104,7 @@ class BatchProcessor:
             raise
         finally:
             release(batch.written)
-            cached.unpersist()
+            release_rows(cached)
             decoded.release()
         report.seconds = time.monotonic() - t0
         log.info(report.line())

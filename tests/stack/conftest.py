@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,75 +26,55 @@ def stack_dir() -> Iterator[Path]:
     shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
-    state = short_dir("cdc-stack-")
-    ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
+@contextmanager
+def private_stack(prefix: str, source: str, init_sql: Path) -> Iterator[Stack]:
+    """A stack on free ports with its own state directory and `source` as the database, whatever the
+    developer's shell selects; torn down and removed at the end, also on failure."""
+    state = short_dir(prefix)
+    db_port = "mariadb" if source == "mysql" else "postgres"
+    ports = {db_port: free_port(), "kafka": free_port(), "connect": free_port()}
     env = {
         **os.environ,
         "CDC_STACK_DIR": str(state),
-        "CDC_STACK_SOURCE": "mysql",  # whatever the developer's shell selects
-        "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
+        "CDC_STACK_SOURCE": source,
+        f"CDC_STACK_{db_port.upper()}_PORT": str(ports[db_port]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
         "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
         "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
     }
     s = Stack(env, state, ports)
     try:
-        # The customer rows exist before the connector registers: they arrive as a snapshot.
-        s.cli("up", "--init-sql", str(SQL / "01_create_customer.sql"))
+        s.cli("up", "--init-sql", str(init_sql))
         yield s
     finally:
         s.cli("down", check=False)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    # The customer rows exist before the connector registers: they arrive as a snapshot.
+    with private_stack("cdc-stack-", "mysql", SQL / "01_create_customer.sql") as s:
+        yield s
 
 
 @pytest.fixture(scope="session")
 def pg_stack() -> Iterator[Stack]:
     """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres)."""
-    state = short_dir("cdc-pgstack-")
-    ports = {"postgres": free_port(), "kafka": free_port(), "connect": free_port()}
-    env = {
-        **os.environ,
-        "CDC_STACK_DIR": str(state),
-        "CDC_STACK_SOURCE": "postgres",
-        "CDC_STACK_POSTGRES_PORT": str(ports["postgres"]),
-        "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
-        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
-    }
-    s = Stack(env, state, ports)
-    try:
-        s.cli("up", "--init-sql", str(SQL / "postgres" / "01_create_customer.sql"))
+    with private_stack("cdc-pgstack-", "postgres", SQL / "postgres" / "01_create_customer.sql") as s:
         yield s
-    finally:
-        s.cli("down", check=False)
-        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def job() -> Iterator[Stack]:
     """A stack of its own plus the job on it, one per test module that asks for it (those modules
     change the schema and data a lot; two modules run in two workers side by side)."""
-    state = short_dir("cdc-pipeline-")
-    ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
-    env = {
-        **os.environ,
-        "CDC_STACK_DIR": str(state),
-        "CDC_STACK_MARIADB_PORT": str(ports["mariadb"]),
-        "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
-        "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "CDC_STACK_CONNECT_PORT": str(ports["connect"]),
-    }
-    stack = Stack(env, state, ports)
-    try:
-        stack.cli("up", "--init-sql", str(SQL / "01_create_customer.sql"))
-        start_job(stack)
-        yield stack
-    finally:
-        run_script(stack, "local-job", "stop")
-        stack.cli("down", check=False)
-        shutil.rmtree(state, ignore_errors=True)
+    with private_stack("cdc-pipeline-", "mysql", SQL / "01_create_customer.sql") as s:
+        try:
+            start_job(s)
+            yield s
+        finally:
+            run_script(s, "local-job", "stop")
 
 
 @pytest.fixture

@@ -410,3 +410,18 @@ def is_infinite_row(msg: dict[str, Any]) -> bool:
     p = (msg.get("value") or {}).get("payload") or {}
     image = p.get("after") or p.get("before") or {}
     return image.get("id") in PG_INFINITE_IDS
+
+
+def kafka_records(topic: str, messages: list[dict]) -> list[dict]:
+    """Captured messages as the Kafka records the job reads."""
+    return [
+        {
+            "topic": topic,
+            "partition": m["partition"],
+            "offset": m["offset"],
+            "timestamp": datetime.fromtimestamp(1795303971, UTC),
+            "key": json.dumps(m["key"]) if m["key"] is not None else None,
+            "value": json.dumps(m["value"]) if m["value"] is not None else None,
+        }
+        for m in messages
+    ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,17 +126,7 @@ def batches() -> list[list[dict[str, Any]]]:
     import type_matrix as tm
 
     messages, _ = tm.load_fixtures("mariadb")
-    fifth = [
-        {
-            "topic": "salesdb.salesdb.all_types",
-            "partition": m["partition"],
-            "offset": m["offset"],
-            "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": json.dumps(m["key"]) if m["key"] is not None else None,
-            "value": json.dumps(m["value"]) if m["value"] is not None else None,
-        }
-        for m in messages
-    ]
+    fifth = tm.kafka_records("salesdb.salesdb.all_types", messages)
     # ... and order_lines renamed at the source: the lake table moves with its rows and markers.
     lines.schema_change("RENAME TABLE order_lines TO order_items", pos=700, offset=2)
     items = Events(topic="mdb.inventory.order_items", table="order_items")

@@ -91,7 +91,7 @@ def test_records_that_cannot_be_decoded_are_dead_letters_with_the_reason_and_the
 
 def _json_records(fixture: dict) -> list[dict]:
     """The same changes as the fixture's Avro records, written by a JSON twin of the connector."""
-    from test_types import records as json_records
+    from type_matrix import kafka_records as json_records
 
     twin = fixture["json_twin"]
     return json_records(twin["topic"], twin["messages"])

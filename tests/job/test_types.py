@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import sys
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -29,21 +28,6 @@ from pyspark.sql import types as T
 TOPIC = {"mariadb": "salesdb.salesdb.all_types", "postgres": "salesdb.public.all_types"}
 LAKE_TABLE = {"mariadb": "salesdb_all_types", "postgres": "public_all_types"}
 PLACEHOLDER = "__debezium_unavailable_value"
-
-
-def records(topic: str, messages: list[dict]) -> list[dict]:
-    """Captured messages as the Kafka records the job reads."""
-    return [
-        {
-            "topic": topic,
-            "partition": m["partition"],
-            "offset": m["offset"],
-            "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": json.dumps(m["key"]) if m["key"] is not None else None,
-            "value": json.dumps(m["value"]) if m["value"] is not None else None,
-        }
-        for m in messages
-    ]
 
 
 def duckdb_rows(lake, table: str) -> dict:
@@ -66,7 +50,7 @@ def duckdb_rows(lake, table: str) -> dict:
 def real_lake(spark, warehouse, tmp_path_factory, lake_class):
     """Both sources' captured all-types messages applied in one batch (two tables, written side by side)."""
     lake = lake_class(spark, warehouse, tmp_path_factory.mktemp("types"))
-    batch = [r for d in ("mariadb", "postgres") for r in records(TOPIC[d], tm.load_fixtures(d)[0])]
+    batch = [r for d in ("mariadb", "postgres") for r in tm.kafka_records(TOPIC[d], tm.load_fixtures(d)[0])]
     return lake, lake.apply(batch)
 
 
@@ -120,7 +104,7 @@ def _toast_messages():
 def _toast_lake(make_lake, *batches):
     lake = make_lake()
     for batch in batches:
-        report = lake.apply(records("salesdb.public.toasty", batch))
+        report = lake.apply(tm.kafka_records("salesdb.public.toasty", batch))
         assert report.dead == 0, report.dead_reasons
     return lake, lake.by_id("public_toasty")
 
@@ -157,8 +141,8 @@ def test_an_update_that_changes_the_toasted_value_replaces_it(make_lake):
 def test_the_placeholder_is_kept_as_sent_when_the_job_is_told_there_is_none(make_lake):
     insert, update = _toast_messages()
     lake = make_lake(unavailable_value_placeholder="")
-    lake.apply(records("salesdb.public.toasty", [insert]))
-    lake.apply(records("salesdb.public.toasty", [update]))
+    lake.apply(tm.kafka_records("salesdb.public.toasty", [insert]))
+    lake.apply(tm.kafka_records("salesdb.public.toasty", [update]))
     assert lake.rows("public_toasty")[0]["big"] == PLACEHOLDER
 
 

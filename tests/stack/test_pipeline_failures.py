@@ -95,10 +95,10 @@ def test_a_burst_of_four_times_the_batch_cap_is_caught_up_in_capped_batches_and_
         )
 
 
-def crash_the_job_at(job: Stack, point: str, load: Path) -> int:
+def crash_the_job_at(job: Stack, point: str, load: Path) -> tuple[int, str]:
     """Restart the job with the test-only fault hook armed (glue_scripts/cdclake/local/faults.py), run
     `load` at the source, wait for the job to SIGKILL itself at `point` of the load's first batch;
-    returns that batch's id."""
+    returns that batch's id and its offset log entry (planned, not committed)."""
     run_script(job, "local-job", "stop")
     start_job(job, env={"CDC_TEST_CRASH_AT": point})
     job.cli("sql", str(load))
@@ -108,7 +108,19 @@ def crash_the_job_at(job: Stack, point: str, load: Path) -> int:
         time.sleep(0.2)
     killed = [line for line in job_log_since_start(job).splitlines() if f"SIGKILL at {point} of batch" in line]
     assert killed, job_log_since_start(job)[-3000:]
-    return int(killed[-1].rsplit(" ", 1)[-1])
+    batch = int(killed[-1].rsplit(" ", 1)[-1])
+    ckpt = checkpoint(job)
+    assert batch in batch_ids(ckpt / "offsets") and batch not in batch_ids(ckpt / "commits")
+    return batch, (ckpt / "offsets" / str(batch)).read_text()
+
+
+def restart_reruns_the_planned_batch(job: Stack, batch: int, planned: str) -> None:
+    """Start the job again and wait until the killed batch is committed: Spark re-ran it from its
+    logged offsets (the log entry was not planned anew)."""
+    start_job(job)
+    wait_committed(job, batch)
+    assert (checkpoint(job) / "offsets" / str(batch)).read_text() == planned
+    job_log_shows(job, f"batch {batch}: ")
 
 
 def test_kill_9_before_the_iceberg_commit_then_restart_loses_and_duplicates_nothing(job: Stack, tmp_path: Path) -> None:
@@ -120,17 +132,9 @@ def test_kill_9_before_the_iceberg_commit_then_restart_loses_and_duplicates_noth
         "  SELECT 300000 + seq, 'Crash', 'c@example.com', 'HOUSEHOLD', 'FR', NOW(), NOW(6) FROM seq_1_to_1000;\n"
         "UPDATE customer SET loyalty_points = loyalty_points + 10 WHERE cust_id BETWEEN 300001 AND 300500;\n"
     )
-    batch = crash_the_job_at(job, "before-iceberg-commit", load)
-
-    ckpt = checkpoint(job)
-    assert batch in batch_ids(ckpt / "offsets") and batch not in batch_ids(ckpt / "commits")
-    planned = (ckpt / "offsets" / str(batch)).read_text()
+    batch, planned = crash_the_job_at(job, "before-iceberg-commit", load)
     assert table_version(job, "salesdb_customer") == version, "nothing of the batch may be in the lake yet"
-    start_job(job)
-    wait_committed(job, batch)
-    # Spark re-ran the batch from its logged offsets (the log entry was not planned anew).
-    assert (ckpt / "offsets" / str(batch)).read_text() == planned
-    job_log_shows(job, f"batch {batch}: ")
+    restart_reruns_the_planned_batch(job, batch, planned)
     reconciled(job)
 
 
@@ -151,19 +155,12 @@ def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_a
         "INSERT INTO customer (cust_id, name, email, mktsegment, country_code, created_at, updated_at)\n"
         "  SELECT 313000 + seq, 'After', 'a@example.com', 'MACHINERY', 'DE', NOW(), NOW(6) FROM seq_1_to_200;\n"
     )
-    batch = crash_the_job_at(job, "after-iceberg-commit", load)
-
-    ckpt = checkpoint(job)
-    assert batch in batch_ids(ckpt / "offsets") and batch not in batch_ids(ckpt / "commits")
-    planned = (ckpt / "offsets" / str(batch)).read_text()
+    batch, planned = crash_the_job_at(job, "after-iceberg-commit", load)
     assert table_version(job, "salesdb_customer") > version, "the batch's MERGE had committed before the kill"
     # The rows the killed batch wrote, with the time they were written.
     written = ingest_times(job, "salesdb_customer", "WHERE cust_id BETWEEN 310001 AND 310600 AND city = 'Re-run'")
     assert written, "the killed batch committed rows of the load"
-    start_job(job)
-    wait_committed(job, batch)
-    assert (ckpt / "offsets" / str(batch)).read_text() == planned
-    job_log_shows(job, f"batch {batch}: ")
+    restart_reruns_the_planned_batch(job, batch, planned)
     reconciled(job)  # exact multisets: no row is stored twice
     # Applied once: the re-run of the batch rewrote none of the rows its first run committed.
     after = ingest_times(job, "salesdb_customer", f"WHERE cust_id IN ({', '.join(map(str, written))})")

@@ -43,6 +43,7 @@ PROFILE_DIRS: dict[str, str] = {
     "glue-extra-jars": "jars/glue-extra",
     "glue-avro-jars": "jars/glue-avro",
     "delta": "jars/delta",
+    "hudi": "jars/hudi",
     "glue-aws-sdk": "jars/glue-aws-sdk",
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",

@@ -69,6 +69,12 @@ def test_the_delta_profile_is_glue_5s_delta_lake_alone_and_leaves_scala_and_antl
     assert names == ["delta-spark_2.12-3.3.0.jar", "delta-storage-3.3.0.jar"]
 
 
+def test_the_hudi_profile_is_glue_5s_hudi_bundle_for_spark_3_5_alone() -> None:
+    # Glue 5.0's `--datalake-formats hudi` is Hudi 0.15.0; the bundle shades its dependencies, and
+    # the one its pom adds (hive-storage-api) is pyspark's own.
+    assert [j.name for j in runtime.jars("hudi")] == ["hudi-spark3.5-bundle_2.12-0.15.0.jar"]
+
+
 def test_connector_plugins_leave_the_kafka_api_to_the_connect_worker() -> None:
     # A plugin carrying its own kafka-clients/connect-api would shadow the worker's classes.
     for profile in ("debezium-mysql", "debezium-postgres"):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import itertools
 import os
+import platform
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,22 +30,77 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def process_tree(pid: int) -> list[int]:
-    """`pid` and all its descendants (the Python driver, its JVM, Python workers)."""
-    tree, todo = [], [pid]
+def _tree_with_parents(pid: int) -> list[tuple[int, int | None]]:
+    """(pid, its parent in the tree) for `pid` and all its descendants, parents first."""
+    tree: list[tuple[int, int | None]] = []
+    todo: list[tuple[int, int | None]] = [(pid, None)]
     while todo:
-        p = todo.pop()
-        tree.append(p)
-        todo += _children(p)
+        p, parent = todo.pop()
+        tree.append((p, parent))
+        todo += [(c, p) for c in _children(p)]
     return tree
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of the process tree (statm: resident pages)."""
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (the Python driver, its JVM, Python workers)."""
+    return [p for p, _ in _tree_with_parents(pid)]
+
+
+# kcmp(2) syscall numbers: KCMP_VM tells whether two processes share one address space.
+_KCMP_NR = {"x86_64": 312, "aarch64": 272}.get(platform.machine())
+_KCMP_VM = 1
+_PF_FORKNOEXEC = 0x40  # /proc/<pid>/stat flags: forked, has not exec'd yet
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _kcmp_vm(a: int, b: int) -> bool | None:
+    """Whether `a` and `b` share their address space; None where kcmp is not allowed (seccomp, e.g.
+    Docker's default profile without CAP_SYS_PTRACE) or not known for this architecture."""
+    if _KCMP_NR is None:
+        return None
+    r = _libc().syscall(_KCMP_NR, a, b, _KCMP_VM, 0, 0)
+    if r >= 0:
+        return r == 0
+    return False if ctypes.get_errno() == errno.ESRCH else None  # ESRCH: gone, nothing to count twice
+
+
+def shares_memory_by_stat(child: int, parent: int) -> bool:
+    """Without kcmp: a child that has not exec'd and has its parent's virtual size is taken to run on
+    the parent's memory (a fork's copy-on-write pages are shared with the parent just as well)."""
+    try:
+        flags = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[6])
+        if not flags & _PF_FORKNOEXEC:
+            return False
+        return _statm(child)[0] == _statm(parent)[0]
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def shares_memory(child: int, parent: int) -> bool:
+    """Whether `child` runs on `parent`'s address space: a vfork()/posix_spawn() child until its exec
+    (how a JVM starts `chmod` for Hadoop's local file system, how Python's subprocess starts a
+    program). Its statm then reports the parent's resident pages."""
+    same = _kcmp_vm(child, parent)
+    return shares_memory_by_stat(child, parent) if same is None else same
+
+
+def _statm(pid: int) -> list[int]:
+    return [int(x) for x in Path(f"/proc/{pid}/statm").read_text().split()]
+
+
+def tree_rss(pid: int, shares: Callable[[int, int], bool] = shares_memory) -> int:
+    """Resident bytes of the process tree: statm's resident pages of each address space once. A child
+    on its parent's address space (`shares`) is not counted again; pages that two address spaces
+    share (libraries, a fork's copy-on-write pages) count in each."""
     total = 0
-    for p in process_tree(pid):
+    for p, parent in _tree_with_parents(pid):
         with contextlib.suppress(OSError, IndexError, ValueError):  # the process may have exited
-            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * _PAGE
+            if parent is None or not shares(p, parent):
+                total += _statm(p)[1] * _PAGE
     return total
 
 
@@ -62,9 +121,12 @@ def tree_cpu(pid: int) -> float:
 class RssSampler:
     """Samples the RSS of a process tree in a thread; `peak()` since the last `mark()`."""
 
-    def __init__(self, pid: int | None = None, interval: float = 0.2) -> None:
+    def __init__(
+        self, pid: int | None = None, interval: float = 0.2, shares: Callable[[int, int], bool] = shares_memory
+    ) -> None:
         self.pid = pid or os.getpid()
         self.interval = interval
+        self.shares = shares
         self._peak = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -73,18 +135,18 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            rss = tree_rss(self.pid)
+            rss = tree_rss(self.pid, self.shares)
             with self._lock:
                 self._peak = max(self._peak, rss)
             self._stop.wait(self.interval)
 
     def mark(self) -> None:
         with self._lock:
-            self._peak = tree_rss(self.pid)
+            self._peak = tree_rss(self.pid, self.shares)
 
     def peak(self) -> int:
         with self._lock:
-            return max(self._peak, tree_rss(self.pid))
+            return max(self._peak, tree_rss(self.pid, self.shares))
 
     def stop(self) -> None:
         self._stop.set()

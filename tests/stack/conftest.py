@@ -27,16 +27,19 @@ def stack_dir() -> Iterator[Path]:
 
 
 @contextmanager
-def private_stack(prefix: str, source: str, init_sql: Path) -> Iterator[Stack]:
-    """A stack on free ports with its own state directory and `source` as the database, whatever the
-    developer's shell selects; torn down and removed at the end, also on failure."""
+def private_stack(prefix: str, source: str, init_sql: Path, wire_format: str = "json") -> Iterator[Stack]:
+    """A stack on free ports with its own state directory, `source` as the database and `wire_format`
+    on the topics, whatever the developer's shell selects; torn down and removed at the end, also on
+    failure."""
     state = short_dir(prefix)
     db_port = "mariadb" if source == "mysql" else "postgres"
-    ports = {db_port: free_port(), "kafka": free_port(), "connect": free_port()}
+    ports = {db_port: free_port(), "kafka": free_port(), "connect": free_port(), "registry": free_port()}
     env = {
         **os.environ,
         "CDC_STACK_DIR": str(state),
         "CDC_STACK_SOURCE": source,
+        "CDC_STACK_FORMAT": wire_format,
+        "CDC_STACK_REGISTRY_PORT": str(ports["registry"]),
         f"CDC_STACK_{db_port.upper()}_PORT": str(ports[db_port]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
         "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),

@@ -14,6 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
+from avro_topic import TopicDecoder, registry_definitions
+
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +28,7 @@ ORDERS_TOPIC = "salesdb.salesdb.orders"
 
 @dataclass(frozen=True)
 class Event:
-    """One Kafka record written by Debezium (JSON converter with schemas)."""
+    """One Kafka record written by Debezium (JSON converter with schemas, or Avro read as that)."""
 
     topic: str
     partition: int
@@ -73,6 +75,8 @@ class Stack:
         self.state = state
         self.ports = ports
         self.bootstrap = f"127.0.0.1:{ports['kafka']}"
+        # A record's key or value as JsonConverter's {schema, payload}, whichever format wrote it.
+        self.decode = TopicDecoder(registry_definitions(f"http://127.0.0.1:{ports.get('registry', 0)}"))
 
     def cli(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         res = subprocess.run(
@@ -146,8 +150,8 @@ class Stack:
         """The topic's records as Debezium events, from the beginning, until `until(events)` holds."""
 
         def event(msg: Any) -> Event:
-            key = json.loads(msg.key()) if msg.key() else {}
-            value = json.loads(msg.value()) if msg.value() is not None else None
+            key = self.decode(msg.key()) if msg.key() else {}
+            value = self.decode(msg.value())
             fields = tuple(f["field"] for f in (key.get("schema") or {}).get("fields", []))
             return Event(msg.topic(), msg.partition(), msg.offset(), key.get("payload"), fields, value)
 

@@ -52,14 +52,15 @@ def wait_until_equal(
 
 
 def raw_messages(stack: Stack, topic: str, until: Any, timeout: float = 60) -> list[dict[str, Any]]:
-    """The topic's records as fixtures store them: {partition, offset, key, value} (parsed JSON)."""
+    """The topic's records as fixtures store them: {partition, offset, key, value} (parsed JSON; Avro
+    records read as JsonConverter would have written them)."""
 
     def raw(msg: Any) -> dict[str, Any]:
         return {
             "partition": msg.partition(),
             "offset": msg.offset(),
-            "key": json.loads(msg.key()) if msg.key() else None,
-            "value": json.loads(msg.value()) if msg.value() is not None else None,
+            "key": stack.decode(msg.key()) if msg.key() else None,
+            "value": stack.decode(msg.value()),
         }
 
     return stack.consume(topic, raw, until, timeout)

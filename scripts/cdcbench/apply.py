@@ -43,7 +43,7 @@ MOR, COW, BASE, APPEND, JOB_APPEND = (
 
 
 def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:
-    """The job's keyed write (`Writes.keyed`, by default cdclake.lake.merge.merge_changes), whatever else
+    """The job's keyed write (`Writes.keyed`, by default cdclake.lake.executor.merge_changes), whatever else
     it is passed (key and column lists, TOAST placeholder handling), as an append of the batch's
     newest changes."""
     changes.writeTo(table).append()

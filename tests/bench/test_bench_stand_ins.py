@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "glue_scripts"))
 
 from cdcbench.apply import _append_instead  # noqa: E402
-from cdclake.lake.merge import merge_changes  # noqa: E402
+from cdclake.lake.executor import merge_changes  # noqa: E402
 
 
 def test_the_append_stand_in_accepts_every_argument_of_merge_changes():

@@ -35,8 +35,8 @@ def main() -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.common.settings import build_settings, parse_argv
     from cdclake.jobs.batch import BatchProcessor, Writes
+    from cdclake.lake.executor import merge_changes
     from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
-    from cdclake.lake.merge import merge_changes
     from cdclake.local.session import local_session
 
     work, argv = Path(sys.argv[1]), sys.argv[2:]

@@ -76,7 +76,7 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.common.settings import build_settings
     from cdclake.jobs.batch import BatchProcessor, Writes
-    from cdclake.lake.merge import merge_changes
+    from cdclake.lake.executor import merge_changes
 
     settings = build_settings(
         {

@@ -20,7 +20,7 @@ def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commi
     lake, caplog
 ):
     from cdclake.jobs.batch import BatchProcessor, Writes
-    from cdclake.lake.merge import merge_changes
+    from cdclake.lake.executor import merge_changes
     from pyspark.sql import functions as F
 
     failing = False
@@ -71,7 +71,7 @@ def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_l
 
     from cdc_workload import assert_rows
     from cdclake.jobs.batch import BatchProcessor, Writes
-    from cdclake.lake.merge import merge_changes
+    from cdclake.lake.executor import merge_changes
 
     lake = make_lake(table_concurrency="3")
     names = [f"t{i}" for i in range(6)]

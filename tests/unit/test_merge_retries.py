@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 from cdclake.common.conflicts import ConflictRetriesExhausted
-from cdclake.lake import merge
+from cdclake.lake import executor, merge
 
 CONFLICT = "org.apache.iceberg.exceptions.ValidationException: Cannot commit, missing data files: [d-1.parquet]"
 
@@ -48,11 +48,11 @@ class Changes:
 def test_a_merge_that_keeps_losing_to_concurrent_commits_gives_up_after_its_attempts_and_fails_the_batch(monkeypatch):
     # The real policy's attempts, with millisecond waits instead of its 1 s..30 s backoff.
     quick = dataclasses.replace(merge.MERGE_RETRY, base_delay_s=0.001, max_delay_s=0.001)
-    monkeypatch.setattr(merge, "MERGE_RETRY", quick)
+    monkeypatch.setattr(executor, "MERGE_RETRY", quick)
     session = Session(CONFLICT)
     changes = Changes(session)
     with pytest.raises(ConflictRetriesExhausted) as e:
-        merge.merge_changes("glue_catalog.cdc.t", changes, ["id"], ["id", "name"])
+        executor.merge_changes("glue_catalog.cdc.t", changes, ["id"], ["id", "name"])
     assert merge.MERGE_RETRY.attempts == 8  # the documented patience (README, "Concurrent commits")
     assert len(session.statements) == 8 and all(
         s.startswith("MERGE INTO glue_catalog.cdc.t") for s in session.statements
@@ -65,6 +65,6 @@ def test_a_merge_that_keeps_losing_to_concurrent_commits_gives_up_after_its_atte
 def test_a_merge_failing_for_another_reason_is_not_retried():
     session = Session("org.apache.spark.SparkException: Job aborted: No space left on device")
     with pytest.raises(RuntimeError, match="No space left on device"):
-        merge.merge_changes("glue_catalog.cdc.t", Changes(session), ["id"], ["id", "name"])
+        executor.merge_changes("glue_catalog.cdc.t", Changes(session), ["id"], ["id", "name"])
     assert len(session.statements) == 1
     assert session.catalog.dropped == ["cdc_changes_glue_catalog_cdc_t"]

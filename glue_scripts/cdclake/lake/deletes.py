@@ -22,9 +22,10 @@ markers are written then. Within a batch the changes of a key are
 ordered as before, so the batch's own deletes need no marker. The job knows, between batches, the
 newest position its markers hold (`KnownMarkers`): a batch whose changes are all newer than that,
 as every batch of a stream read in order is, cannot lose a change to a marker, and its MERGE reads
-no markers. Readers never see
+no markers. This module builds the markers' statements and rows; the executor (executor.py)
+creates, appends to, rewrites and drops marker tables. Readers never see
 markers: the data table holds live rows only, and every reader here skips `__cdc_deletes` tables.
-A source TRUNCATE is one marker for every key (`_cdc_key` '*', merge.truncate_before).
+A source TRUNCATE is one marker for every key (`_cdc_key` '*', `truncate_marker`).
 Maintenance removes markers older than `--maintenance_delete_retention_days`: a replay that must
 beat a delete has to come within that time of the delete being applied.
 """
@@ -37,7 +38,6 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..common.conflicts import RetryPolicy, retry_on_conflict
 from ..common.lake_contract import (
     CDC_DELETED_AT,
     CDC_INGESTED_AT,
@@ -95,10 +95,13 @@ def markers_if_any(spark: SparkSession, table: str) -> str | None:
     return markers if _exists(spark, markers) else None
 
 
-def create_markers(spark: SparkSession, table: str, fmt: Format) -> str:
-    markers = marker_table(table)
-    spark.sql(fmt.markers_sql(markers, MARKER_COLUMNS, table))
-    return markers
+def create_markers_sql(table: str, fmt: Format) -> str:
+    """SQL: the marker table of `table`, created in the lake's table format."""
+    return fmt.markers_sql(marker_table(table), MARKER_COLUMNS, table)
+
+
+def drop_markers_sql(table: str) -> str:
+    return f"DROP TABLE IF EXISTS {marker_table(table)}"
 
 
 @dataclass
@@ -112,7 +115,6 @@ class KnownMarkers:
     Maintenance only removes markers, which leaves the position an upper bound still."""
 
     spark: SparkSession
-    fmt: Format  # the lake's table format: the marker tables' DDL
     # table -> newest marker position (-1: the marker table is empty), None: no marker table
     _newest: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
 
@@ -134,12 +136,9 @@ class KnownMarkers:
             return None
         return marker_table(table)
 
-    def ensure(self, table: str) -> str:
-        """The marker table, created unless it is known to exist."""
-        if self.newest(table) is None:
-            create_markers(self.spark, table, self.fmt)
-            self._newest[table] = -1
-        return marker_table(table)
+    def created(self, table: str) -> None:
+        """The table's marker table was created (empty)."""
+        self._newest[table] = -1
 
     def wrote(self, table: str, position: int) -> None:
         """Markers up to `position` were appended (a table not known yet is learnt when asked)."""
@@ -153,51 +152,24 @@ class KnownMarkers:
             self._newest.pop(table, None)
 
 
-def _remember(table: str, deleted: DataFrame, retry: RetryPolicy, known: KnownMarkers, position: int = -1) -> None:
-    """Append `deleted` (the marker columns, at positions up to `position`) to the table's markers,
-    in one commit. An append reads nothing and never conflicts with a concurrent rewrite; a key
-    deleted again, or a batch run again, adds a row, which the anti-join and the pruning handle
-    alike."""
-    markers = known.ensure(table)
-    retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", retry)
-    known.wrote(table, position)
-
-
-def remember_keyed(
-    table: str,
-    changes: DataFrame,
-    keys: list[str],
-    columns: list[str],
-    retry: RetryPolicy,
-    known: KnownMarkers,
-    position: int = -1,
-) -> None:
-    """Remember every delete among the batch's changes, not only the newest change per key: a
+def keyed_deletes(changes: DataFrame, keys: list[str], columns: list[str]) -> DataFrame:
+    """The markers of every delete among the batch's changes, not only the newest change per key: a
     delete followed by a newer change of its key overrules only changes older than itself, which
     that newer change overrules too. So the append needs no newest-per-key aggregate (a shuffle)."""
-    deleted = changes.where(F.col(CDC_OP) == "d").select(
+    return changes.where(F.col(CDC_OP) == "d").select(
         F.to_json(F.struct(*[F.col(quote(k)).alias(k.lower()) for k in keys])).alias(CDC_KEY),
         CDC_SEQ,
         CDC_OFFSET,
         F.col(CDC_INGESTED_AT).alias(CDC_DELETED_AT),
         row_json(columns).alias(CDC_ROW),
     )
-    _remember(table, deleted, retry, known, position)
 
 
-def remember_images(
-    table: str,
-    changes: DataFrame,
-    columns: list[str],
-    match: list[str],
-    retry: RetryPolicy,
-    known: KnownMarkers,
-    position: int = -1,
-) -> None:
-    """Remember the row images (tables without a key) whose newest change in the batch removes a
-    copy: a delete, or the `before` of an update (keyless.py)."""
+def image_deletes(changes: DataFrame, columns: list[str], match: list[str]) -> DataFrame:
+    """The markers of the row images (tables without a key) whose newest change in the batch
+    removes a copy: a delete, or the `before` of an update (keyless.py)."""
     newest = F.max(F.struct(CDC_SEQ, CDC_OFFSET, CDC_OP, CDC_INGESTED_AT, CDC_ROW)).alias("n")
-    deleted = (
+    return (
         changes.select(
             image_key(match).alias(CDC_KEY),
             CDC_SEQ,
@@ -217,7 +189,6 @@ def remember_images(
             F.col(f"n.{CDC_ROW}").alias(CDC_ROW),
         )
     )
-    _remember(table, deleted, retry, known, position)
 
 
 def overrules_sql(marker: str, change: str) -> str:
@@ -239,21 +210,20 @@ def live_changes_sql(source_view: str, markers: str, keys: list[str]) -> str:
     )
 
 
-def remember_truncate(spark: SparkSession, table: str, seq: int, retry: RetryPolicy, known: KnownMarkers) -> None:
+def truncate_marker(spark: SparkSession, seq: int) -> DataFrame:
     """A source TRUNCATE (or a table dropped and created again) at `seq`: one marker for every key
     (`_cdc_key` '*'), so a change older than it read later is dropped too. Offset -1: a change at
-    the truncate's own position is newer (truncate_before keeps it)."""
+    the truncate's own position is newer (the write keeps it)."""
     row = spark.createDataFrame(
         [(ALL_KEYS, seq, -1, None)], f"{CDC_KEY} string, _seq string, {CDC_OFFSET} bigint, {CDC_ROW} string"
     )
-    marker = row.select(
+    return row.select(
         CDC_KEY,
         F.col("_seq").cast("decimal(38,0)").alias(CDC_SEQ),
         CDC_OFFSET,
         F.current_timestamp().alias(CDC_DELETED_AT),
         CDC_ROW,
     )
-    _remember(table, marker, retry, known, seq)
 
 
 def newest_markers(markers: DataFrame) -> DataFrame:
@@ -266,12 +236,9 @@ def newest_truncate(markers: DataFrame) -> DataFrame:
     return markers.where(F.col(CDC_KEY) == ALL_KEYS).agg(F.max(F.struct(CDC_SEQ, CDC_OFFSET)).alias("_tpos"))
 
 
-def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.StructType) -> None:
-    """The source's primary key changed (lake_tables.rekey): the markers' keys are rebuilt from the
+def rekeyed_markers(markers: DataFrame, keys: list[str], columns: T.StructType) -> DataFrame:
+    """The source's primary key changed (table_plan.Rekey): the markers' keys rebuilt from the
     deleted rows' images, under the new key (or as images, for a table that lost its key)."""
-    markers = markers_if_any(spark, table)
-    if markers is None:
-        return
     row = F.from_json(F.col(CDC_ROW), columns)
     names = [f.name for f in columns.fields]
     if keys:
@@ -279,9 +246,7 @@ def rekey_markers(spark: SparkSession, table: str, keys: list[str], columns: T.S
     else:
         key = F.sha2(F.to_json(F.struct(*[row.getField(c).alias(c.lower()) for c in names])), 256)
     key = F.when(F.col(CDC_KEY) == ALL_KEYS, F.lit(ALL_KEYS)).otherwise(key)  # a truncate stays one
-    rebuilt = spark.table(markers).withColumn(CDC_KEY, key).where(F.col(CDC_KEY).isNotNull())
-    # Read before the overwrite commits: one commit replaces every marker.
-    rebuilt.localCheckpoint(eager=True).writeTo(markers).overwrite(F.lit(True))
+    return markers.withColumn(CDC_KEY, key).where(F.col(CDC_KEY).isNotNull())
 
 
 def prune_sql(markers: str, older_than: str) -> str:
@@ -289,13 +254,7 @@ def prune_sql(markers: str, older_than: str) -> str:
     return f"DELETE FROM {markers} WHERE {CDC_DELETED_AT} < {older_than}"
 
 
-def drop_markers(spark: SparkSession, table: str) -> None:
-    spark.sql(f"DROP TABLE IF EXISTS {marker_table(table)}")
-
-
-def move_markers(spark: SparkSession, old: str, new: str, fmt: Format) -> None:
-    """A lake table renamed (lake_tables.rename_tables): its markers follow it."""
-    if markers_if_any(spark, old) is None or _exists(spark, marker_table(new)):
-        return
-    spark.sql(fmt.moved_markers_sql(marker_table(new), marker_table(old), new))
-    drop_markers(spark, old)
+def markers_to_move(spark: SparkSession, old: str, new: str) -> bool:
+    """A lake table renamed: whether its markers are to follow it (it has some, and the new name
+    has none yet: a move run again after a crash finds them moved)."""
+    return markers_if_any(spark, old) is not None and not _exists(spark, marker_table(new))

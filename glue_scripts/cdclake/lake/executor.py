@@ -1,8 +1,10 @@
-"""Runs a table's plan (table_plan.py) against the catalog: the one place the batch's DDL runs.
+"""Runs a table's plan (table_plan.py) against the catalog: the one place the batch's DDL, MERGEs
+and marker writes run.
 
 Each step is one or a few statements, built by the pure SQL text functions where they live
-(evolution.py, merge.py, deletes.py); the write step decodes the table's schema groups and hands
-them to the `Writes` (the MERGE by default). What the plan leaves (the table's state, what the
+(evolution.py, merge.py, keyless.py, deletes.py, formats.py); the write step decodes the table's
+schema groups and hands them to the `Writes` (by default this module's `merge_changes` and
+`merge_multiset`), then appends the batch's delete markers. What the plan leaves (the table's state, what the
 process remembers of it) goes back to `LakeTables` once the steps ran; a step that changed the
 table in a way the plan does not model exactly (renames, drops, a new key, the drop mark) makes
 the next batch read the table's state from the catalog again.
@@ -20,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import (
     ALL_METADATA_COLUMNS,
     CDC_COPY,
@@ -43,16 +46,20 @@ from . import table_plan as P
 from .deadletter import as_dead_letters
 from .deletes import (
     KnownMarkers,
-    drop_markers,
-    move_markers,
-    rekey_markers,
-    remember_images,
-    remember_keyed,
-    remember_truncate,
+    create_markers_sql,
+    drop_markers_sql,
+    image_deletes,
+    keyed_deletes,
+    marker_table,
+    markers_if_any,
+    markers_to_move,
+    rekeyed_markers,
+    truncate_marker,
 )
 from .evolution import Columns, alter_sql, backfill_sql, carried_properties, default_sql
 from .formats import Format, Iceberg
-from .merge import MERGE_RETRY, truncate_sql
+from .keyless import copies_to_write, merge_multiset_sql
+from .merge import MERGE_RETRY, merge_sql, truncate_sql
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
@@ -101,7 +108,7 @@ class Executor:
         self.writes = writes
         self.placeholder = placeholder
         self.fmt = fmt or Iceberg()
-        self.markers = KnownMarkers(spark, self.fmt)  # what the job knows of each table's delete markers
+        self.markers = KnownMarkers(spark)  # what the job knows of each table's delete markers
 
     def run(self, plan: P.TablePlan, ex: Execution) -> None:
         """Every step of `plan`, in order."""
@@ -173,7 +180,11 @@ class Executor:
                 self.sql(f"ALTER TABLE {ex.ident} ALTER COLUMN {quote(f.name)} DROP NOT NULL")
         # The markers first: a batch run again re-keys them again from the rows they keep.
         data = [f for f in self.spark.table(ex.ident).schema.fields if f.name not in ALL_METADATA_COLUMNS]
-        rekey_markers(self.spark, ex.ident, list(s.keys), T.StructType(data))
+        markers = markers_if_any(self.spark, ex.ident)
+        if markers is not None:
+            rebuilt = rekeyed_markers(self.spark.table(markers), list(s.keys), T.StructType(data))
+            # Read before the overwrite commits: one commit replaces every marker.
+            rebuilt.localCheckpoint(eager=True).writeTo(markers).overwrite(F.lit(True))
         self.markers.forget(ex.ident)
         keys = list(s.keys)
         props = {KEY_PROPERTY: keys_text(keys), KEY_POSITION_PROPERTY: str(s.position), KEY_BATCH_PROPERTY: s.batch}
@@ -209,7 +220,7 @@ class Executor:
             stale = [k for k in stale if k != KEY_PROPERTY]
             if stale:
                 self._unset_properties(ex.ident, stale)
-            drop_markers(self.spark, ex.ident)
+            self.sql(drop_markers_sql(ex.ident))
             self.markers.forget(ex.ident)
         if s.record:
             self._RecordColumnChanges(P.RecordColumnChanges(s.record), ex)
@@ -250,7 +261,7 @@ class Executor:
         """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
         read later does not come back."""
         self.sql(truncate_sql(ident, seq))
-        remember_truncate(self.spark, ident, seq, MERGE_RETRY, self.markers)
+        self._remember(ident, truncate_marker(self.spark, seq), seq)
 
     def _Write(self, s: P.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the
@@ -284,7 +295,7 @@ class Executor:
         if not keys:
             self.writes.keyless(ident, changes, names, list(s.match), markers=markers)  # type: ignore[attr-defined]
             if s.deletes:
-                remember_images(ident, changes, names, list(s.match), MERGE_RETRY, self.markers, newest_seq)
+                self._remember(ident, image_deletes(changes, names, list(s.match)), newest_seq)
             return
         newest = latest_per_key(changes, keys)
         keep = None
@@ -295,7 +306,19 @@ class Executor:
             keep = keep_existing(unavailable, self.placeholder)
         self.writes.keyed(ident, newest, keys, names, keep, markers=markers)  # type: ignore[attr-defined]
         if s.deletes:
-            remember_keyed(ident, changes, keys, names, MERGE_RETRY, self.markers, newest_seq)
+            self._remember(ident, keyed_deletes(changes, keys, names), newest_seq)
+
+    def _remember(self, ident: str, deleted: DataFrame, position: int) -> None:
+        """Append `deleted` (the marker columns, at positions up to `position`) to the table's
+        markers, in one commit; the marker table is created first unless it is known to exist. An
+        append reads nothing and never conflicts with a concurrent rewrite; a key deleted again, or
+        a batch run again, adds a row, which the anti-join and the pruning handle alike."""
+        if self.markers.newest(ident) is None:
+            self.sql(create_markers_sql(ident, self.fmt))
+            self.markers.created(ident)
+        markers = marker_table(ident)
+        retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", MERGE_RETRY)
+        self.markers.wrote(ident, position)
 
     # -------------------------------------------------------------- a DROP TABLE at the source
     def _UnmarkDropped(self, s: P.UnmarkDropped, ex: Execution) -> None:
@@ -313,7 +336,7 @@ class Executor:
 
     def _DropTable(self, s: P.DropTable, ex: Execution) -> None:
         self.sql(f"DROP TABLE IF EXISTS {ex.ident}")
-        drop_markers(self.spark, ex.ident)
+        self.sql(drop_markers_sql(ex.ident))
         self.markers.forget(ex.ident)
         log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
 
@@ -361,10 +384,73 @@ class Executor:
 
     def finish_move(self, old: str, new: str) -> None:
         """The rest of a move whose copy is made: the markers follow, the old table goes."""
-        move_markers(self.spark, old, new, self.fmt)
+        if markers_to_move(self.spark, old, new):
+            self.sql(self.fmt.moved_markers_sql(marker_table(new), marker_table(old), new))
+            self.sql(drop_markers_sql(old))
         self.markers.forget(old)
         self.markers.forget(new)
         self.sql(f"DROP TABLE {old}")
+
+
+class LookUp:
+    """merge_changes(markers=LOOK_UP): the catalog says whether the table has markers to consult."""
+
+
+LOOK_UP = LookUp()
+
+
+def merge_changes(
+    table: str,
+    changes: DataFrame,
+    keys: list[str],
+    columns: list[str],
+    keep: dict[str, str] | None = None,
+    *,
+    markers: str | None | LookUp = LOOK_UP,
+) -> None:
+    """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit
+    (merge.merge_sql). `markers`: the delete markers to anti-join the changes with
+    (deletes.KnownMarkers.to_consult), None for none."""
+    # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
+    # MERGE must use that session, not the one the job started with.
+    session = changes.sparkSession
+    view = "cdc_changes_" + table.replace(".", "_").replace("`", "")
+    changes.createOrReplaceTempView(view)
+    try:
+        # Safe to run again: the position guard makes a re-applied change a no-op.
+        if isinstance(markers, LookUp):
+            markers = markers_if_any(session, table)
+        statement = merge_sql(table, view, keys, columns, keep, markers)
+        retry_on_conflict(lambda: session.sql(statement), f"MERGE into {table}", MERGE_RETRY)
+    finally:
+        session.catalog.dropTempView(view)
+
+
+def merge_multiset(
+    table: str,
+    changes: DataFrame,
+    columns: list[str],
+    match: list[str],
+    *,
+    markers: str | None | LookUp = LOOK_UP,
+) -> None:
+    """Apply a batch's changes of a keyless table in one commit (keyless.py). `markers`: the delete
+    markers whose positions count (deletes.KnownMarkers.to_consult), None for none."""
+    session = changes.sparkSession
+    view = "cdc_copies_" + table.replace(".", "_").replace("`", "")
+    if isinstance(markers, LookUp):
+        markers = markers_if_any(session, table)
+
+    def attempt() -> None:
+        # Counted against the table as it is now: a MERGE re-planned after a conflict reads it again.
+        marked = session.table(markers) if markers else None
+        copies_to_write(session.table(table), changes, columns, match, marked).createOrReplaceTempView(view)
+        session.sql(merge_multiset_sql(table, view, columns, match))
+
+    try:
+        retry_on_conflict(attempt, f"MERGE into {table}", MERGE_RETRY)
+    finally:
+        session.catalog.dropTempView(view)
 
 
 def decoded_rows(

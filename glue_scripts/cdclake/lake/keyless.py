@@ -5,7 +5,8 @@ lake stores every copy as its own row, numbered `_cdc_copy` 1..n among the copie
 that a reader sees the rows the source has. A change counts per image: an insert or snapshot read
 adds a copy of `after`, a delete removes a copy of `before`, an update does both (decode.py splits
 it). Per batch the net count of each image touched is applied in one MERGE: copies past the new
-count are deleted, missing ones inserted.
+count are deleted, missing ones inserted (this module builds the MERGE's source and text,
+executor.merge_multiset runs them).
 
 Replay safety: every copy of an image carries the position (`_cdc_seq`, `_cdc_offset`) of the
 newest change applied to that image, and a change counts only when it is newer, so a re-run batch
@@ -23,11 +24,9 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import CDC_COPY, CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
 from ..common.sqltext import quote
-from .deletes import image_key, markers_if_any, newest_markers, newest_truncate
-from .merge import LOOK_UP, MERGE_RETRY, LookUp
+from .deletes import image_key, newest_markers, newest_truncate
 
 COPY = CDC_COPY
 
@@ -97,6 +96,7 @@ def copies_to_write(
 
 
 def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: list[str]) -> str:
+    """The MERGE of `copies_to_write`'s rows (in `source_view`) into a keyless table, in one commit."""
     on = " AND ".join([f"t.{quote(c)} <=> s.{quote(c)}" for c in match] + [f"t.{COPY} = s.{COPY}"])
     meta = list(METADATA_COLUMNS)
     all_cols = columns + meta + [COPY]
@@ -114,30 +114,3 @@ def merge_multiset_sql(table: str, source_view: str, columns: list[str], match: 
         f"WHEN NOT MATCHED AND s._action <> 'd' THEN INSERT ({', '.join(quote(c) for c in all_cols)}) "
         f"VALUES ({', '.join(values)})"
     )
-
-
-def merge_multiset(
-    table: str,
-    changes: DataFrame,
-    columns: list[str],
-    match: list[str],
-    *,
-    markers: str | None | LookUp = LOOK_UP,
-) -> None:
-    """Apply a batch's changes of a keyless table in one commit (module doc). `markers`: the delete
-    markers whose positions count (deletes.KnownMarkers.to_consult), None for none."""
-    session = changes.sparkSession
-    view = "cdc_copies_" + table.replace(".", "_").replace("`", "")
-    if isinstance(markers, LookUp):
-        markers = markers_if_any(session, table)
-
-    def attempt() -> None:
-        # Counted against the table as it is now: a MERGE re-planned after a conflict reads it again.
-        marked = session.table(markers) if markers else None
-        copies_to_write(session.table(table), changes, columns, match, marked).createOrReplaceTempView(view)
-        session.sql(merge_multiset_sql(table, view, columns, match))
-
-    try:
-        retry_on_conflict(attempt, f"MERGE into {table}", MERGE_RETRY)
-    finally:
-        session.catalog.dropTempView(view)

@@ -1,18 +1,13 @@
-"""The one atomic MERGE per table per batch (the tables' DDL is the format's, formats.py)."""
+"""The one atomic MERGE per table per batch, as SQL text (executor.py runs it; the tables' DDL is the
+format's, formats.py)."""
 
 from __future__ import annotations
 
-import logging
-
-from pyspark.sql import DataFrame
-
-from ..common.conflicts import RetryPolicy, retry_on_conflict
+from ..common.conflicts import RetryPolicy
 from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
 from ..common.sqltext import quote
 from ..events.ordering import newer_than
-from .deletes import live_changes_sql, markers_if_any
-
-log = logging.getLogger(__name__)
+from .deletes import live_changes_sql
 
 # A MERGE that loses to a concurrent compaction ("missing data files") is planned again from the new
 # snapshot; patiently, because giving up fails the batch and with it the streaming job.
@@ -55,45 +50,8 @@ def merge_sql(
     )
 
 
-class LookUp:
-    """merge_changes(markers=LOOK_UP): the catalog says whether the table has markers to consult."""
-
-
-LOOK_UP = LookUp()
-
-
-def merge_changes(
-    table: str,
-    changes: DataFrame,
-    keys: list[str],
-    columns: list[str],
-    keep: dict[str, str] | None = None,
-    *,
-    markers: str | None | LookUp = LOOK_UP,
-) -> None:
-    """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit.
-    `markers`: the delete markers to anti-join the changes with (deletes.KnownMarkers.to_consult),
-    None for none."""
-    # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
-    # MERGE must use that session, not the one the job started with.
-    session = changes.sparkSession
-    view = "cdc_changes_" + table.replace(".", "_").replace("`", "")
-    changes.createOrReplaceTempView(view)
-    try:
-        # Safe to run again: the position guard makes a re-applied change a no-op.
-        if isinstance(markers, LookUp):
-            markers = markers_if_any(session, table)
-        retry_on_conflict(
-            lambda: session.sql(merge_sql(table, view, keys, columns, keep, markers)),
-            f"MERGE into {table}",
-            MERGE_RETRY,
-        )
-    finally:
-        session.catalog.dropTempView(view)
-
-
 def truncate_sql(table: str, seq: int) -> str:
     """A source TRUNCATE: remove every row written from a change older than the truncate (the
-    executor then remembers it, deletes.remember_truncate, so such a change read later does not
+    executor then remembers it, deletes.truncate_marker, so such a change read later does not
     come back)."""
     return f"DELETE FROM {table} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq}"

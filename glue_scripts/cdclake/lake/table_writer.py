@@ -5,8 +5,8 @@
         ──Executor (executor.py)──> the catalog: DDL, decode, the write (1 commit)
     every table's decoded rows ──count_written──> ops and decode errors (1 Spark action per batch)
 
-The write is a `Writes`: by default `merge.merge_changes` for a table with a primary key and
-`keyless.merge_multiset` for one without. Everything that cannot be applied comes back to the
+The write is a `Writes`: by default `executor.merge_changes` for a table with a primary key and
+`executor.merge_multiset` for one without. Everything that cannot be applied comes back to the
 caller as dead letters (DataFrames, lazy) with the table's report.
 """
 
@@ -28,11 +28,9 @@ from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
-from .executor import Execution, Executor, Written, decoded_rows
+from .executor import Execution, Executor, Written, decoded_rows, merge_changes, merge_multiset
 from .formats import table_format
-from .keyless import merge_multiset
 from .lake_tables import LakeTables
-from .merge import merge_changes
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
 
 log = logging.getLogger("cdclake")

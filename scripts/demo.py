@@ -31,7 +31,7 @@ import lake  # noqa: E402  (first: puts the job's package, cdclake, on the path)
 import local_job  # noqa: E402
 import reconcile  # noqa: E402
 from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
-from localstack import commands, plumbing, sources  # noqa: E402
+from cdcstack import commands, plumbing, sources  # noqa: E402
 
 STEPS = 7
 
@@ -46,7 +46,7 @@ def check(results: list[reconcile.TableResult]) -> bool:
     return all(r.ok for r in results)
 
 
-def apply(s: plumbing.Settings, file: Path, wait: float = 120) -> bool:
+def apply(s: plumbing.StackConfig, file: Path, wait: float = 120) -> bool:
     t0 = time.monotonic()
     s.engine.run_sql(s, file.read_text(), plumbing.DATABASE)
     print(f"  ran {file.relative_to(ROOT)}; waiting for the lake to catch up ...", flush=True)
@@ -66,7 +66,7 @@ def show_table(con, location: Path, columns: str, order: str, limit: int = 8) ->
         print("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
 
 
-def latency_probe(s: plumbing.Settings, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
+def latency_probe(s: plumbing.StackConfig, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
     """Source commit -> visible in the lake, measured from outside: each probe UPDATE sets a unique
     `updated_at`; a reader polls the Iceberg table (DuckDB) until it sees that value."""
     sent: dict[str, float] = {}
@@ -112,7 +112,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def run(keep: bool, source: str | None = None, wire_format: str | None = None) -> int:
-    s = sources.settings(source, wire_format or "json")
+    s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True

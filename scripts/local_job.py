@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cli
-from localstack import commands, plumbing, registry, sources
+from cdcstack import commands, plumbing, registry, sources
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
@@ -38,12 +38,12 @@ class LakePaths:
     dead_letters: Path
 
     @classmethod
-    def of(cls, s: plumbing.Settings) -> LakePaths:
+    def of(cls, s: plumbing.StackConfig) -> LakePaths:
         root = s.path("lake")
         return cls(root / "warehouse", root / "checkpoints" / "cdc-job", root / "dead-letters")
 
 
-def topic_pattern(s: plumbing.Settings) -> str:
+def topic_pattern(s: plumbing.StackConfig) -> str:
     """The job's --kafka_topic_pattern, the source engine's JOB_TOPIC_PATTERN: the change topics
     <prefix>.<database>.<table> for MySQL, plus the connector's
     schema-change topic <prefix> (its DDL carries column renames and dropped tables; the template's
@@ -52,7 +52,7 @@ def topic_pattern(s: plumbing.Settings) -> str:
     return s.engine.JOB_TOPIC_PATTERN
 
 
-def job_command(s: plumbing.Settings, extra: list[str]) -> list[str]:
+def job_command(s: plumbing.StackConfig, extra: list[str]) -> list[str]:
     p = LakePaths.of(s)
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
     return [
@@ -75,7 +75,7 @@ def job_command(s: plumbing.Settings, extra: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def start(s: plumbing.Settings, extra: list[str]) -> int:
+def start(s: plumbing.StackConfig, extra: list[str]) -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
         plumbing.say(f"job: already running (pid {rec.pid})")
@@ -110,7 +110,7 @@ def start(s: plumbing.Settings, extra: list[str]) -> int:
     )
 
 
-def _run_log(s: plumbing.Settings) -> str:
+def _run_log(s: plumbing.StackConfig) -> str:
     """The job's log since its latest start."""
     try:
         text = s.log(COMPONENT).read_text(errors="replace")
@@ -119,7 +119,7 @@ def _run_log(s: plumbing.Settings) -> str:
     return text.rsplit(f"scripts/local-stack starts {COMPONENT}", 1)[-1]
 
 
-def kill(s: plumbing.Settings) -> int:
+def kill(s: plumbing.StackConfig) -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is None:
         plumbing.say("job: not running")
@@ -133,7 +133,7 @@ def kill(s: plumbing.Settings) -> int:
     return 0
 
 
-def status(s: plumbing.Settings) -> int:
+def status(s: plumbing.StackConfig) -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is None:
         print("job        stopped")
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.add_argument("-f", "--follow", action="store_true")
     args = parser.parse_args(argv)
     try:
-        s = sources.settings(args.source)
+        s = sources.stack_config(args.source)
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
             return start(s, extra)

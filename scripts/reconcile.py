@@ -42,8 +42,8 @@ import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
 from cdclake.events.ddl import POSTGRES_DDL_TABLE
-from localstack import commands, mariadb, postgres, sources
-from localstack.plumbing import DATABASE, Settings, StackError, live_record, os_user
+from cdcstack import commands, mariadb, postgres, sources
+from cdcstack.plumbing import DATABASE, StackConfig, StackError, live_record, os_user
 
 
 def normalise(value: Any) -> Any:
@@ -247,7 +247,7 @@ def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, sen
 class Source:
     """The local MariaDB, as the administrator over its Unix socket (UTC session)."""
 
-    def __init__(self, s: Settings, database: str) -> None:
+    def __init__(self, s: StackConfig, database: str) -> None:
         if live_record(s, mariadb.COMPONENT) is None:
             raise StackError("MariaDB is not running: scripts/local-stack up")
         self.database = database
@@ -291,7 +291,7 @@ class PostgresSource:
     """The local PostgreSQL, as the administrator over its Unix socket (UTC session), schema `public`.
     Its lake tables are <namespace>.<schema>_<table>, as the job names PostgreSQL tables."""
 
-    def __init__(self, s: Settings, database: str) -> None:
+    def __init__(self, s: StackConfig, database: str) -> None:
         import psycopg
 
         if live_record(s, postgres.COMPONENT) is None:
@@ -401,7 +401,7 @@ def lake_only(
 READERS: dict[str, type[Source | PostgresSource]] = {mariadb.COMPONENT: Source, postgres.COMPONENT: PostgresSource}
 
 
-def reconcile(s: Settings, tables: list[str] | None, database: str) -> list[TableResult]:
+def reconcile(s: StackConfig, tables: list[str] | None, database: str) -> list[TableResult]:
     source = READERS[s.engine.COMPONENT](s, database)
     try:
         keyed = source.tables()
@@ -417,7 +417,7 @@ def reconcile(s: Settings, tables: list[str] | None, database: str) -> list[Tabl
         source.conn.close()
 
 
-def reconcile_until(s: Settings, tables: list[str] | None, database: str, wait: float) -> list[TableResult]:
+def reconcile_until(s: StackConfig, tables: list[str] | None, database: str, wait: float) -> list[TableResult]:
     deadline = time.monotonic() + wait
     while True:
         results = reconcile(s, tables, database)
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
     parser.add_argument("--wait", type=float, default=120.0 if apply_sql else 0.0, help="seconds to wait for the lake")
     args = parser.parse_args(argv)
     try:
-        s = sources.settings(args.source)
+        s = sources.stack_config(args.source)
         if apply_sql:
             t0 = time.monotonic()
             code = commands.cmd_sql(s, args.file, None, args.database)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from localstack.plumbing import free_port
+from cdcstack.plumbing import free_port
 
 __all__ = ["free_port", "port_open", "stop_process"]
 

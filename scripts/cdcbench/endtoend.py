@@ -35,7 +35,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from localstack.plumbing import free_port
+from cdcstack.plumbing import free_port
 from pyspark.sql import SparkSession
 
 from .config import Config

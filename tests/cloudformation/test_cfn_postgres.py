@@ -172,7 +172,7 @@ def test_the_client_script_is_valid_bash(pg_template: dict[str, Any], tmp_path: 
 def test_the_clients_scram_verifier_is_the_one_postgres_checks(pg_template: dict[str, Any]) -> None:
     # Run the script's own verifier code, then derive the verifier independently from its salt.
     sys.path.insert(0, str(templates.ROOT / "scripts"))
-    from localstack import postgres
+    from cdcstack import postgres
 
     script = pg_user_data(pg_template)[0]
     code = re.search(r"python3 -c '\n(.*?)'\)", script, re.S)

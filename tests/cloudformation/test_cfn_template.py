@@ -566,7 +566,7 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import local_job
-    from localstack import sources
+    from cdcstack import sources
 
     connector = json.loads(
         (Path(__file__).resolve().parents[2] / "cloudformation" / "connector" / "debezium-mysql.json").read_text()
@@ -574,7 +574,7 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
     assert connector["include.schema.changes"] == "true"
     derived = job(template)["DefaultArguments"]["--kafka_topic_pattern"]["Fn::Sub"]
     default = derived.replace("${TopicPrefix}", "salesdb").replace("${SourceDatabase}", "salesdb")
-    local = local_job.topic_pattern(sources.settings("mysql"))
+    local = local_job.topic_pattern(sources.stack_config("mysql"))
     assert default == local
     for topic in ("salesdb", "salesdb.salesdb.customer"):
         assert re.fullmatch(default, topic), topic

@@ -14,7 +14,7 @@ TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import connector_config  # noqa: E402
-from localstack import postgres, sources  # noqa: E402
+from cdcstack import postgres, sources  # noqa: E402
 
 VALUES = {
     "DB_HOST": "127.0.0.1",
@@ -59,7 +59,7 @@ def test_the_local_stack_registers_the_template_plus_only_topic_creation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
-    s = sources.settings("postgres")
+    s = sources.stack_config("postgres")
     config = postgres.connector_config(s, 15432, 19092)
     rendered = connector_config.render(TEMPLATE, {**VALUES, "DB_PASSWORD": config["database.password"]})
 
@@ -79,7 +79,7 @@ def test_the_publication_publishes_truncate_in_both_environments() -> None:
     """Both places create the publication without a publish option, so PostgreSQL's default
     (insert, update, delete, truncate) applies and a TRUNCATE reaches the connector."""
     sources = {
-        "local": (ROOT / "scripts" / "localstack" / "postgres.py").read_text(),
+        "local": (ROOT / "scripts" / "cdcstack" / "postgres.py").read_text(),
         "cloudformation": (ROOT / "cloudformation" / "cdc-pipeline.yaml").read_text(),
     }
     for where, text in sources.items():

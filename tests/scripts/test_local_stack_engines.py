@@ -1,4 +1,4 @@
-"""scripts/localstack/: every source engine module provides the whole SourceEngine interface, with
+"""scripts/cdcstack/: every source engine module provides the whole SourceEngine interface, with
 the same parameters, so that the stack can call whichever --source chose; and the broker's cluster
 id has the format of Kafka's own `kafka-storage random-uuid`."""
 
@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from localstack import kafka, plumbing, sources  # noqa: E402
+from cdcstack import kafka, plumbing, sources  # noqa: E402
 
 FUNCTIONS = {n: f for n, f in vars(plumbing.SourceEngine).items() if inspect.isfunction(f) and not n.startswith("_")}
 CONSTANTS = set(plumbing.SourceEngine.__annotations__)
@@ -55,11 +55,11 @@ def test_each_engine_has_the_demo_scenario_in_its_own_dialect() -> None:
 def test_the_settings_carry_the_engine_the_source_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
     for source, engine in sources.ENGINES.items():
-        s = sources.settings(source)
+        s = sources.stack_config(source)
         assert s.engine is engine and s.components == (engine.COMPONENT, "kafka", "connect")
         assert s.connector == engine.CONNECTOR and s.ports[engine.COMPONENT] == engine.DEFAULT_PORT
     with pytest.raises(plumbing.StackError, match="choose one of mysql, postgres"):
-        sources.settings("oracle")
+        sources.stack_config("oracle")
 
 
 def test_the_kafka_cluster_id_has_the_format_of_kafka_storage_random_uuid() -> None:
@@ -74,7 +74,7 @@ def test_the_kafka_cluster_id_has_the_format_of_kafka_storage_random_uuid() -> N
 def test_a_failed_start_shows_the_notes_before_the_first_error_and_the_end_of_the_log(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from localstack.plumbing import log_tail
+    from cdcstack.plumbing import log_tail
 
     log = tmp_path / "mariadb.log"
     help_text = [f"help line {i}" for i in range(30)]  # what mariadb-install-db prints after failing
@@ -88,10 +88,10 @@ def test_a_failed_start_shows_the_notes_before_the_first_error_and_the_end_of_th
 def test_down_stops_the_local_job_with_the_stack_and_not_with_one_component(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from localstack import commands
+    from cdcstack import commands
 
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
-    s = sources.settings("mysql")
+    s = sources.stack_config("mysql")
     s.log(plumbing.JOB).parent.mkdir(parents=True, exist_ok=True)
     s.record(plumbing.JOB).parent.mkdir(parents=True, exist_ok=True)
     proc = plumbing.launch(s, plumbing.JOB, ["sleep", "300"], port=0)
@@ -108,10 +108,10 @@ def test_down_stops_the_local_job_with_the_stack_and_not_with_one_component(
 def test_the_avro_wire_format_adds_the_registry_before_connect_and_its_converters(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from localstack import commands
+    from cdcstack import commands
 
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
-    json_stack, avro_stack = sources.settings("mysql"), sources.settings("mysql", "avro")
+    json_stack, avro_stack = sources.stack_config("mysql"), sources.stack_config("mysql", "avro")
     assert json_stack.wire_format == "json" and "registry" not in json_stack.components
     assert avro_stack.components == ("mariadb", "kafka", "registry", "connect")
     config = commands.connector_config(avro_stack, 3307, 19092)
@@ -121,4 +121,4 @@ def test_the_avro_wire_format_adds_the_registry_before_connect_and_its_converter
     assert config["database.hostname"] == commands.connector_config(json_stack, 3307, 19092)["database.hostname"]
     monkeypatch.setenv("CDC_STACK_FORMAT", "protobuf")
     with pytest.raises(plumbing.StackError, match="choose one of json, avro"):
-        sources.settings("mysql")
+        sources.stack_config("mysql")

@@ -124,7 +124,7 @@ def test_row_counts_decide_even_without_a_listed_difference():
 def test_exit_codes_0_when_equal_1_when_different_2_on_a_connection_error(monkeypatch, capsys):
     equal = [compare([src(1)], [lake(1)])]
     dup = [compare([src(1)], [lake(1), lake(1)])]
-    monkeypatch.setattr(reconcile.sources, "settings", lambda source=None: object())
+    monkeypatch.setattr(reconcile.sources, "stack_config", lambda source=None: object())
     for results, code, verdict in ((equal, 0, "MATCH"), (dup, 1, "DIFFERENCE")):
         monkeypatch.setattr(reconcile, "reconcile_until", lambda *a, r=results: r)
         assert reconcile.main([]) == code

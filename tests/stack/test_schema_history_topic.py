@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from stack_helpers import ROOT, Stack
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from localstack import kafka
+from cdcstack import kafka
 
 UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 DEBEZIUM_RETENTION_MS = str(2**63 - 1)  # what Debezium 3.6's KafkaSchemaHistory asks for

@@ -4,7 +4,7 @@ Debezium's KafkaSchemaHistory creates `schema.history.internal.kafka.topic` itse
 retention.ms = Long.MAX_VALUE (a constant); MSK Serverless documents -1 for unlimited retention and
 refuses topic configs outside its allowed values. When the topic already exists Debezium only logs
 "already exist" and accepts retention.ms=-1, so creating it first takes Debezium's creation out of
-the path. The custom resource of the stack (index.py, MSK IAM) and the local stack (scripts/localstack,
+the path. The custom resource of the stack (index.py, MSK IAM) and the local stack (scripts/cdcstack,
 PLAINTEXT) both call ensure_topic, so the local tests run the code that runs on AWS.
 
 The topic the history needs: one partition (Debezium reads it back in order), cleanup.policy=delete

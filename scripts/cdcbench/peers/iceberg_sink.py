@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from localstack.plumbing import free_port
+from cdcstack.plumbing import free_port
 
 from . import install
 from .base import DATABASE, TOPIC_PREFIX, Context, System, jvm_options

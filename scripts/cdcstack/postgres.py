@@ -12,7 +12,7 @@ Roles in database salesdb:
                  $CDC_STACK_DIR/secrets/debezium-postgres.properties (0600)
 The connector's filtered publication is why debezium must share the tables' owner: PostgreSQL lets
 only a table's owner add it to a publication, and the connector sets the table list at every start.
-The SourceEngine functions (localstack/plumbing.py) are the ones `up`, `status` and `sql` call.
+The SourceEngine functions (cdcstack/plumbing.py) are the ones `up`, `status` and `sql` call.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from typing import Any
 
 from connector_config import render
 
-from localstack import connect, plumbing
-from localstack.plumbing import (
+from cdcstack import connect, plumbing
+from cdcstack.plumbing import (
     DATABASE,
     ROOT,
     TOPIC_PREFIX,
     Record,
-    Settings,
     Shutdown,
+    StackConfig,
     StackError,
     launch,
     live_record,
@@ -98,7 +98,7 @@ def psql() -> str:
     return found
 
 
-def check_prerequisites(s: Settings) -> None:
+def check_prerequisites(s: StackConfig) -> None:
     bindir()
     psql()
     if os.geteuid() == 0:
@@ -117,19 +117,19 @@ def check_prerequisites(s: Settings) -> None:
 
 
 # ---------------------------------------------------------------------------------------- layout
-def pg_dir(s: Settings) -> Path:
+def pg_dir(s: StackConfig) -> Path:
     return s.path("postgres")
 
 
-def data_dir(s: Settings) -> Path:
+def data_dir(s: StackConfig) -> Path:
     return pg_dir(s) / "data"
 
 
-def socket_path(s: Settings, port: int) -> Path:
+def socket_path(s: StackConfig, port: int) -> Path:
     return pg_dir(s) / f".s.PGSQL.{port}"
 
 
-def secret_file(s: Settings) -> Path:
+def secret_file(s: StackConfig) -> Path:
     return s.secrets_dir / "debezium-postgres.properties"
 
 
@@ -143,7 +143,7 @@ def server_user() -> pwd.struct_passwd | None:
     return pwd.getpwnam(SERVER_OS_USER) if os.geteuid() == 0 else None
 
 
-def current_port(s: Settings) -> int:
+def current_port(s: StackConfig) -> int:
     rec = live_record(s, COMPONENT)
     return rec.port if rec else s.ports[COMPONENT]
 
@@ -153,7 +153,7 @@ def _as_server_user() -> dict:
     return {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
-def _prepare_dir(s: Settings) -> None:
+def _prepare_dir(s: StackConfig) -> None:
     """The server's directory belongs to the server's OS user, and that user must reach it."""
     d = pg_dir(s)
     d.mkdir(parents=True, exist_ok=True)
@@ -171,7 +171,7 @@ def _prepare_dir(s: Settings) -> None:
         )
 
 
-def write_config(s: Settings, port: int) -> Path:
+def write_config(s: StackConfig, port: int) -> Path:
     """postgresql.conf, pg_hba.conf next to the data directory; rewritten on every start."""
     d = pg_dir(s)
     conf = d / "postgresql.conf"
@@ -215,12 +215,12 @@ host    {DATABASE:<8} debezium       127.0.0.1/32  scram-sha-256
 
 
 # ---------------------------------------------------------------------------------------- SQL
-def psql_cmd(s: Settings, database: str, *args: str) -> list[str]:
+def psql_cmd(s: StackConfig, database: str, *args: str) -> list[str]:
     port = current_port(s)
     return [psql(), "-X", "-h", str(pg_dir(s)), "-p", str(port), "-U", admin_role(), "-d", database, *args]
 
 
-def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
+def run_sql(s: StackConfig, sql: str, database: str | None = None, timeout: float = 30) -> str:
     """Runs SQL as the administrator over the socket; the SQL goes through stdin, never argv.
     Output like the mariadb client's batch mode: tab-separated rows, no header."""
     cmd = psql_cmd(s, database or DATABASE, "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-f", "-")
@@ -234,7 +234,7 @@ def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float =
     return res.stdout
 
 
-def health(s: Settings) -> tuple[bool, str]:
+def health(s: StackConfig) -> tuple[bool, str]:
     try:
         out = run_sql(s, "SELECT current_setting('server_version');", database="postgres", timeout=5).strip()
     except StackError as exc:
@@ -243,7 +243,7 @@ def health(s: Settings) -> tuple[bool, str]:
 
 
 # ---------------------------------------------------------------------------------------- start
-def start(s: Settings, port: int) -> bool:
+def start(s: StackConfig, port: int) -> bool:
     """Starts postgres; initialises the data directory first if there is none. Returns whether new."""
     _prepare_dir(s)
     conf = write_config(s, port)
@@ -281,7 +281,7 @@ def say(message: str) -> None:
     plumbing.say(f"{COMPONENT}: {message}")
 
 
-def debezium_password(s: Settings) -> str:
+def debezium_password(s: StackConfig) -> str:
     return plumbing.debezium_password(secret_file(s), NAME)
 
 
@@ -297,7 +297,7 @@ def scram_verifier(password: str, salt: bytes | None = None, iterations: int = 4
     return f"SCRAM-SHA-256${iterations}:{b64(salt).decode()}${b64(stored).decode()}:{b64(server_key).decode()}"
 
 
-def bootstrap(s: Settings) -> None:
+def bootstrap(s: StackConfig) -> None:
     """Idempotent: database salesdb, the owner role, the Debezium user and the (empty) publication."""
     if not run_sql(s, f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';", database="postgres").strip():
         run_sql(s, f"CREATE DATABASE {DATABASE};", database="postgres")
@@ -331,13 +331,13 @@ def bootstrap(s: Settings) -> None:
     install_ddl_capture(s)
 
 
-def install_ddl_capture(s: Settings) -> None:
+def install_ddl_capture(s: StackConfig) -> None:
     """The shipped DDL capture, as on RDS (docs/DEPLOY.md): run by the superuser, idempotent."""
     names = f"\\set schema {SCHEMA}\n\\set owner {OWNER_ROLE}\n\\set publication {PUBLICATION}\n"
     run_sql(s, names + DDL_CAPTURE.read_text(), database=DATABASE)
 
 
-def auto_conf_problems(s: Settings) -> list[str]:
+def auto_conf_problems(s: StackConfig) -> list[str]:
     """ALTER SYSTEM settings (data/postgresql.auto.conf, which wins over our postgresql.conf) that
     break CDC, found before the server starts: with a slot, a wrong wal_level stops it starting."""
     f = data_dir(s) / "postgresql.auto.conf"
@@ -368,7 +368,7 @@ def auto_conf_problems(s: Settings) -> list[str]:
     return problems
 
 
-def cdc_problems(s: Settings, port: int) -> list[str]:
+def cdc_problems(s: StackConfig, port: int) -> list[str]:
     """What keeps Debezium from decoding this server's WAL, as instructions."""
     rows = run_sql(
         s,
@@ -400,7 +400,7 @@ def cdc_problems(s: Settings, port: int) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------- tables
-def table_problems(s: Settings) -> list[str]:
+def table_problems(s: StackConfig) -> list[str]:
     """Warnings about the captured schema's tables, each with what to do.
 
     REPLICA IDENTITY FULL: without it PostgreSQL logs no before image; the lake still applies updates
@@ -450,7 +450,7 @@ def table_problems(s: Settings) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------- connector
-def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
+def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[str, Any]:
     """The template's settings with local values, plus Kafka Connect's topic creation."""
     config = render(
         TEMPLATE,
@@ -470,7 +470,7 @@ def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str
     return {**config, **connect.topic_creation(s)}
 
 
-def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> bool:
+def up(s: StackConfig, running: Record | None, port: int, init_sql: list[Path]) -> bool:
     """The source half of `up`: PostgreSQL running, bootstrapped and fit for CDC. Returns whether
     it was (re)started, so that a running connector task reconnects now."""
     fresh = started = False
@@ -498,7 +498,7 @@ def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> 
     return started
 
 
-def sql_session(s: Settings, sql: str, database: str) -> int:
+def sql_session(s: StackConfig, sql: str, database: str) -> int:
     # Output goes straight to the terminal; like the mariadb client, tab-separated with a header line
     # when it is not a terminal. An error stops the run.
     fmt = [] if sys.stdout.isatty() else ["-A", "-F", "\t", "-P", "footer=off"]

@@ -14,14 +14,14 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
-from localstack.plumbing import ROOT, Settings, StackError, launch, say, tcp_open, wait_until
+from cdcstack.plumbing import ROOT, StackConfig, StackError, launch, say, tcp_open, wait_until
 
 # The schema-history topic code the stack's custom resource runs on AWS (loaded from its file: the
 # function's folder is not a package).
 HISTORY_TOPIC_CODE = ROOT / "cloudformation" / "lambda" / "schema_history_topic" / "history_topic.py"
 
 
-def libs(s: Settings) -> Path:
+def libs(s: StackConfig) -> Path:
     """The Apache Kafka release's jars (broker, Connect runtime), resolved by scripts/setup-local."""
     return s.local / "kafka" / "libs"
 
@@ -69,7 +69,7 @@ def write_log4j(path: Path, extra: str = "") -> Path:
     return path
 
 
-def write_config(s: Settings, port: int, controller_port: int) -> Path:
+def write_config(s: StackConfig, port: int, controller_port: int) -> Path:
     d = s.path("kafka")
     d.mkdir(parents=True, exist_ok=True)
     props = d / "server.properties"
@@ -111,7 +111,7 @@ log.retention.hours=168
     return props
 
 
-def java_cmd(s: Settings, heap: str, log4j: Path, *args: str) -> list[str]:
+def java_cmd(s: StackConfig, heap: str, log4j: Path, *args: str) -> list[str]:
     """A JVM on the Kafka release's classpath: the broker, Kafka Connect, the storage tool."""
     return [
         java_binary(),
@@ -137,7 +137,7 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def format_storage(s: Settings, props: Path) -> None:
+def format_storage(s: StackConfig, props: Path) -> None:
     """Formats the KRaft log directory once, with a cluster id generated for this state directory."""
     if (s.kafka_data / "meta.properties").exists():
         return
@@ -155,7 +155,7 @@ def format_storage(s: Settings, props: Path) -> None:
         raise StackError(f"kafka: StorageTool format failed (exit {res.returncode}):\n{res.stdout}{res.stderr}")
 
 
-def start(s: Settings, port: int, controller_port: int) -> None:
+def start(s: StackConfig, port: int, controller_port: int) -> None:
     if not any(libs(s).glob("kafka_2.13-*.jar")):
         raise StackError(f"no Kafka broker jars in {libs(s)}: run scripts/setup-local (resolves pom.xml)")
     props = write_config(s, port, controller_port)

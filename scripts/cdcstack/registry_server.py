@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ACCOUNT = "123456789012"  # moto's default account
-REGION = "us-east-1"  # the region the local converter and job name (localstack/registry.py)
+REGION = "us-east-1"  # the region the local converter and job name (cdcstack/registry.py)
 
 
 def _backend() -> Any:

@@ -14,8 +14,8 @@ from typing import Any
 
 import runtime
 
-from localstack import kafka, registry
-from localstack.plumbing import Settings, StackError, launch, log_tail, say, wait_until
+from cdcstack import kafka, registry
+from cdcstack.plumbing import StackConfig, StackError, launch, log_tail, say, wait_until
 
 
 def http(method: str, url: str, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
@@ -44,7 +44,7 @@ def health(port: int) -> tuple[bool, str]:
     return False, f"GET /connectors -> {status or 'no answer'} {body}"
 
 
-def assemble_plugins(s: Settings) -> Path:
+def assemble_plugins(s: StackConfig) -> Path:
     """The worker's plugin.path, in the state directory: each connector's folder holds links to its jars
     and to the Glue Schema Registry converter's, so that both load in one class loader, as MSK Connect
     loads the plugin zip (scripts/build-artifacts), with the converter's service manifest
@@ -61,7 +61,7 @@ def assemble_plugins(s: Settings) -> Path:
     return out
 
 
-def write_config(s: Settings, port: int, kafka_port: int) -> Path:
+def write_config(s: StackConfig, port: int, kafka_port: int) -> Path:
     d = s.path("connect")
     d.mkdir(parents=True, exist_ok=True)
     plugins = assemble_plugins(s)
@@ -103,7 +103,7 @@ config.providers.file.param.allowed.paths={s.secrets_dir}
     return props
 
 
-def start(s: Settings, port: int, kafka_port: int) -> None:
+def start(s: StackConfig, port: int, kafka_port: int) -> None:
     if not any(kafka.libs(s).glob("connect-runtime-*.jar")):
         raise StackError(f"no Kafka Connect jars in {kafka.libs(s)}: run scripts/setup-local (resolves pom.xml)")
     props = write_config(s, port, kafka_port)
@@ -118,7 +118,7 @@ def start(s: Settings, port: int, kafka_port: int) -> None:
     say(f"connect: ready in {secs:.1f}s (pid {proc.pid})")
 
 
-def topic_creation(s: Settings) -> dict[str, str]:
+def topic_creation(s: StackConfig) -> dict[str, str]:
     """The local counterpart of what the CloudFormation side adds to a connector for MSK: Kafka Connect
     creates the change topics itself (one replica on the single local broker,
     CDC_STACK_TOPIC_PARTITIONS partitions) rather than the broker's auto-creation."""
@@ -128,7 +128,7 @@ def topic_creation(s: Settings) -> dict[str, str]:
     }
 
 
-def register_connector(s: Settings, connect_port: int, config: dict[str, Any]) -> bool:
+def register_connector(s: StackConfig, connect_port: int, config: dict[str, Any]) -> bool:
     """Creates or updates the connector when its config differs. Returns whether it was written."""
     base = f"http://127.0.0.1:{connect_port}/connectors/{s.connector}"
     s.path("connect", "connector.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -149,7 +149,7 @@ def register_connector(s: Settings, connect_port: int, config: dict[str, Any]) -
         time.sleep(1)
 
 
-def connector_state(s: Settings, connect_port: int) -> tuple[str, str]:
+def connector_state(s: StackConfig, connect_port: int) -> tuple[str, str]:
     """('RUNNING'|'FAILED'|'PAUSED'|'UNASSIGNED'|'MISSING'|..., detail)."""
     status, body = http("GET", f"http://127.0.0.1:{connect_port}/connectors/{s.connector}/status")
     if status == 404:
@@ -173,14 +173,14 @@ def connector_state(s: Settings, connect_port: int) -> tuple[str, str]:
     return states[0] if states[0] != "RUNNING" else "STARTING", detail
 
 
-def restart_connector(s: Settings, connect_port: int) -> None:
+def restart_connector(s: StackConfig, connect_port: int) -> None:
     url = f"http://127.0.0.1:{connect_port}/connectors/{s.connector}/restart?includeTasks=true"
     status, body = http("POST", url, timeout=30)
     if status not in (200, 202, 204):
         raise StackError(f"restarting connector {s.connector} failed: HTTP {status} {body}")
 
 
-def wait_connector_running(s: Settings, connect_port: int, restarted_at: float | None = None) -> float:
+def wait_connector_running(s: StackConfig, connect_port: int, restarted_at: float | None = None) -> float:
     """Waits for the connector and its task to run; a FAILED task gets one restart."""
     t0 = time.monotonic()
     state, detail = "UNKNOWN", ""

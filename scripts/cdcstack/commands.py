@@ -23,15 +23,15 @@ from typing import Any
 import cli
 from connector_config import with_wire_format
 
-from localstack import connect, kafka, registry
-from localstack.plumbing import (
+from cdcstack import connect, kafka, registry
+from cdcstack.plumbing import (
     DATABASE,
     JOB,
     ROOT,
     STOP,
     TOPIC_PREFIX,
     Record,
-    Settings,
+    StackConfig,
     StackError,
     live_record,
     log_tail,
@@ -43,7 +43,7 @@ from localstack.plumbing import (
     stop,
     warn,
 )
-from localstack.sources import ENGINES, of_component, settings
+from cdcstack.sources import ENGINES, of_component, stack_config
 
 # Every component a state directory may hold, whichever source `up` was given, in start order.
 ALL_COMPONENTS = (*(e.COMPONENT for e in ENGINES.values()), "kafka", registry.COMPONENT, "connect")
@@ -55,7 +55,7 @@ DESCRIPTION = {
 }
 
 
-def check_prerequisites(s: Settings) -> None:
+def check_prerequisites(s: StackConfig) -> None:
     s.engine.check_prerequisites(s)
     if not any(kafka.libs(s).glob("kafka_2.13-*.jar")):
         raise StackError(f"no Apache Kafka jars in {kafka.libs(s)}: run scripts/setup-local (resolves pom.xml)")
@@ -68,7 +68,7 @@ def check_prerequisites(s: Settings) -> None:
         )
 
 
-def cmd_up(s: Settings, init_sql: list[Path]) -> int:
+def cmd_up(s: StackConfig, init_sql: list[Path]) -> int:
     t_start = time.monotonic()
     check_prerequisites(s)
     for f in init_sql:
@@ -111,7 +111,7 @@ def cmd_up(s: Settings, init_sql: list[Path]) -> int:
 
 
 def _broker_and_connect_up(
-    s: Settings, running: dict[str, Record | None], port: dict[str, int], source_started: bool, t_start: float
+    s: StackConfig, running: dict[str, Record | None], port: dict[str, int], source_started: bool, t_start: float
 ) -> int:
     # Apache Kafka. Its topics (Connect's configs, offsets and status included) survive a restart,
     # so a Kafka Connect that kept running reconnects by itself.
@@ -173,7 +173,7 @@ def _broker_and_connect_up(
     return 0
 
 
-def _registry_up(s: Settings, running: Record | None, port: int) -> None:
+def _registry_up(s: StackConfig, running: Record | None, port: int) -> None:
     """The schema registry of the wire format avro, with the connector's registry in it."""
     if running is None:
         registry.start(s, port)
@@ -187,7 +187,7 @@ def _registry_up(s: Settings, running: Record | None, port: int) -> None:
     say(f"registry: {registry.ensure_registry(s)}")
 
 
-def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
+def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[str, Any]:
     """The engine's connector settings in the stack's wire format: with avro, the converters of
     cloudformation/connector/wire-format-avro.json against the local registry."""
     config = s.engine.connector_config(s, source_port, kafka_port)
@@ -199,7 +199,7 @@ def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str
     return config
 
 
-def cmd_down(s: Settings, components: list[str]) -> int:
+def cmd_down(s: StackConfig, components: list[str]) -> int:
     # Every component this state directory may hold, whichever source `up` was given; the whole
     # stack includes the local job (scripts/local-job), stopped first, after its current batch.
     targets = [
@@ -215,7 +215,7 @@ def cmd_down(s: Settings, components: list[str]) -> int:
     return 0
 
 
-def cmd_status(s: Settings) -> int:
+def cmd_status(s: StackConfig) -> int:
     healthy = True
     print(f"{'component':<10} {'state':<9} {'pid':>7} {'port':>6}  health")
     port = {}
@@ -244,7 +244,7 @@ def cmd_status(s: Settings) -> int:
     return 0 if healthy else 3
 
 
-def cmd_logs(s: Settings, component: str | None, lines: int, follow: bool) -> int:
+def cmd_logs(s: StackConfig, component: str | None, lines: int, follow: bool) -> int:
     comps = [component] if component else list(ALL_COMPONENTS)
     files = [s.log(c) for c in comps if s.log(c).exists()]
     if not files:
@@ -258,7 +258,7 @@ def cmd_logs(s: Settings, component: str | None, lines: int, follow: bool) -> in
     return 0
 
 
-def cmd_sql(s: Settings, file: str | None, statement: str | None, database: str) -> int:
+def cmd_sql(s: StackConfig, file: str | None, statement: str | None, database: str) -> int:
     if live_record(s, s.engine.COMPONENT) is None:
         raise StackError(f"{s.engine.NAME} is not running: {s.engine.UP_COMMAND}")
     code = s.engine.sql_session(s, read_sql(file, statement), database)
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("-D", "--database", default=DATABASE)
     args = parser.parse_args(argv)
     try:
-        s = settings(args.source, getattr(args, "format", None))
+        s = stack_config(args.source, getattr(args, "format", None))
         if args.command == "up":
             with state_lock(s):
                 return cmd_up(s, args.init_sql)

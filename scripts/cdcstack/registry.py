@@ -9,20 +9,20 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from localstack.plumbing import REGISTRY as COMPONENT
-from localstack.plumbing import Settings, StackError, launch, say, wait_until
-from localstack.registry_server import REGION
+from cdcstack.plumbing import REGISTRY as COMPONENT
+from cdcstack.plumbing import StackConfig, StackError, launch, say, wait_until
+from cdcstack.registry_server import REGION
 
 REGISTRY_NAME = "cdc-lake"  # the registry the connector's schemas go to
 # moto checks no signature: any key pair will do, and none of the user's own reaches it.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 
 
-def endpoint(s: Settings) -> str:
+def endpoint(s: StackConfig) -> str:
     return f"http://127.0.0.1:{s.ports[COMPONENT]}"
 
 
-def client_env(s: Settings) -> dict[str, str]:
+def client_env(s: StackConfig) -> dict[str, str]:
     """What a process needs to reach this registry with an AWS SDK: the credentials, the region, and
     (boto3's) Glue endpoint. The Java converter takes its endpoint from the connector settings."""
     return {**CREDENTIALS, "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL_GLUE": endpoint(s)}
@@ -36,7 +36,7 @@ def health(port: int) -> tuple[bool, str]:
     return True, "Glue API answers"
 
 
-def start(s: Settings, port: int) -> None:
+def start(s: StackConfig, port: int) -> None:
     state = s.path("registry", "registries.pickle")
     state.parent.mkdir(parents=True, exist_ok=True)
     server = Path(__file__).with_name("registry_server.py")
@@ -46,7 +46,7 @@ def start(s: Settings, port: int) -> None:
     say(f"registry: ready in {secs:.1f}s (pid {proc.pid})")
 
 
-def ensure_registry(s: Settings) -> str:
+def ensure_registry(s: StackConfig) -> str:
     """Creates the connector's registry when it does not exist (the stack creates it on AWS)."""
     import boto3
 
@@ -61,11 +61,11 @@ def ensure_registry(s: Settings) -> str:
     return f"registry {REGISTRY_NAME} created"
 
 
-def converter_values(s: Settings) -> dict[str, str]:
+def converter_values(s: StackConfig) -> dict[str, str]:
     """The placeholders of the avro wire-format settings (cloudformation/connector/wire-format-avro.json)."""
     return {"AWS_REGION": REGION, "REGISTRY_NAME": REGISTRY_NAME}
 
 
-def local_converter_settings(s: Settings) -> dict[str, str]:
+def local_converter_settings(s: StackConfig) -> dict[str, str]:
     """What only the local stack adds to the converters: moto's endpoint (on AWS: Glue's own)."""
     return {f"{side}.converter.endpoint": endpoint(s) for side in ("key", "value")}

@@ -5,7 +5,7 @@ binlog with full images, and the Debezium MySQL connector registered from
 cloudformation/connector/debezium-mysql.json. Debian 12 ships no MySQL server; MariaDB speaks the
 MySQL binlog protocol. The OS user running the stack administers it over the Unix socket; Debezium
 logs in over TCP as `debezium` with only the replication privileges it needs.
-The SourceEngine functions (localstack/plumbing.py) are the ones `up`, `status` and `sql` call.
+The SourceEngine functions (cdcstack/plumbing.py) are the ones `up`, `status` and `sql` call.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any
 
 from connector_config import render
 
-from localstack import connect, plumbing
-from localstack.plumbing import (
+from cdcstack import connect, plumbing
+from cdcstack.plumbing import (
     DATABASE,
     ROOT,
     TOPIC_PREFIX,
     Record,
-    Settings,
     Shutdown,
+    StackConfig,
     StackError,
     launch,
     log_tail,
@@ -56,7 +56,7 @@ DEBEZIUM_USER = "debezium"
 SERVER_VERSION = "5.7.19-log-mdb10.11"
 
 
-def check_prerequisites(s: Settings) -> None:
+def check_prerequisites(s: StackConfig) -> None:
     missing = [b for b in ("mariadb", "mariadb-install-db") if shutil.which(b) is None]
     if shutil.which("mariadbd") is None and not Path("/usr/sbin/mariadbd").exists():
         missing.append("mariadbd")
@@ -67,15 +67,15 @@ def check_prerequisites(s: Settings) -> None:
 
 
 # ---------------------------------------------------------------------------------------- layout
-def socket_path(s: Settings) -> Path:
+def socket_path(s: StackConfig) -> Path:
     return s.path("mariadb", "mariadb.sock")
 
 
-def secret_file(s: Settings) -> Path:
+def secret_file(s: StackConfig) -> Path:
     return s.secrets_dir / "debezium.properties"
 
 
-def write_config(s: Settings, port: int) -> None:
+def write_config(s: StackConfig, port: int) -> None:
     d = s.path("mariadb")
     run_as_root = "user=root\n" if os.geteuid() == 0 else ""
     (d / "my.cnf").write_text(
@@ -112,11 +112,11 @@ max_connections=50
 
 
 # ---------------------------------------------------------------------------------------- SQL
-def client_cmd(s: Settings, *args: str) -> list[str]:
+def client_cmd(s: StackConfig, *args: str) -> list[str]:
     return ["mariadb", f"--defaults-file={s.path('mariadb', 'client.cnf')}", *args]
 
 
-def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
+def run_sql(s: StackConfig, sql: str, database: str | None = None, timeout: float = 30) -> str:
     """Runs SQL as the administrator over the socket; the SQL goes through stdin, never argv."""
     args = ["--batch", "--skip-column-names", "--connect-timeout=5"]
     if database:
@@ -130,12 +130,12 @@ def run_sql(s: Settings, sql: str, database: str | None = None, timeout: float =
     return res.stdout
 
 
-def sql_session(s: Settings, sql: str, database: str) -> int:
+def sql_session(s: StackConfig, sql: str, database: str) -> int:
     # Output goes straight to the terminal (tab-separated with headers, like the mariadb client).
     return subprocess.run(client_cmd(s, f"--database={database}"), input=sql, text=True).returncode
 
 
-def health(s: Settings) -> tuple[bool, str]:
+def health(s: StackConfig) -> tuple[bool, str]:
     try:
         out = run_sql(s, "SELECT VERSION();", timeout=5).strip()
     except StackError as exc:
@@ -144,7 +144,7 @@ def health(s: Settings) -> tuple[bool, str]:
 
 
 # ---------------------------------------------------------------------------------------- start
-def start(s: Settings, port: int) -> bool:
+def start(s: StackConfig, port: int) -> bool:
     """Starts mariadbd; initialises the data directory first if there is none. Returns whether new."""
     d = s.path("mariadb")
     d.mkdir(parents=True, exist_ok=True)
@@ -178,11 +178,11 @@ def start(s: Settings, port: int) -> bool:
     return fresh
 
 
-def debezium_password(s: Settings) -> str:
+def debezium_password(s: StackConfig) -> str:
     return plumbing.debezium_password(secret_file(s), NAME)
 
 
-def bootstrap(s: Settings) -> None:
+def bootstrap(s: StackConfig) -> None:
     """Idempotent: the salesdb database and the least-privileged Debezium user."""
     password = debezium_password(s)
     user = f"'{DEBEZIUM_USER}'@'127.0.0.1'"
@@ -199,7 +199,7 @@ def bootstrap(s: Settings) -> None:
     )
 
 
-def cdc_problems(s: Settings, port: int) -> list[str]:
+def cdc_problems(s: StackConfig, port: int) -> list[str]:
     """What keeps Debezium from reading this server's binlog, as instructions."""
     rows = run_sql(
         s,
@@ -235,7 +235,7 @@ def cdc_problems(s: Settings, port: int) -> list[str]:
     return [f"MariaDB on port {port}: {p}" for p in problems]
 
 
-def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> bool:
+def up(s: StackConfig, running: Record | None, port: int, init_sql: list[Path]) -> bool:
     """The MariaDB half of `up`. Returns whether MariaDB was (re)started."""
     started = fresh = False
     if running is None:
@@ -262,13 +262,13 @@ def up(s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> 
     return started
 
 
-def table_problems(s: Settings) -> list[str]:
+def table_problems(s: StackConfig) -> list[str]:
     """None: the binlog settings checked at `up` (ROW, FULL) give every table complete row images."""
     return []
 
 
 # ---------------------------------------------------------------------------------------- connector
-def connector_config(s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]:
+def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[str, Any]:
     """The template's settings with local values, plus Kafka Connect's topic creation."""
     config = render(
         TEMPLATE,

@@ -1,6 +1,7 @@
-"""What every part of the local stack shares: settings (state directory, ports), the records of the
-processes `up` started, launching them, waiting until they are healthy and stopping them; and the
-SourceEngine interface that localstack/mariadb.py and localstack/postgres.py both provide."""
+"""What every part of the local stack shares: its configuration (`StackConfig`: state directory,
+ports), the records of the processes `up` started, launching them, waiting until they are healthy
+and stopping them; and the SourceEngine interface that cdcstack/mariadb.py and cdcstack/postgres.py
+both provide."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ TOPIC_PREFIX = "salesdb"
 BROKER_PORTS = {
     "kafka": ("CDC_STACK_KAFKA_PORT", 19092),
     "connect": ("CDC_STACK_CONNECT_PORT", 18083),
-    # the Glue Schema Registry stand-in (localstack/registry.py), with the wire format avro only
+    # the Glue Schema Registry stand-in (cdcstack/registry.py), with the wire format avro only
     "registry": ("CDC_STACK_REGISTRY_PORT", 18085),
 }
 # How the connector writes keys and values: Kafka Connect JSON with schemas, or Avro with the AWS Glue
@@ -66,9 +67,9 @@ STOP = Shutdown()  # Kafka, Connect and the job: SIGTERM, 30 s
 
 
 class SourceEngine(Protocol):
-    """A source database as the stack runs it: one module per engine (localstack/mariadb.py,
-    localstack/postgres.py) defines each of these names; localstack/sources.py maps the --source
-    name to its module. Functions take the stack's Settings first."""
+    """A source database as the stack runs it: one module per engine (cdcstack/mariadb.py,
+    cdcstack/postgres.py) defines each of these names; cdcstack/sources.py maps the --source
+    name to its module. Functions take the stack's StackConfig first."""
 
     NAME: str  # in messages: "MariaDB"
     COMPONENT: str  # its process: run/<component>.json, logs/<component>.log, `down <component>`
@@ -85,30 +86,30 @@ class SourceEngine(Protocol):
     UP_COMMAND: str  # how the user starts a stack with this source
     SHUTDOWN: Shutdown
 
-    def check_prerequisites(self, s: Settings) -> None:
+    def check_prerequisites(self, s: StackConfig) -> None:
         """Raises StackError naming what to install when the server's tools are missing."""
 
-    def up(self, s: Settings, running: Record | None, port: int, init_sql: list[Path]) -> bool:
+    def up(self, s: StackConfig, running: Record | None, port: int, init_sql: list[Path]) -> bool:
         """The source half of `up`: the server running, bootstrapped and fit for CDC. Returns
         whether it was (re)started, so that a running connector task reconnects now."""
 
-    def health(self, s: Settings) -> tuple[bool, str]: ...
+    def health(self, s: StackConfig) -> tuple[bool, str]: ...
 
-    def run_sql(self, s: Settings, sql: str, database: str | None = None, timeout: float = 30) -> str:
+    def run_sql(self, s: StackConfig, sql: str, database: str | None = None, timeout: float = 30) -> str:
         """Runs SQL as the administrator; tab-separated rows without a header."""
 
-    def sql_session(self, s: Settings, sql: str, database: str) -> int:
+    def sql_session(self, s: StackConfig, sql: str, database: str) -> int:
         """Runs SQL with its output on the terminal (`local-stack sql`); returns the client's exit code."""
 
-    def connector_config(self, s: Settings, source_port: int, kafka_port: int) -> dict[str, Any]: ...
+    def connector_config(self, s: StackConfig, source_port: int, kafka_port: int) -> dict[str, Any]: ...
 
-    def table_problems(self, s: Settings) -> list[str]:
+    def table_problems(self, s: StackConfig) -> list[str]:
         """Warnings about the captured tables, each with what to do."""
 
 
-# ---------------------------------------------------------------------------------------- settings
+# ------------------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
-class Settings:
+class StackConfig:
     state: Path
     local: Path
     ports: dict[str, int]  # every component's, also the other sources' (one state directory may hold both)
@@ -125,7 +126,7 @@ class Settings:
     @classmethod
     def from_env(
         cls, engines: Mapping[str, SourceEngine], source: str | None = None, wire_format: str | None = None
-    ) -> Settings:
+    ) -> StackConfig:
         local = Path(os.environ.get("CDC_LOCAL_DIR", ROOT / ".local")).resolve()
         state = Path(os.environ.get("CDC_STACK_DIR", local / "stack")).resolve()
         # Not given: the source this state directory runs, so that status, sql, down and the tools
@@ -260,7 +261,7 @@ def debezium_password(f: Path, engine_name: str) -> str:
 
 
 @contextmanager
-def state_lock(s: Settings) -> Iterator[None]:
+def state_lock(s: StackConfig) -> Iterator[None]:
     """One `up`/`down` at a time per state directory."""
     s.state.mkdir(parents=True, exist_ok=True)
     with open(s.state / ".lock", "w") as f:
@@ -298,7 +299,7 @@ def _proc_starttime(pid: int) -> str | None:
     return fields[19]
 
 
-def load_record(s: Settings, component: str) -> Record | None:
+def load_record(s: StackConfig, component: str) -> Record | None:
     try:
         data = json.loads(s.record(component).read_text())
         return Record(**data)
@@ -306,7 +307,7 @@ def load_record(s: Settings, component: str) -> Record | None:
         return None
 
 
-def live_record(s: Settings, component: str) -> Record | None:
+def live_record(s: StackConfig, component: str) -> Record | None:
     rec = load_record(s, component)
     if rec is not None and not rec.alive():
         s.record(component).unlink(missing_ok=True)  # stale: the process is gone
@@ -314,7 +315,7 @@ def live_record(s: Settings, component: str) -> Record | None:
     return rec
 
 
-def launch(s: Settings, component: str, cmd: list[str], port: int, **popen: Any) -> subprocess.Popen:
+def launch(s: StackConfig, component: str, cmd: list[str], port: int, **popen: Any) -> subprocess.Popen:
     """Starts a detached process (own session, output to its log) and records its pid.
     `popen`: more subprocess.Popen arguments (PostgreSQL runs as another OS user when we are root)."""
     logf = s.log(component).open("ab")
@@ -341,7 +342,7 @@ def launch(s: Settings, component: str, cmd: list[str], port: int, **popen: Any)
     return proc
 
 
-def stop(s: Settings, component: str, shutdown: Shutdown = STOP) -> None:
+def stop(s: StackConfig, component: str, shutdown: Shutdown = STOP) -> None:
     rec = live_record(s, component)
     if rec is None:
         say(f"{component}: not running")
@@ -363,7 +364,7 @@ def stop(s: Settings, component: str, shutdown: Shutdown = STOP) -> None:
     say(f"{component}: stopped pid {rec.pid} in {time.monotonic() - t0:.1f}s")
 
 
-def log_tail(s: Settings, component: str, lines: int = 25) -> str:
+def log_tail(s: StackConfig, component: str, lines: int = 25) -> str:
     """The end of the component's log since its last start, led by the first errors if they
     scrolled out of that window (a JVM often logs the cause long before it exits)."""
     try:
@@ -383,7 +384,7 @@ def log_tail(s: Settings, component: str, lines: int = 25) -> str:
 
 
 def wait_until(
-    s: Settings,
+    s: StackConfig,
     component: str,
     check: Callable[[], tuple[bool, str]],
     proc: subprocess.Popen,

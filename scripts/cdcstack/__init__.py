@@ -1,9 +1,9 @@
-"""localstack: the local pipeline stack behind `scripts/local-stack` (docs/LOCAL_STACK.md).
+"""cdcstack: the local pipeline stack behind `scripts/local-stack` (docs/LOCAL_STACK.md).
 
 A source database -> Apache Kafka (KRaft, one node) <- Kafka Connect running the Debezium connector
 for that source, as plain processes on 127.0.0.1. Modules:
 
-  plumbing   settings, state directory and ports; launching, health-waiting and stopping processes;
+  plumbing   the configuration (StackConfig), state directory and ports; launching, health-waiting and stopping processes;
              the SourceEngine interface every source module provides
   kafka      the Apache Kafka broker
   connect    the Kafka Connect worker and the connector's REST calls

@@ -23,9 +23,9 @@ import re
 import shutil
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parents[1]
 POM = ROOT / "pom.xml"
@@ -80,7 +80,7 @@ def converter_manifest_jar() -> bytes:
 
 def versions(pom: Path = POM) -> dict[str, str]:
     """The <properties> of the manifest whose name ends in .version (e.g. iceberg.version -> iceberg)."""
-    props = ET.parse(pom).getroot().find("m:properties", _NS)
+    props = ElementTree.parse(pom).getroot().find("m:properties", _NS)
     out: dict[str, str] = {}
     for el in props if props is not None else []:
         tag = el.tag.split("}", 1)[-1]
@@ -92,14 +92,14 @@ def versions(pom: Path = POM) -> dict[str, str]:
 def dependency_plugin(pom: Path = POM) -> str:
     """The maven-dependency-plugin version pinned in the manifest's <build> (called by its full name so
     that an unreachable registry shows as a download failure, not as an unknown plugin prefix)."""
-    for plugin in ET.parse(pom).getroot().findall("m:build/m:plugins/m:plugin", _NS):
+    for plugin in ElementTree.parse(pom).getroot().findall("m:build/m:plugins/m:plugin", _NS):
         if plugin.findtext("m:artifactId", namespaces=_NS) == "maven-dependency-plugin":
             return plugin.findtext("m:version", namespaces=_NS) or ""
     raise SystemExit("runtime: pom.xml pins no maven-dependency-plugin in <build>")
 
 
 def profiles(pom: Path = POM) -> list[str]:
-    root = ET.parse(pom).getroot()
+    root = ElementTree.parse(pom).getroot()
     return [p.findtext("m:id", namespaces=_NS) or "" for p in root.findall("m:profiles/m:profile", _NS)]
 
 
@@ -123,10 +123,10 @@ def _sums(folder: Path) -> str:
 def _stamp(profile: str) -> str:
     """A hash of what decides the profile's jars: its own <profile>, the <properties> and <build>. Editing
     another profile (the peers', say) leaves this one's resolution current."""
-    root = ET.parse(POM).getroot()
+    root = ElementTree.parse(POM).getroot()
     parts = [root.find("m:properties", _NS), root.find("m:build", _NS)]
     parts += [p for p in root.findall("m:profiles/m:profile", _NS) if p.findtext("m:id", namespaces=_NS) == profile]
-    text = b"".join(ET.tostring(el) for el in parts if el is not None)
+    text = b"".join(ElementTree.tostring(el) for el in parts if el is not None)
     return hashlib.sha256(text + profile.encode()).hexdigest()
 
 

@@ -149,15 +149,15 @@ class MergeBarrier:
 
         def park(value: Any) -> Any:  # nested: pickled by value into the Python worker
             import os
-            import time as t
+            import time
 
             try:
                 os.rename(os.path.join(folder, "armed"), os.path.join(folder, "paused"))
             except FileNotFoundError:
                 return value  # not armed, or another row already parked
-            deadline = t.monotonic() + 300
-            while not os.path.exists(os.path.join(folder, "released")) and t.monotonic() < deadline:
-                t.sleep(0.05)
+            deadline = time.monotonic() + 300
+            while not os.path.exists(os.path.join(folder, "released")) and time.monotonic() < deadline:
+                time.sleep(0.05)
             return value
 
         udf = F.udf(park, "string")

@@ -22,8 +22,7 @@ from typing import Any
 from cdclake.jobs.batch import BatchProcessor, Writes
 from pyspark.sql import DataFrame, SparkSession
 
-from . import generator as G
-from . import tables as TB
+from . import generator, tables
 from .baseline import BaselineProcessor
 from .checker import Verdict, check_table
 from .compare import import_module
@@ -67,16 +66,16 @@ def compare_name(rev: str) -> str:
     return f"job at {rev} (--compare), merge-on-read"
 
 
-def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: DataFrame) -> list[Method]:
+def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sample: DataFrame) -> list[Method]:
     w = cfg.work
     wanted = {KEYS[k] for k in cfg.methods if k in KEYS}
     out: list[Method] = []
 
     def job(namespace: str, writes: Writes | None = None, **overrides: str) -> tuple[str, BatchProcessor]:
-        settings = TB.job_settings(
+        settings = tables.job_settings(
             w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **overrides
         )
-        table = TB.create_job_table(spark, settings, cfg.table_rows, template, w)
+        table = tables.create_job_table(spark, settings, cfg.table_rows, template, w)
         return table, BatchProcessor(spark, settings, writes)
 
     if MOR in wanted:
@@ -90,7 +89,7 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
         other = import_module(cfg.compare_package, "batch")
         other_settings = import_module(cfg.compare_package, "settings")
         table, _ = job("apply_cmp", write_mode="merge-on-read")
-        settings = TB.job_settings(
+        settings = tables.job_settings(
             w / "warehouse",
             "apply_cmp",
             w,
@@ -102,7 +101,7 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
     if BASE in wanted:
         base_table = "glue_catalog.apply_base.customers"
         spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.apply_base")
-        TB.baseline_table(spark, base_table, cfg.table_rows, sample)
+        tables.baseline_table(spark, base_table, cfg.table_rows, sample)
         base = BaselineProcessor(spark, base_table)
         out.append(Method(BASE, base_table, lambda raw, _d, b: base.process(raw, b), True))
     if wanted & {APPEND, JOB_APPEND}:
@@ -115,21 +114,21 @@ def _methods(spark: SparkSession, cfg: Config, template: G.Template, sample: Dat
 
 
 def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
-    template = G.Template()
-    stream = G.ChangeStream(cfg.table_rows)
+    template = generator.Template()
+    stream = generator.ChangeStream(cfg.table_rows)
     batch_dir = cfg.work / "batches"
     batch_dir.mkdir(parents=True, exist_ok=True)
     rss.mark()
     warm = stream.batch(min(cfg.batch_sizes))
-    warm_raw = TB.raw_batch(spark, warm, batch_dir / "warm", template)
+    warm_raw = tables.raw_batch(spark, warm, batch_dir / "warm", template)
     methods = _methods(spark, cfg, template, warm_raw)
     batch_id = 1
     plan = [(cfg.batch_sizes[0], None)] + [(n, n) for n in cfg.batch_sizes for _ in range(cfg.batches_per_size)]
     for i, (n, measured) in enumerate(plan):
         changes = warm if i == 0 else stream.batch(n)
         path = batch_dir / f"b{i}"
-        raw = warm_raw if i == 0 else TB.raw_batch(spark, changes, path, template)
-        decoded = TB.write_decoded(raw, path.with_name(path.name + "-decoded"))
+        raw = warm_raw if i == 0 else tables.raw_batch(spark, changes, path, template)
+        decoded = tables.write_decoded(raw, path.with_name(path.name + "-decoded"))
         order = methods[i % len(methods) :] + methods[: i % len(methods)]
         for m in order:
             with job_log(spark) as jobs:
@@ -139,14 +138,14 @@ def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
                 m.times.setdefault(n, []).append(t)
                 m.jobs.setdefault(n, []).append(jobs)
         batch_id += 1
-        TB.drop_batch(path)
-        TB.drop_batch(path.with_name(path.name + "-decoded"))
+        tables.drop_batch(path)
+        tables.drop_batch(path.with_name(path.name + "-decoded"))
         last_of_size = i == len(plan) - 1 or plan[i + 1][0] != n
         if measured is not None and last_of_size:
             for m in methods:
                 if m.checked:
                     m.verdicts[n] = check_table(spark, m.table, stream.expected)
-    TB.drop_batch(batch_dir / "warm")
+    tables.drop_batch(batch_dir / "warm")
     peak = rss.peak()
     largest = max(cfg.batch_sizes)
     profiled = (MOR, BASE, compare_name(cfg.compare_rev or ""))

@@ -18,8 +18,7 @@ from pathlib import Path
 from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
-from . import generator as G
-from . import tables as TB
+from . import generator, tables
 from .checker import check_table
 from .compare import extract, import_module
 from .config import Config
@@ -57,19 +56,21 @@ def verdict(this: list[Timed], pinned: list[Timed], slower: float = SLOWER) -> s
     return "ok"
 
 
-def _sides(spark: SparkSession, cfg: Config, template: G.Template, work: Path) -> list[_Side]:
+def _sides(spark: SparkSession, cfg: Config, template: generator.Template, work: Path) -> list[_Side]:
     w = cfg.work
 
     def settings(namespace: str, build=None) -> object:
         extra = {"build": build} if build else {}
-        return TB.job_settings(w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **extra)
+        return tables.job_settings(
+            w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **extra
+        )
 
     this = settings("fixed_this")
-    this_table = TB.create_job_table(spark, this, cfg.fixed_rows, template, w)
+    this_table = tables.create_job_table(spark, this, cfg.fixed_rows, template, w)
     short, package = extract(PINNED, work)
     other = import_module(package, "batch")
     other_settings = import_module(package, "settings")
-    pinned_table = TB.create_job_table(spark, settings("fixed_pinned"), cfg.fixed_rows, template, w)
+    pinned_table = tables.create_job_table(spark, settings("fixed_pinned"), cfg.fixed_rows, template, w)
     pinned = other.BatchProcessor(spark, settings("fixed_pinned", other_settings.build_settings))
     return [
         _Side("job (this tree), merge-on-read", this_table, BatchProcessor(spark, this)),
@@ -78,21 +79,21 @@ def _sides(spark: SparkSession, cfg: Config, template: G.Template, work: Path) -
 
 
 def run(spark: SparkSession, cfg: Config) -> list[Table]:
-    template = G.Template()
-    stream = G.ChangeStream(cfg.fixed_rows)
+    template = generator.Template()
+    stream = generator.ChangeStream(cfg.fixed_rows)
     sides = _sides(spark, cfg, template, cfg.work / "pinned")
     batch_dir = cfg.work / "fixed-batches"
     batch_dir.mkdir(parents=True, exist_ok=True)
     total = cfg.fixed_warmup + cfg.fixed_batches
     for i in range(total):
         path = batch_dir / f"b{i}"
-        raw = TB.raw_batch(spark, stream.batch(CHANGES), path, template)
+        raw = tables.raw_batch(spark, stream.batch(CHANGES), path, template)
         for s in sides if i % 2 == 0 else sides[::-1]:
             t = timed(spark, lambda s=s, raw=raw, b=i + 1: s.processor.process(raw, b))  # type: ignore[attr-defined]
             log.info("fixed cost %s, %d changes: %.2fs (%d Spark jobs)", s.name, CHANGES, t.seconds, t.spark_jobs)
             if i >= cfg.fixed_warmup:
                 s.times.append(t)
-        TB.drop_batch(path)
+        tables.drop_batch(path)
     this, pinned = sides
     t = Table(
         f"a. Fixed cost: batches of {CHANGES} changes on a table of {cfg.fixed_rows:,} rows "

@@ -18,8 +18,7 @@ from datetime import UTC, datetime
 from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
-from . import generator as G
-from . import tables as TB
+from . import generator, tables
 from .checker import check_table
 from .config import Config
 from .measure import RssSampler, Timed, mib, table_files, timed
@@ -46,10 +45,10 @@ class LayoutRun:
 
 def _grow(spark: SparkSession, cfg: Config, layout: str, ddl: list[str], index: int) -> LayoutRun:
     w = cfg.work
-    settings = TB.job_settings(w / "warehouse", f"growth{index}", w, shuffle_partitions=str(cfg.shuffle_partitions))
-    template = G.Template()
-    stream = G.ChangeStream(1)
-    table = TB.create_job_table(spark, settings, 1, template, w)
+    settings = tables.job_settings(w / "warehouse", f"growth{index}", w, shuffle_partitions=str(cfg.shuffle_partitions))
+    template = generator.Template()
+    stream = generator.ChangeStream(1)
+    table = tables.create_job_table(spark, settings, 1, template, w)
     for stmt in ddl:
         spark.sql(stmt.format(t=table))
     processor = BatchProcessor(spark, settings)
@@ -58,17 +57,17 @@ def _grow(spark: SparkSession, cfg: Config, layout: str, ddl: list[str], index: 
     for size in cfg.growth_sizes:
         missing = size - stream.expected.row_count()
         if missing > 0:
-            TB.append_rows(spark, table, stream.bulk_insert(missing))
+            tables.append_rows(spark, table, stream.bulk_insert(missing))
         # one unmeasured batch first at every size: its file layout is what steady state sees
         warm = 1 if cfg.growth_warmup else 0
         for i in range(cfg.growth_batches_per_size + warm):
-            raw = TB.raw_batch(spark, stream.batch(cfg.growth_batch), w / "growth-batch", template)
+            raw = tables.raw_batch(spark, stream.batch(cfg.growth_batch), w / "growth-batch", template)
             t = timed(spark, lambda raw=raw, b=batch_id: processor.process(raw, b))
             batch_id += 1
             log.info("growth %s at %d rows: %.2fs", layout, size, t.seconds)
             if i >= warm:
                 run.times.setdefault(size, []).append(t)
-            TB.drop_batch(w / "growth-batch")
+            tables.drop_batch(w / "growth-batch")
         run.files[size] = table_files(spark, table)
     verdict = check_table(spark, table, stream.expected)
     run.correct = verdict.summary()
@@ -92,16 +91,16 @@ def _reads(spark: SparkSession, table: str, key: int) -> tuple[float, float]:
 
 def _maintenance(spark: SparkSession, cfg: Config) -> Table:
     w = cfg.work
-    settings = TB.job_settings(w / "warehouse", "maint", w, shuffle_partitions=str(cfg.shuffle_partitions))
-    template = G.Template()
-    stream = G.ChangeStream(cfg.maintenance_rows)
-    table = TB.create_job_table(spark, settings, cfg.maintenance_rows, template, w)
+    settings = tables.job_settings(w / "warehouse", "maint", w, shuffle_partitions=str(cfg.shuffle_partitions))
+    template = generator.Template()
+    stream = generator.ChangeStream(cfg.maintenance_rows)
+    table = tables.create_job_table(spark, settings, cfg.maintenance_rows, template, w)
     processor = BatchProcessor(spark, settings)
     per_batch: list[Timed] = []
     for b in range(cfg.maintenance_batches):
-        raw = TB.raw_batch(spark, stream.batch(cfg.maintenance_batch), w / "maint-batch", template)
+        raw = tables.raw_batch(spark, stream.batch(cfg.maintenance_batch), w / "maint-batch", template)
         per_batch.append(timed(spark, lambda raw=raw, b=b: processor.process(raw, b + 1)))
-        TB.drop_batch(w / "maint-batch")
+        tables.drop_batch(w / "maint-batch")
     probe = cfg.maintenance_rows // 2
     before = table_files(spark, table), *_reads(spark, table, probe)
     ident = table.split(".", 1)[1]
@@ -124,10 +123,10 @@ def _maintenance(spark: SparkSession, cfg: Config) -> Table:
     after_batch = timed(
         spark,
         lambda: processor.process(
-            TB.raw_batch(spark, stream.batch(cfg.maintenance_batch), w / "maint-batch", template), 10_000
+            tables.raw_batch(spark, stream.batch(cfg.maintenance_batch), w / "maint-batch", template), 10_000
         ),
     )
-    TB.drop_batch(w / "maint-batch")
+    tables.drop_batch(w / "maint-batch")
 
     n = cfg.maintenance_batches
     t = Table(

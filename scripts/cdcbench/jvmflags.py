@@ -35,18 +35,17 @@ def worker(work: str, batches: int, events: int) -> None:
     from cdclake.jobs.batch import BatchProcessor
     from cdclake.local.session import local_session
 
-    from . import generator as G
-    from . import tables as TB
+    from . import generator, tables
     from .measure import tree_cpu
 
     t0 = time.monotonic()
     w = Path(work)
-    settings = TB.job_settings(w / "warehouse", "jvm", w, shuffle_partitions="2")
+    settings = tables.job_settings(w / "warehouse", "jvm", w, shuffle_partitions="2")
     spark = local_session(settings, app_name="cdc-bench-jvm", master="local[2]")
     processor = BatchProcessor(spark, settings)
-    stream, template = G.ChangeStream(1_000), G.Template()
+    stream, template = generator.ChangeStream(1_000), generator.Template()
     for i in range(batches):
-        processor.process(TB.raw_batch(spark, stream.batch(events), w / f"batch{i}", template), i)
+        processor.process(tables.raw_batch(spark, stream.batch(events), w / f"batch{i}", template), i)
     # Read before stopping: once the JVM has exited it is no longer part of the process tree.
     result = {"wall": time.monotonic() - t0, "cpu": tree_cpu(os.getpid())}
     spark.stop()

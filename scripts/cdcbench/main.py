@@ -165,12 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
     from cdclake.local.session import local_session
 
-    from . import tables as TB
+    from .tables import job_settings
 
     rss = RssSampler()
-    settings = TB.job_settings(
-        cfg.work / "warehouse", "bench", cfg.work, shuffle_partitions=str(cfg.shuffle_partitions)
-    )
+    settings = job_settings(cfg.work / "warehouse", "bench", cfg.work, shuffle_partitions=str(cfg.shuffle_partitions))
     spark = local_session(settings, app_name="cdc-bench")
     spark_conf = {
         "master": spark.sparkContext.master,

@@ -25,8 +25,7 @@ from typing import Any
 from cdclake.jobs.batch import BatchProcessor
 from pyspark.sql import SparkSession
 
-from . import generator as G
-from . import tables as TB
+from . import generator, tables
 from .checker import check_table
 from .compare import import_module
 from .config import Config
@@ -53,8 +52,8 @@ class _Side:
 class _Source:
     """One source table of the benchmark: its topic's template and change stream."""
 
-    template: G.Template
-    stream: G.ChangeStream
+    template: generator.Template
+    stream: generator.ChangeStream
 
 
 def _sides(spark: SparkSession, cfg: Config) -> list[_Side]:
@@ -62,7 +61,9 @@ def _sides(spark: SparkSession, cfg: Config) -> list[_Side]:
 
     def settings(namespace: str, build: Any = None) -> Any:
         extra = {"build": build} if build else {}
-        return TB.job_settings(w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **extra)
+        return tables.job_settings(
+            w / "warehouse", namespace, w, shuffle_partitions=str(cfg.shuffle_partitions), **extra
+        )
 
     this = settings("many_this")
     out = [_Side("job (this tree)", "many_this", BatchProcessor(spark, this), this)]
@@ -76,23 +77,25 @@ def _sides(spark: SparkSession, cfg: Config) -> list[_Side]:
 
 def _sources(n: int) -> list[_Source]:
     db = f"benchdb_many{n}"
-    return [_Source(G.Template(db, f"t{i:03d}"), G.ChangeStream(INITIAL_ROWS, seed=i)) for i in range(n)]
+    return [
+        _Source(generator.Template(db, f"t{i:03d}"), generator.ChangeStream(INITIAL_ROWS, seed=i)) for i in range(n)
+    ]
 
 
 def _snapshot_records(sources: list[_Source]) -> list[tuple[Any, ...]]:
     """Keys 0..INITIAL_ROWS-1 of every table at version 0, as snapshot records."""
-    ms = G.BASE_MS - 60_000
+    ms = generator.BASE_MS - 60_000
     out: list[tuple[Any, ...]] = []
     for src in sources:
-        changes = [G.Change("r", k, 0, 4, 4, ms, ms, k) for k in range(INITIAL_ROWS)]
-        out += G.records(changes, src.template)
+        changes = [generator.Change("r", k, 0, 4, 4, ms, ms, k) for k in range(INITIAL_ROWS)]
+        out += generator.records(changes, src.template)
     return out
 
 
 def _change_records(sources: list[_Source]) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     for src in sources:
-        out += G.records(src.stream.batch(CHANGES_PER_TABLE), src.template)
+        out += generator.records(src.stream.batch(CHANGES_PER_TABLE), src.template)
     return out
 
 
@@ -110,21 +113,21 @@ def _check(spark: SparkSession, side: _Side, sources: list[_Source]) -> str:
 
 def _measure(spark: SparkSession, cfg: Config, sides: list[_Side], n: int, batch_ids: Any, work: Path) -> None:
     sources = _sources(n)
-    raw = TB.raw_records(spark, _snapshot_records(sources), work / f"n{n}-snapshot")
+    raw = tables.raw_records(spark, _snapshot_records(sources), work / f"n{n}-snapshot")
     for s in sides:
         t = timed(spark, lambda s=s: s.processor.process(raw, next(batch_ids)))
         log.info("many tables %s, %d tables created: %.2fs", s.name, n, t.seconds)
-    TB.drop_batch(work / f"n{n}-snapshot")
+    tables.drop_batch(work / f"n{n}-snapshot")
     warmup = cfg.tables_warmup if n == min(cfg.table_counts) else 0
     for i in range(warmup + cfg.tables_batches):
         path = work / f"n{n}-b{i}"
-        raw = TB.raw_records(spark, _change_records(sources), path)
+        raw = tables.raw_records(spark, _change_records(sources), path)
         for s in sides if i % 2 == 0 else sides[::-1]:
             t = timed(spark, lambda s=s, raw=raw: s.processor.process(raw, next(batch_ids)))
             log.info("many tables %s, %d tables: %.2fs (%d Spark jobs)", s.name, n, t.seconds, t.spark_jobs)
             if i >= warmup:
                 s.times.setdefault(n, []).append(t)
-        TB.drop_batch(path)
+        tables.drop_batch(path)
     for s in sides:
         s.correct[n] = _check(spark, s, sources)
 

@@ -25,7 +25,7 @@ from cdclake.jobs.sources import parse_lines
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import generator as G
+from . import generator
 from .baseline import infer_json
 
 MOR = {
@@ -56,19 +56,21 @@ def job_settings(
     return build(args)
 
 
-def raw_batch(spark: SparkSession, changes: list[G.Change], path: Path, template: G.Template) -> DataFrame:
+def raw_batch(
+    spark: SparkSession, changes: list[generator.Change], path: Path, template: generator.Template
+) -> DataFrame:
     """Write `changes` as Kafka records to Parquet (once, outside any timing) and return them as a
     raw batch: the same input every method reads, as a Kafka source would deliver it.
 
     One file: Spark splits it into 128 MB row groups (a 10,000-event batch is one partition,
     100,000 are five)."""
-    return raw_records(spark, G.records(changes, template), path)
+    return raw_records(spark, generator.records(changes, template), path)
 
 
 def raw_records(spark: SparkSession, records: Iterable[tuple[Any, ...]], path: Path) -> DataFrame:
     """Kafka records (generator.records, of one table or several) as a raw batch in one file."""
     jsonl = path.with_suffix(".jsonl")
-    G.write_jsonl(jsonl, iter(records))
+    generator.write_jsonl(jsonl, iter(records))
     lines = parse_lines(spark.read.text(str(jsonl))).select(*RAW_COLUMNS)
     lines.coalesce(1).write.mode("overwrite").parquet(str(path))
     jsonl.unlink()
@@ -88,12 +90,12 @@ def _version0(keys: DataFrame) -> DataFrame:
 
     return keys.select(
         k.alias("id"),
-        pick(G._FIRST, k).alias("first_name"),
-        pick(G._LAST, k).alias("last_name"),
+        pick(generator._FIRST, k).alias("first_name"),
+        pick(generator._LAST, k).alias("last_name"),
         F.concat(F.lit("user"), k, F.lit(".v0@example.com")).alias("email"),
         ((k * 37) % 10_000_000 - 2_000_000).alias("balance_unscaled"),
         F.lit("2024-01-03T09:15:00Z").alias("created_at"),
-        pick(G._CITY, k).alias("city"),
+        pick(generator._CITY, k).alias("city"),
         F.lit(0).alias("loyalty_points"),
         (k % 1000).alias("lifetime_orders"),
         (F.lit(1_704_273_300_000_000) + k % 1_000_000).alias("updated_at"),
@@ -118,17 +120,22 @@ def job_rows(keys: range, spark: SparkSession, table: str) -> DataFrame:
         F.lit("r").alias(CDC_OP),
         F.lit(str(snapshot_seq)).cast("decimal(38,0)").alias(CDC_SEQ),
         F.col("id").alias(CDC_OFFSET),
-        F.timestamp_millis(F.lit(G.BASE_MS - 60_000)).alias(CDC_SOURCE_TS),
+        F.timestamp_millis(F.lit(generator.BASE_MS - 60_000)).alias(CDC_SOURCE_TS),
         F.current_timestamp().alias(CDC_INGESTED_AT),
     )
     return out.select(*spark.table(table).columns)
 
 
-def create_job_table(spark: SparkSession, settings: Settings, rows: int, template: G.Template, work: Path) -> str:
+def create_job_table(
+    spark: SparkSession, settings: Settings, rows: int, template: generator.Template, work: Path
+) -> str:
     """The job creates its table from one snapshot record (key 0); keys 1..rows-1 are appended."""
-    table = settings.table_identifier(G.DB, G.TABLE)
+    table = settings.table_identifier(generator.DB, generator.TABLE)
     first = raw_batch(
-        spark, [G.Change("r", 0, 0, 4, 4, G.BASE_MS - 60_000, G.BASE_MS - 60_000, 0)], work / "snapshot", template
+        spark,
+        [generator.Change("r", 0, 0, 4, 4, generator.BASE_MS - 60_000, generator.BASE_MS - 60_000, 0)],
+        work / "snapshot",
+        template,
     )
     BatchProcessor(spark, settings).process(first, 0)
     drop_batch(work / "snapshot")

@@ -14,20 +14,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from cdcbench import generator as G
+from cdcbench import generator
 from cdcbench.checker import compare, version_of
 
 
 @pytest.mark.parametrize("n", [10, 1_000, 10_000])
 def test_every_batch_has_exactly_the_70_20_10_mix(n):
-    stream = G.ChangeStream(5_000, seed=n)
+    stream = generator.ChangeStream(5_000, seed=n)
     for _ in range(3):
-        mix = G.op_mix(stream.batch(n))
+        mix = generator.op_mix(stream.batch(n))
         assert mix == {"u": round(n * 0.7), "c": round(n * 0.2), "d": n - round(n * 0.7) - round(n * 0.2)}
 
 
 def test_keys_change_several_times_per_batch_and_some_within_one_millisecond():
-    changes = G.ChangeStream(100_000).batch(10_000)
+    changes = generator.ChangeStream(100_000).batch(10_000)
     per_key = Counter(c.key for c in changes)
     assert sum(per_key.values()) / len(per_key) > 2
     assert max(per_key.values()) >= 5
@@ -40,7 +40,7 @@ def test_keys_change_several_times_per_batch_and_some_within_one_millisecond():
 
 
 def test_updates_and_deletes_hit_live_rows_and_inserts_take_new_keys():
-    stream = G.ChangeStream(1_000)
+    stream = generator.ChangeStream(1_000)
     live = set(range(1_000))
     for c in stream.batch(2_000) + stream.batch(2_000):
         if c.op == "c":
@@ -53,17 +53,17 @@ def test_updates_and_deletes_hit_live_rows_and_inserts_take_new_keys():
     assert stream.expected.row_count() == len(live)
 
 
-def _records(changes: list[G.Change]) -> list[tuple]:
-    return list(G.records(changes, G.Template()))
+def _records(changes: list[generator.Change]) -> list[tuple]:
+    return list(generator.records(changes, generator.Template()))
 
 
 def test_records_are_debezium_envelopes_in_source_order_with_tombstones_after_deletes():
-    changes = G.ChangeStream(500).batch(300)
+    changes = generator.ChangeStream(500).batch(300)
     recs = _records(changes)
     assert len(recs) == len(changes) + sum(c.op == "d" for c in changes)
     previous = (0, 0)
     for i, (topic, partition, offset, _ts, key, value) in enumerate(recs):
-        assert (topic, partition) == (G.TOPIC, 0)
+        assert (topic, partition) == (generator.TOPIC, 0)
         if value is None:
             prev_value = json.loads(recs[i - 1][5])
             assert prev_value["payload"]["op"] == "d" and json.loads(key) == json.loads(recs[i - 1][4])
@@ -101,7 +101,7 @@ def _replay(records: list[tuple], initial: int) -> dict[int, int]:
 
 
 def test_the_expected_state_equals_a_replay_of_the_records():
-    stream = G.ChangeStream(2_000, seed=11)
+    stream = generator.ChangeStream(2_000, seed=11)
     records = _records(stream.batch(3_000)) + _records(stream.batch(3_000))
     table = _replay(records, 2_000)
     assert stream.expected.row_count() == len(table)
@@ -130,7 +130,7 @@ def _as_the_baseline_applies_it(records: list[tuple], initial: int) -> dict[int,
 
 
 def test_the_checker_reports_the_baselines_unapplied_deletes_and_stale_rows():
-    stream = G.ChangeStream(2_000, seed=3)
+    stream = generator.ChangeStream(2_000, seed=3)
     records = _records(stream.batch(5_000))
     table = _as_the_baseline_applies_it(records, 2_000)
     actual = {k: table[k] for k in stream.expected.versions if k in table}

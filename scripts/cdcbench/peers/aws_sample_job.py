@@ -12,7 +12,7 @@ from pathlib import Path
 from cdclake.local.session import local_session
 from pyspark.sql import functions as F
 
-from cdcbench import tables as TB
+from cdcbench import tables
 from cdcbench.baseline import BaselineProcessor, infer_json
 
 
@@ -25,9 +25,9 @@ def main() -> None:
     ap.add_argument("topics", nargs="+")
     a = ap.parse_args()
     os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "2g")
-    spark = local_session(TB.job_settings(a.warehouse, a.namespace, a.checkpoints), app_name="aws-sample")
+    spark = local_session(tables.job_settings(a.warehouse, a.namespace, a.checkpoints), app_name="aws-sample")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS glue_catalog.{a.namespace}")
-    props = ", ".join(f"'{k}'='{v}'" for k, v in TB.MOR.items())
+    props = ", ".join(f"'{k}'='{v}'" for k, v in tables.MOR.items())
     queries = []
     for topic in a.topics:
         table = f"glue_catalog.{a.namespace}.{topic.split('.', 1)[1].replace('.', '_')}"

@@ -41,7 +41,7 @@ import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
-from cdclake.events.ddl import POSTGRES_DDL_TABLE
+from cdclake.events.source_ddl import POSTGRES_DDL_TABLE
 from cdcstack import commands, mariadb, postgres, sources
 from cdcstack.plumbing import DATABASE, StackConfig, StackError, live_record, os_user
 

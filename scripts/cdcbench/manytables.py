@@ -87,7 +87,10 @@ def _snapshot_records(sources: list[_Source]) -> list[tuple[Any, ...]]:
     ms = generator.BASE_MS - 60_000
     out: list[tuple[Any, ...]] = []
     for src in sources:
-        changes = [generator.Change("r", k, 0, 4, 4, ms, ms, k) for k in range(INITIAL_ROWS)]
+        changes = [
+            generator.Change("r", k, version=0, binlog_index=4, pos=4, ts_ms=ms, source_ts_ms=ms, offset=k)
+            for k in range(INITIAL_ROWS)
+        ]
         out += generator.records(changes, src.template)
     return out
 

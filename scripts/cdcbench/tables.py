@@ -131,9 +131,10 @@ def create_job_table(
 ) -> str:
     """The job creates its table from one snapshot record (key 0); keys 1..rows-1 are appended."""
     table = settings.table_identifier(generator.DB, generator.TABLE)
+    ms = generator.BASE_MS - 60_000
     first = raw_batch(
         spark,
-        [generator.Change("r", 0, 0, 4, 4, generator.BASE_MS - 60_000, generator.BASE_MS - 60_000, 0)],
+        [generator.Change("r", 0, version=0, binlog_index=4, pos=4, ts_ms=ms, source_ts_ms=ms, offset=0)],
         work / "snapshot",
         template,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cdclake.common.lake_contract import DROP, RENAME, ColumnChange, dumps, loads
-from cdclake.events.ddl import (
+from cdclake.events.source_ddl import (
     POSTGRES_DDL_TABLE,
     changes_primary_key,
     column_changes,

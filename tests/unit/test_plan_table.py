@@ -113,10 +113,10 @@ def test_the_fail_policy_counts_only_tables_the_lake_has():
 
 def test_a_column_renamed_at_the_source_is_renamed_and_older_events_are_translated():
     state = table({"id": INT, "a": STR})
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
+    statements = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
     groups = [group(0, 10, {"id": INT, "a": STR}), group(1, 20, {"id": INT, "b": STR})]
-    assert cut_positions(state, groups, stmt, KEEP, Memory()) == [15]
-    plan = plan_table(state, groups, stmt, KEEP, Memory())
+    assert cut_positions(state, groups, statements, KEEP, Memory()) == [15]
+    plan = plan_table(state, groups, statements, KEEP, Memory())
     assert kinds(plan)[:2] == ["RenameColumn", "RecordColumnChanges"] and kinds(plan)[-1] == "Write"
     assert plan.of(RenameColumn)[0].old == "a" and plan.of(RenameColumn)[0].new == "b"
     [w] = plan.of(Write)
@@ -126,24 +126,24 @@ def test_a_column_renamed_at_the_source_is_renamed_and_older_events_are_translat
 
 def test_a_renamed_key_column_moves_the_key_property():
     state = table({"id": INT, "a": STR})
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "id", "pk", 15)])
-    plan = plan_table(state, [], stmt, KEEP, Memory())
+    statements = TableDDL(changes=[ColumnChange(RENAME, "id", "pk", 15)])
+    plan = plan_table(state, [], statements, KEEP, Memory())
     assert plan.of(SetKey)[0].keys == ("pk",) and plan.state.keys == ["pk"]
 
 
 def test_a_rename_whose_new_name_arrived_first_copies_then_drops():
     state = table({"id": INT, "a": STR, "b": STR})
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
-    plan = plan_table(state, [], stmt, KEEP, Memory())
+    statements = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
+    plan = plan_table(state, [], statements, KEEP, Memory())
     assert plan.of(CopyThenDrop) == [CopyThenDrop("a", "b", 15)] and [n for n, _ in plan.state.columns] == ["id", "b"]
 
 
 def test_a_dropped_column_stays_under_keep_and_goes_under_drop_but_never_a_key_column():
     state = table({"id": INT, "a": STR})
-    stmt = TableDDL(changes=[ColumnChange(DROP, "a", None, 15), ColumnChange(DROP, "id", None, 16)])
-    kept = plan_table(state, [], stmt, KEEP, Memory())
+    statements = TableDDL(changes=[ColumnChange(DROP, "a", None, 15), ColumnChange(DROP, "id", None, 16)])
+    kept = plan_table(state, [], statements, KEEP, Memory())
     assert kinds(kept) == ["RecordColumnChanges"] and {c.kind for c in kept.state.column_changes} == {KEPT}
-    dropped = plan_table(state, [], stmt, Policies(dropped_column=DropPolicy.DROP), Memory())
+    dropped = plan_table(state, [], statements, Policies(dropped_column=DropPolicy.DROP), Memory())
     assert dropped.of(DropColumn) == [DropColumn("a")], "the key column stays"
 
 
@@ -169,8 +169,8 @@ def test_a_dropped_column_added_again_sets_the_kept_one_aside():
 def test_a_column_renamed_onto_a_dropped_columns_name_takes_its_place():
     kept = ColumnChange(KEPT, "v", None, 10)
     state = table({"id": INT, "v": STR, "w": STR}, column_changes=[kept])
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "w", "v", 20)])
-    plan = plan_table(state, [], stmt, KEEP, Memory())
+    statements = TableDDL(changes=[ColumnChange(RENAME, "w", "v", 20)])
+    plan = plan_table(state, [], statements, KEEP, Memory())
     renames = [(s.old, s.new) for s in plan.of(RenameColumn)]
     assert renames == [("v", "v__dropped"), ("w", "v")]
     assert [n for n, _ in plan.state.columns] == ["id", "v__dropped", "v"]
@@ -178,9 +178,9 @@ def test_a_column_renamed_onto_a_dropped_columns_name_takes_its_place():
 
 def test_a_swap_of_two_columns_through_a_temporary_name():
     state = table({"id": INT, "a": STR, "b": INT})
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "a", "t", 11), ColumnChange(RENAME, "b", "a", 12),
+    statements = TableDDL(changes=[ColumnChange(RENAME, "a", "t", 11), ColumnChange(RENAME, "b", "a", 12),
                              ColumnChange(RENAME, "t", "b", 13)])  # fmt: skip
-    plan = plan_table(state, [group(0, 5, {"id": INT, "a": STR, "b": INT})], stmt, KEEP, Memory())
+    plan = plan_table(state, [group(0, 5, {"id": INT, "a": STR, "b": INT})], statements, KEEP, Memory())
     assert [n for n, _ in plan.state.columns] == ["id", "b", "a"]
     [w] = plan.of(Write)
     assert dict(w.groups[0].renamed) == {"a": "b", "b": "a"}, "old events land in the swapped columns"
@@ -231,9 +231,9 @@ def test_a_new_key_that_is_not_a_lake_column_or_no_key_dead_letters_the_run():
 
 def test_a_table_created_again_with_another_key_is_replaced_and_late_events_of_the_old_one_ignored():
     state = table({"id": INT, "a": STR})
-    stmt = TableDDL(drop_seq=15)
+    statements = TableDDL(drop_seq=15)
     groups = [group(0, 10, {"id": INT, "a": STR}), group(1, 20, {"a": STR, "k": INT}, keys=("k",))]
-    plan = plan_table(state, groups, stmt, KEEP, Memory())
+    plan = plan_table(state, groups, statements, KEEP, Memory())
     assert kinds(plan)[:3] == ["ReplaceOnCreate", "Note", "CreateTable"]
     assert plan.of(CreateTable)[0].replace and plan.of(CreateTable)[0].keys == ("k",)
     assert [g.index for g in plan.of(Write)[0].groups] == [1] and plan.of(Write)[0].truncate == 15
@@ -251,14 +251,14 @@ def test_a_table_created_again_with_the_same_key_is_truncated_at_the_drop():
 
 def test_a_drop_table_at_the_source_marks_the_table_or_drops_it():
     state = table({"id": INT})
-    stmt = TableDDL(drop_seq=15, drop_ts=1.0)
-    assert drop_probe(state, stmt) == 15
-    marked = plan_table(state, [], stmt, KEEP, Memory())
+    statements = TableDDL(drop_seq=15, drop_ts=1.0)
+    assert drop_probe(state, statements) == 15
+    marked = plan_table(state, [], statements, KEEP, Memory())
     assert marked.steps == [MarkDropped(15, 1.0)] and marked.state.dropped_seq == 15
-    dropped = plan_table(state, [], stmt, Policies(dropped_table=DropPolicy.DROP), Memory())
+    dropped = plan_table(state, [], statements, Policies(dropped_table=DropPolicy.DROP), Memory())
     assert dropped.steps == [DropTable(15)] and dropped.state is None and dropped.memory.dropped == 15
     # The new table's events were applied before the statement was read: it was created again.
-    recreated = plan_table(state, [], stmt, KEEP, Memory(), newer_rows=True)
+    recreated = plan_table(state, [], statements, KEEP, Memory(), newer_rows=True)
     assert recreated.steps == [Truncate(15)]
     assert drop_probe(state, TableDDL(drop_seq=15, create_seq=16)) is None, "created again: no need to look"
 
@@ -304,9 +304,9 @@ def test_toast_placeholders_and_deletes_come_from_the_group_aggregate():
 
 def test_planning_changes_neither_its_inputs_nor_needs_a_session():
     state = table({"id": INT, "a": STR})
-    stmt = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
+    statements = TableDDL(changes=[ColumnChange(RENAME, "a", "b", 15)])
     memory = Memory()
-    plan_table(state, [group(0, 20, {"id": INT, "b": STR})], stmt, KEEP, memory)
+    plan_table(state, [group(0, 20, {"id": INT, "b": STR})], statements, KEEP, memory)
     assert state.columns == [("id", INT), ("a", STR)] and state.column_changes == [] and memory == Memory()
     assert plan_table(state, [], None, KEEP, memory).steps == []
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 # The column renames and drops applied to a table, with their source positions, as its property
-# COLUMN_CHANGES_PROPERTY holds them (events/ddl.py reads them from the source's DDL).
+# COLUMN_CHANGES_PROPERTY holds them (events/source_ddl.py reads them from the source's DDL).
 _KEEP_CHANGES = 200  # a table's recorded changes; older ones concern events long read
 
 RENAME, DROP = "rename", "drop"
@@ -93,7 +93,7 @@ KEY_PROPERTY = "cdc.primary-key"
 # Where the source's primary key last changed (ALTER TABLE), and the fingerprint of the batch that applied it.
 KEY_POSITION_PROPERTY = "cdc.primary-key-position"
 KEY_BATCH_PROPERTY = "cdc.primary-key-batch"
-# The column renames and drops applied so far, with their positions (ddl.dumps).
+# The column renames and drops applied so far, with their positions (`dumps` below).
 COLUMN_CHANGES_PROPERTY = "cdc.column-changes"
 # A DROP TABLE at the source the lake table outlived (--dropped_table_policy keep): when, and where in the log.
 SOURCE_DROPPED_PROPERTY = "cdc.source-dropped"

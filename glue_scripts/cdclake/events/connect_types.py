@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 
-def ddl(dtype: T.DataType) -> T.DataType | str:
+def cast_type(dtype: T.DataType) -> T.DataType | str:
     """A cast target for `Column.cast` that needs no JVM round trip: PySpark sends a DataType
     object as JSON to be parsed in the JVM, looking up the active session for each cast (~2 ms,
     and a batch builds dozens); a non-nested type's DDL name goes straight to the column."""
@@ -132,13 +132,13 @@ def _unbase64(b64: Column) -> Column:
 def _epoch_us_to_ntz(us: Column) -> Column:
     # Arithmetic on TIMESTAMP_NTZ is independent of the session time zone, unlike a cast.
     # Decimal division: a double (what `/` on integers gives) loses microseconds beyond ~2255.
-    seconds = (us.cast(ddl(T.DecimalType(20, 0))) / F.lit(1_000_000)).cast(ddl(T.DecimalType(38, 6)))
+    seconds = (us.cast(cast_type(T.DecimalType(20, 0))) / F.lit(1_000_000)).cast(cast_type(T.DecimalType(38, 6)))
     return F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'") + F.make_dt_interval(F.lit(0), F.lit(0), F.lit(0), seconds)
 
 
 def _nanos_to_micros(ns: Column) -> Column:
     # Exact (decimal) division: nanoseconds since 1970 exceed a double's 53-bit mantissa.
-    return F.floor(ns.cast(ddl(T.DecimalType(20, 0))) / F.lit(1000)).cast(ddl(T.LongType()))
+    return F.floor(ns.cast(cast_type(T.DecimalType(20, 0))) / F.lit(1000)).cast(cast_type(T.LongType()))
 
 
 def _micros_to_time_string(us: Column) -> Column:
@@ -161,10 +161,10 @@ def _unsigned_hex_to_decimal(h: Column) -> Column:
     longer values (precision > 18) are split into a high and a low 64-bit half."""
     n = F.length(h)
     dec = T.DecimalType(38, 0)
-    low = F.conv(F.substring(h, -16, 16), 16, 10).cast(ddl(dec))
-    high = F.conv(h.substr(F.lit(1), n - 16), 16, 10).cast(ddl(dec))
-    two64 = F.lit("18446744073709551616").cast(ddl(dec))
-    return F.when(n <= 16, F.conv(h, 16, 10).cast(ddl(dec))).otherwise(high * two64 + low)
+    low = F.conv(F.substring(h, -16, 16), 16, 10).cast(cast_type(dec))
+    high = F.conv(h.substr(F.lit(1), n - 16), 16, 10).cast(cast_type(dec))
+    two64 = F.lit("18446744073709551616").cast(cast_type(dec))
+    return F.when(n <= 16, F.conv(h, 16, 10).cast(cast_type(dec))).otherwise(high * two64 + low)
 
 
 def _decimal_stages(precision: int, scale: int) -> Stages:
@@ -192,7 +192,7 @@ def _decimal_stages(precision: int, scale: int) -> Stages:
                 padded.substr(F.lit(1), F.length(padded) - scale), F.lit("."), F.substring(padded, -scale, scale)
             )
         text = F.concat(F.when(unscaled < 0, F.lit("-")).otherwise(F.lit("")), digits)
-        return text.cast(ddl(T.DecimalType(precision, scale)))
+        return text.cast(cast_type(T.DecimalType(precision, scale)))
 
     return (to_hex, to_unscaled, to_decimal)
 
@@ -358,7 +358,9 @@ def _temporal_spec(name: str, logical: str | None) -> ColumnSpec | None:
             name, T.LongType(), T.TimestampNTZType(), (lambda c, g=to_us: _epoch_us_to_ntz(g(c)),), logical
         )
     if logical == "io.debezium.time.ZonedTimestamp":
-        return ColumnSpec(name, T.StringType(), T.TimestampType(), (lambda c: c.cast(ddl(T.TimestampType())),), logical)
+        return ColumnSpec(
+            name, T.StringType(), T.TimestampType(), (lambda c: c.cast(cast_type(T.TimestampType())),), logical
+        )
     if logical in _TIME:
         factor = _TIME[logical]
         to_us = _nanos_to_micros if factor is None else (lambda c, f=factor: c * f)
@@ -377,7 +379,7 @@ def _physical_spec(name: str, ctype: str, logical: str | None, params: dict[str,
         if src_type in ("DECIMAL", "NUMERIC") and "__debezium.source.column.length" in params:
             scale = int(params.get("__debezium.source.column.scale", "0"))
             dtype = T.DecimalType(max(min(int(params["__debezium.source.column.length"]), 38), scale, 1), scale)
-            return ColumnSpec(name, T.StringType(), dtype, (lambda c, d=dtype: c.cast(ddl(d)),), logical)
+            return ColumnSpec(name, T.StringType(), dtype, (lambda c, d=dtype: c.cast(cast_type(d)),), logical)
         return ColumnSpec(name, T.StringType(), T.StringType(), (), logical)
     if ctype in _PRIMITIVE:
         return ColumnSpec(name, _PRIMITIVE[ctype], _PRIMITIVE[ctype], (), logical)

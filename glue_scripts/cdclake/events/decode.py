@@ -20,8 +20,8 @@ from ..common.sqltext import quote
 from .connect_types import (
     ColumnSpec,
     UnsupportedSchema,
+    cast_type,
     column_spec,
-    ddl,
     inferred_column_spec,
     key_columns,
     row_columns,
@@ -58,7 +58,7 @@ class SchemaGroup:
     columns: list[ColumnSpec] | None = None
     keys: list[str] | None = None  # [] for a table without a primary key
     error: str | None = None
-    # The lake's view of this schema (ddl.translation): event column -> lake column for columns
+    # The lake's view of this schema (source_ddl.translation): event column -> lake column for columns
     # renamed at the source after these events were written, and columns dropped since.
     renamed: dict[str, str] = field(default_factory=dict)
     ignored: set[str] = field(default_factory=set)
@@ -198,7 +198,7 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
     raw_keep = [c for c in RAW_KEEP if c in rows.columns]
     df = _converted(_parsed(rows, group, raw_keep), group, [*raw_keep, CDC_OP, CDC_SEQ, CDC_SOURCE_TS])
     return df.select(
-        *[F.col(f"__v{i}").cast(ddl(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
+        *[F.col(f"__v{i}").cast(cast_type(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
         CDC_OP,
         CDC_SEQ,
         F.col("offset").alias(CDC_OFFSET),
@@ -259,7 +259,7 @@ def _decode_error(group: SchemaGroup) -> Column:
     # Named with the connector's type and the lake type, e.g. PostgreSQL's 'infinity' timestamps.
     errors = [
         F.when(
-            F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(ddl(spec.spark_type)).isNull(),
+            F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(cast_type(spec.spark_type)).isNull(),
             F.lit(
                 f"{spec.name} ({spec.connect_name or spec.parse_type.simpleString()} value does not fit "
                 f"{spec.spark_type.simpleString()})"
@@ -329,7 +329,7 @@ def conform(
     for name, typ in table_columns:
         src = present.get(name.lower())
         value = F.col(quote(src)) if src else F.expr(fill[name.lower()]) if name.lower() in fill else F.lit(None)
-        cols.append(value.cast(ddl(typ)).alias(name))
+        cols.append(value.cast(cast_type(typ)).alias(name))
     keep = [CDC_OP, CDC_SEQ, CDC_OFFSET, CDC_SOURCE_TS, "_decode_error"]
     keep += [f"_raw_{c}" for c in RAW_KEEP if f"_raw_{c}" in decoded.columns]
     return decoded.select(*cols, *keep)

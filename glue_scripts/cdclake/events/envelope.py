@@ -17,8 +17,8 @@ from pyspark.sql import types as T
 from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from ..common.records import RAW_COLUMNS
 from ..common.records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
-from .ddl import POSTGRES_DDL_TABLE
 from .ordering import sequence_expr
+from .source_ddl import POSTGRES_DDL_TABLE
 
 # Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
 CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"
@@ -186,7 +186,7 @@ def _status_reason(op: Column, src: Column) -> Column:
             F.col("_p.ddl").isNotNull() | F.col("_p.databaseName").isNotNull(),
             F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")),
         )
-        # PostgreSQL's DDL log (ddl.py): its events are statements, never a lake table.
+        # PostgreSQL's DDL log (source_ddl.py): its events are statements, never a lake table.
         .when(_postgres_ddl_log(src), F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")))
         .when(op.isNull(), F.struct(F.lit(DEAD), F.lit("payload has no Debezium `op` field")))
         .when(

@@ -25,13 +25,13 @@ from pyspark.sql import types as T
 
 from ..common.lake_contract import POSITION_COLUMNS
 from ..common.sqltext import quote
-from .connect_types import ddl
+from .connect_types import cast_type
 
 SEQ_TYPE = T.DecimalType(38, 0)
 
 
 def _dec(c: Column) -> Column:
-    return c.cast(ddl(SEQ_TYPE))
+    return c.cast(cast_type(SEQ_TYPE))
 
 
 def sequence_expr(source: Column, partition: Column, offset: Column) -> Column:

@@ -20,8 +20,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
-from . import envelope as E
 from .decode import SchemaGroup
+from .envelope import CHANGE, DEAD, SCHEMA_CHANGE, TOMBSTONE, TRUNCATE
 
 TableId = tuple[str, str]  # (source db or schema, source table)
 # (value schema id, the schema's text or None) -> the text: from this batch's row when it has one
@@ -102,10 +102,10 @@ def summarize(rows: Iterable[SummaryRow], known_schema: KnownSchema) -> BatchSum
     groups: dict[tuple[str, str, int, int], SchemaGroup] = {}
     for r in rows:
         _count(out, r)
-        if r["_status"] == E.TRUNCATE:
+        if r["_status"] == TRUNCATE:
             table = (r["_src_db"], r["_src_table"])
             out.truncated[table] = max(out.truncated.get(table, 0), int(r["max_seq"]))
-        elif r["_status"] == E.CHANGE:
+        elif r["_status"] == CHANGE:
             _add_change(groups, r, known_schema)
             ts = r["max_source_ts"]
             if ts is not None:
@@ -119,15 +119,15 @@ def _count(out: BatchSummary, r: SummaryRow) -> None:
     n = r["n"]
     out.records += n
     status = r["_status"]
-    if status == E.CHANGE:
+    if status == CHANGE:
         out.changes += n
-    elif status == E.TOMBSTONE:
+    elif status == TOMBSTONE:
         out.tombstones += n
-    elif status == E.SCHEMA_CHANGE:
+    elif status == SCHEMA_CHANGE:
         out.schema_events += n
-    elif status == E.TRUNCATE:
+    elif status == TRUNCATE:
         out.truncates += n
-    elif status == E.DEAD:
+    elif status == DEAD:
         out.dead += n
         out.dead_reasons[r["_reason"]] = out.dead_reasons.get(r["_reason"], 0) + n
 

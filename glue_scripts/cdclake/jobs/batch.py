@@ -28,9 +28,9 @@ from pyspark.sql import functions as F
 from ..common.lake_contract import SchemaChangePolicy
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
-from ..events import envelope as E
 from ..events.decode import SchemaGroup, as_leaf, cut_at
 from ..events.decode import release as release_rows
+from ..events.envelope import DEAD, classify
 from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
@@ -86,7 +86,7 @@ class BatchProcessor:
         # Avro records of the Glue Schema Registry as JsonConverter text (one Spark action with
         # --wire_format avro); those that cannot be decoded are dead letters naming why.
         decoded = self.avro.decode(raw)
-        classified = decoded.mark(E.classify(decoded.raw))
+        classified = decoded.mark(classify(decoded.raw))
         # What the batch reads more than once is kept (computed by the group aggregate), without
         # the record's key and value text and the payload (most of a record's bytes): only dead
         # letters need those, and they are recomputed from `classified` when there are any. The
@@ -125,7 +125,7 @@ class BatchProcessor:
         _count(report, summary)
         dead: list[DataFrame] = []
         if summary.dead:
-            dead.append(as_dead_letters(batch.full.where(F.col("_status") == E.DEAD), F.col("_reason"), batch.batch_id))
+            dead.append(as_dead_letters(batch.full.where(F.col("_status") == DEAD), F.col("_reason"), batch.batch_id))
         statements, renames = read_statements(batch.cached) if summary.schema_events else ({}, [])
         tables, truncated = summary.tables, summary.truncated
         if renames:

@@ -42,7 +42,7 @@ from ..common.report import TableReport
 from ..common.sqltext import properties_sql, quote, sql_string, table_properties
 from ..events.decode import RAW_KEEP, SchemaGroup, as_leaf, conform, decode_group, group_rows, to_lake_names
 from ..events.ordering import latest_per_key
-from . import table_plan as P
+from . import table_plan
 from .deadletter import as_dead_letters
 from .deletes import (
     KnownMarkers,
@@ -64,7 +64,11 @@ from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 log = logging.getLogger("cdclake")
 
-_LEVELS = {P.Level.INFO: logging.INFO, P.Level.WARNING: logging.WARNING, P.Level.ERROR: logging.ERROR}
+_LEVELS = {
+    table_plan.Level.INFO: logging.INFO,
+    table_plan.Level.WARNING: logging.WARNING,
+    table_plan.Level.ERROR: logging.ERROR,
+}
 
 
 @dataclass
@@ -110,7 +114,7 @@ class Executor:
         self.fmt = fmt or Iceberg()
         self.markers = KnownMarkers(spark)  # what the job knows of each table's delete markers
 
-    def run(self, plan: P.TablePlan, ex: Execution) -> None:
+    def run(self, plan: table_plan.TablePlan, ex: Execution) -> None:
         """Every step of `plan`, in order."""
         for step in plan.steps:
             getattr(self, "_" + type(step).__name__)(step, ex)
@@ -119,19 +123,19 @@ class Executor:
         return self.spark.sql(statement)
 
     # -------------------------------------------------------------- notes and dead letters
-    def _Note(self, s: P.Note, ex: Execution) -> None:
+    def _Note(self, s: table_plan.Note, ex: Execution) -> None:
         log.log(_LEVELS[s.level], s.message)
 
-    def _ColumnsChanged(self, s: P.ColumnsChanged, ex: Execution) -> None:
+    def _ColumnsChanged(self, s: table_plan.ColumnsChanged, ex: Execution) -> None:
         log.log(_LEVELS[s.level], "table %s: %s", ex.ident, s.what)
 
-    def _RememberEarly(self, s: P.RememberEarly, ex: Execution) -> None:
+    def _RememberEarly(self, s: table_plan.RememberEarly, ex: Execution) -> None:
         """Nothing to do in the catalog: LakeTables keeps them (TablePlan.memory)."""
 
-    def _ReplaceOnCreate(self, s: P.ReplaceOnCreate, ex: Execution) -> None:
+    def _ReplaceOnCreate(self, s: table_plan.ReplaceOnCreate, ex: Execution) -> None:
         log.info("table %s: created again at the source with another key; replaced at its creation", ex.ident)
 
-    def _DeadLetter(self, s: P.DeadLetter, ex: Execution) -> None:
+    def _DeadLetter(self, s: table_plan.DeadLetter, ex: Execution) -> None:
         """The group's records as dead letters, counted in the table's report."""
         g = ex.groups[s.group]
         if s.loud:
@@ -142,24 +146,24 @@ class Executor:
         tr.dead_reasons[s.reason] = tr.dead_reasons.get(s.reason, 0) + g.events
 
     # -------------------------------------------------------------- column renames and drops
-    def _RenameColumn(self, s: P.RenameColumn, ex: Execution) -> None:
+    def _RenameColumn(self, s: table_plan.RenameColumn, ex: Execution) -> None:
         # Metadata only: Iceberg columns have ids, Delta's tables map names (formats.DELTA_COLUMN_MAPPING).
         self.sql(f"ALTER TABLE {ex.ident} RENAME COLUMN {quote(s.old)} TO {quote(s.new)}")
 
-    def _CopyThenDrop(self, s: P.CopyThenDrop, ex: Execution) -> None:
+    def _CopyThenDrop(self, s: table_plan.CopyThenDrop, ex: Execution) -> None:
         # Re-running this is harmless: the old column is dropped last.
         new, old = quote(s.new), quote(s.old)
         self.sql(f"UPDATE {ex.ident} SET {new} = {old} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {s.seq}")
         self.sql(f"ALTER TABLE {ex.ident} DROP COLUMN {old}")
 
-    def _DropColumn(self, s: P.DropColumn, ex: Execution) -> None:
+    def _DropColumn(self, s: table_plan.DropColumn, ex: Execution) -> None:
         self.sql(f"ALTER TABLE {ex.ident} DROP COLUMN {quote(s.name)}")
 
-    def _SetKey(self, s: P.SetKey, ex: Execution) -> None:
+    def _SetKey(self, s: table_plan.SetKey, ex: Execution) -> None:
         self._set_properties(ex.ident, {KEY_PROPERTY: keys_text(list(s.keys))})
 
-    def _RecordColumnChanges(self, s: P.RecordColumnChanges, ex: Execution) -> None:
-        self._set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: P.dumps(list(s.changes))})
+    def _RecordColumnChanges(self, s: table_plan.RecordColumnChanges, ex: Execution) -> None:
+        self._set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: table_plan.dumps(list(s.changes))})
 
     def _set_properties(self, ident: str, props: dict[str, str]) -> None:
         self.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
@@ -168,7 +172,7 @@ class Executor:
         self.sql(f"ALTER TABLE {ident} UNSET TBLPROPERTIES IF EXISTS ({', '.join(map(sql_string, names))})")
 
     # -------------------------------------------------------------- a primary key changed at the source
-    def _Rekey(self, s: P.Rekey, ex: Execution) -> None:
+    def _Rekey(self, s: table_plan.Rekey, ex: Execution) -> None:
         """The source's primary key changed by ALTER TABLE: the lake table keeps its rows and takes
         the new key, metadata only. Each statement can run again; the copy column a multiset MERGE
         reads goes last, after the key property, so a batch run again before that still finds it."""
@@ -195,7 +199,7 @@ class Executor:
         log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ex.ident, what)
 
     # -------------------------------------------------------------- create and evolve
-    def _ColumnDefaults(self, s: P.ColumnDefaults, ex: Execution) -> None:
+    def _ColumnDefaults(self, s: table_plan.ColumnDefaults, ex: Execution) -> None:
         """Each candidate's source default as a SQL literal (one row through Spark each)."""
         for name, index, column in s.candidates:
             spec = next(c for c in ex.groups[index].columns or [] if c.name == column)
@@ -203,7 +207,7 @@ class Executor:
             if expr is not None:
                 ex.fills[name] = expr
 
-    def _CreateTable(self, s: P.CreateTable, ex: Execution) -> None:
+    def _CreateTable(self, s: table_plan.CreateTable, ex: Execution) -> None:
         keys = list(s.keys)
         self.sql(self.fmt.create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))  # type: ignore[arg-type]
         log.info(
@@ -223,9 +227,9 @@ class Executor:
             self.sql(drop_markers_sql(ex.ident))
             self.markers.forget(ex.ident)
         if s.record:
-            self._RecordColumnChanges(P.RecordColumnChanges(s.record), ex)
+            self._RecordColumnChanges(table_plan.RecordColumnChanges(s.record), ex)
 
-    def _AlterSchema(self, s: P.AlterSchema, ex: Execution) -> None:
+    def _AlterSchema(self, s: table_plan.AlterSchema, ex: Execution) -> None:
         added = {n.lower() for n, _ in s.plan.add}
         fills = {n: e for n, e in ex.fills.items() if n.lower() in added}
         for statement in alter_sql(ex.ident, s.plan, fills, widen=self.fmt.widens_in_place):
@@ -235,7 +239,7 @@ class Executor:
             self._rewrite(ex.ident, [(n, new) for n, _old, new in s.plan.widen])
         log.info("table %s schema evolved: %s", ex.ident, s.plan.describe())
 
-    def _RewriteType(self, s: P.RewriteType, ex: Execution) -> None:
+    def _RewriteType(self, s: table_plan.RewriteType, ex: Execution) -> None:
         self._rewrite(ex.ident, s.plan.final)
 
     def _rewrite(self, ident: str, final: Columns) -> None:
@@ -243,7 +247,7 @@ class Executor:
         props = carried_properties(self.spark, ident, self.fmt.reserved_properties)
         self.sql(self.fmt.rewrite_sql(ident, current, final, props))
 
-    def _BackfillDefaults(self, s: P.BackfillDefaults, ex: Execution) -> None:
+    def _BackfillDefaults(self, s: table_plan.BackfillDefaults, ex: Execution) -> None:
         pending = dict(s.pending)
         pending.update({n: e for n, e in ex.fills.items() if n.lower() in s.added})
         if not pending:
@@ -254,7 +258,7 @@ class Executor:
         log.info("table %s: existing rows given the source default of %s", ex.ident, ", ".join(pending))
 
     # -------------------------------------------------------------- truncate and write
-    def _Truncate(self, s: P.Truncate, ex: Execution) -> None:
+    def _Truncate(self, s: table_plan.Truncate, ex: Execution) -> None:
         self._truncate(ex.ident, s.seq)
 
     def _truncate(self, ident: str, seq: int) -> None:
@@ -263,7 +267,7 @@ class Executor:
         self.sql(truncate_sql(ident, seq))
         self._remember(ident, truncate_marker(self.spark, seq), seq)
 
-    def _Write(self, s: P.Write, ex: Execution) -> None:
+    def _Write(self, s: table_plan.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the
         batch counts them (table_writer.count_written): the events per op and those that did not decode."""
         good = []
@@ -282,7 +286,9 @@ class Executor:
         changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
         self._merge(ex.ident, changes, s, columns, good)
 
-    def _merge(self, ident: str, changes: DataFrame, s: P.Write, columns: Columns, good: list[SchemaGroup]) -> None:
+    def _merge(
+        self, ident: str, changes: DataFrame, s: table_plan.Write, columns: Columns, good: list[SchemaGroup]
+    ) -> None:
         """Write the decoded changes: newest per key, or per row image for a table without a key.
         Then the batch's deletes are remembered (deletes.py) for later batches' writes; a crash
         between the two commits re-runs the batch, which writes them then."""
@@ -321,11 +327,11 @@ class Executor:
         self.markers.wrote(ident, position)
 
     # -------------------------------------------------------------- a DROP TABLE at the source
-    def _UnmarkDropped(self, s: P.UnmarkDropped, ex: Execution) -> None:
+    def _UnmarkDropped(self, s: table_plan.UnmarkDropped, ex: Execution) -> None:
         self._unset_properties(ex.ident, list(SOURCE_DROP_PROPERTIES))
         log.info("table %s: created again at the source; rows older than its drop removed, mark cleared", ex.ident)
 
-    def _MarkDropped(self, s: P.MarkDropped, ex: Execution) -> None:
+    def _MarkDropped(self, s: table_plan.MarkDropped, ex: Execution) -> None:
         when = datetime.fromtimestamp(s.drop_ts or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         self._set_properties(
             ex.ident, {SOURCE_DROPPED_PROPERTY: when, SOURCE_DROPPED_POSITION_PROPERTY: str(s.drop_seq)}
@@ -334,7 +340,7 @@ class Executor:
             "table %s: dropped at the source at %s; lake table kept, marked %s", ex.ident, when, SOURCE_DROPPED_PROPERTY
         )
 
-    def _DropTable(self, s: P.DropTable, ex: Execution) -> None:
+    def _DropTable(self, s: table_plan.DropTable, ex: Execution) -> None:
         self.sql(f"DROP TABLE IF EXISTS {ex.ident}")
         self.sql(drop_markers_sql(ex.ident))
         self.markers.forget(ex.ident)

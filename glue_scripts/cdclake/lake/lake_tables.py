@@ -30,7 +30,7 @@ from ..common.lake_contract import (
 from ..common.report import TableReport
 from ..common.settings import Settings
 from ..common.sqltext import table_properties
-from ..events import ddl as D
+from ..events import source_ddl
 from ..events.decode import SchemaGroup
 from .executor import Executor
 from .table_plan import (
@@ -131,17 +131,19 @@ def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Table
     """One schema-change event of the MySQL connector: its table changes into `out`, its renames."""
     seq = int(r[CDC_SEQ])
     for change in r["_ddl_tables"] or []:
-        for db, tbl in D.table_ids([change["id"]]):
+        for db, tbl in source_ddl.table_ids([change["id"]]):
             if change["type"] == "DROP":
                 _dropped(out[(db, tbl)], seq, r["ts"])
             elif change["type"] == "CREATE":
                 t = out[(db, tbl)]
                 t.create_seq = max(seq, t.create_seq or 0)
             elif change["type"] == "ALTER":
-                out[(db, tbl)].changes += [ColumnChange(k, o, n, seq) for k, o, n in D.column_changes(r["_ddl"])]
-                if D.changes_primary_key(r["_ddl"]):
+                out[(db, tbl)].changes += [
+                    ColumnChange(k, o, n, seq) for k, o, n in source_ddl.column_changes(r["_ddl"])
+                ]
+                if source_ddl.changes_primary_key(r["_ddl"]):
                     out[(db, tbl)].key_seqs.append(seq)
-                if computed := D.computed_columns(r["_ddl"]):
+                if computed := source_ddl.computed_columns(r["_ddl"]):
                     log.warning(
                         "source table %s.%s: column(s) %s added by ALTER TABLE get their values for existing "
                         "rows at the source without change events: the lake holds null there for rows not "
@@ -153,7 +155,7 @@ def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Table
                     )
     return [
         TableRename(old, new, seq, int(r["offset"]), step)
-        for step, (old, new) in enumerate(D.table_renames(r["_ddl"], r["_src_db"] or ""))
+        for step, (old, new) in enumerate(source_ddl.table_renames(r["_ddl"], r["_src_db"] or ""))
     ]
 
 
@@ -161,12 +163,12 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     """One row of PostgreSQL's DDL log (one command on one table): into `out`, and its rename."""
     seq = int(r[CDC_SEQ])
     try:
-        s = D.postgres_statement(r["_pg_ddl"])
+        s = source_ddl.postgres_statement(r["_pg_ddl"])
     except ValueError as exc:
         log.error(
             "a row of %s at position %d is not followed: %s. Install the shipped sql/postgres/ddl_capture.sql "
             "(it writes that table's rows); a rename or drop it recorded needs the table rebuilt from a new snapshot",
-            D.POSTGRES_DDL_TABLE,
+            source_ddl.POSTGRES_DDL_TABLE,
             seq,
             exc,
         )
@@ -224,13 +226,15 @@ class LakeTables:
         self._early: dict[str, list[ColumnChange]] = defaultdict(list)
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
-        # RENAME TABLE steps carried out by this process: (position, old, new); the connector sends a
-        # statement's events again after a restart of its own.
-        self._renamed: set[tuple[int, tuple[str, str], tuple[str, str]]] = set()
-        # Every RENAME TABLE step read by this process, in source order: events of an old name written
-        # before a step but read in a later batch (a job catching up reads the small schema-change
-        # topic ahead of the tables' topics) follow it to the table that has the rows now.
-        self._rename_history: list[TableRename] = []
+        # Two records of RENAME TABLE steps, for two questions. Which steps did this process carry
+        # out: (position, old, new), without the Kafka offset, since the connector sends a
+        # statement's events again, at new offsets, after a restart of its own.
+        self._moves_done: set[tuple[int, tuple[str, str], tuple[str, str]]] = set()
+        # Which steps do late events follow: every step read by this process, in source order. Events
+        # of an old name written before a step but read in a later batch (a job catching up reads the
+        # small schema-change topic ahead of the tables' topics) follow it to the table that has the
+        # rows now.
+        self._renames_read: list[TableRename] = []
         self._renames_loaded = False  # the ones recorded by the lake tables (a job started again)
 
     # ------------------------------------------------------------------ cached state
@@ -263,13 +267,13 @@ class LakeTables:
         batch run again, the connector sending a statement again) is kept once."""
         if not self._renames_loaded and any(self.state(self.settings.table_identifier(*t)) is None for t in tables):
             renames = self._lake_renames() + renames
-        known = set(self._rename_history)
+        known = set(self._renames_read)
         for r in renames:
             if r not in known:
-                self._rename_history.append(r)
+                self._renames_read.append(r)
                 known.add(r)
-        self._rename_history.sort(key=lambda r: r.order)
-        return list(self._rename_history)
+        self._renames_read.sort(key=lambda r: r.order)
+        return list(self._renames_read)
 
     def _lake_renames(self) -> list[TableRename]:
         """Every rename step recorded by the namespace's lake tables: one catalog listing and one
@@ -295,7 +299,7 @@ class LakeTables:
         out = []
         for r in renames:
             old, new = self.settings.table_identifier(*r.old), self.settings.table_identifier(*r.new)
-            if old == new or (r.seq, r.old, r.new) in self._renamed or self._moved_already(old, new, r):
+            if old == new or (r.seq, r.old, r.new) in self._moves_done or self._moved_already(old, new, r):
                 continue  # a step done before: this batch run again, or the connector sent it again
             if self.state(new) is not None:
                 log.error(
@@ -311,7 +315,7 @@ class LakeTables:
             self.executor.move_table(old, new, props)
             self.forget(new)
             self._states[old] = None
-            self._renamed.add((r.seq, r.old, r.new))
+            self._moves_done.add((r.seq, r.old, r.new))
             log.warning("table %s: renamed from %s at the source; the lake table moved with its rows", new, old)
             out.append(TableReport(new, schema=f"renamed from {old.rsplit('.', 1)[-1]}"))
         return out

@@ -35,7 +35,7 @@ from ..common.lake_contract import (
     dumps,
     loads,
 )
-from ..events import ddl as D
+from ..events import source_ddl
 from .evolution import Columns, SchemaPlan, plan_schema
 
 NO_KEY = "record has no JSON key (does the table have a primary key?)"
@@ -52,9 +52,12 @@ class TableDDL:
     key_seqs: list[int] = field(default_factory=list)  # ALTER TABLE statements that set a primary key
 
 
-def newest_drop(stmt: TableDDL | None, state: TableState | None) -> int | None:
+def newest_drop(statements: TableDDL | None, state: TableState | None) -> int | None:
     """Position of the newest DROP TABLE at the source: this batch's, or one the table is marked with."""
-    return max((x for x in (stmt.drop_seq if stmt else None, state.dropped_seq if state else None) if x), default=None)
+    return max(
+        (x for x in (statements.drop_seq if statements else None, state.dropped_seq if state else None) if x),
+        default=None,
+    )
 
 
 # ------------------------------------------------------------------ inputs
@@ -95,7 +98,7 @@ class Memory:
 
 @dataclass(frozen=True)
 class GroupView:
-    """A schema group in the lake's column names (ddl.translation)."""
+    """A schema group in the lake's column names (source_ddl.translation)."""
 
     index: int
     renamed: Mapping[str, str] = field(default_factory=dict)  # event column -> lake column
@@ -394,13 +397,13 @@ class _Planner:
     def __init__(
         self,
         state: TableState | None,
-        stmt: TableDDL | None,
+        statements: TableDDL | None,
         policies: Policies,
         memory: Memory,
         table: str = "the table",
         batch: str = "",
     ) -> None:
-        self.stmt, self.policies, self.table, self.batch = stmt, policies, table, batch
+        self.statements, self.policies, self.table, self.batch = statements, policies, table, batch
         self.plan = TablePlan(state=state, memory=memory)
         self._known: list[ColumnChange] | None = None
 
@@ -423,7 +426,7 @@ class _Planner:
         return [replace(c, kind=KEPT) if c.kind == DROP else c for c in changes]
 
     def remember_early(self) -> None:
-        changes = tuple(self.recorded(self.stmt.changes if self.stmt else []))
+        changes = tuple(self.recorded(self.statements.changes if self.statements else []))
         self.add(RememberEarly(changes))
         self.plan.memory = replace(self.plan.memory, early=self.plan.memory.early + changes)
 
@@ -431,10 +434,12 @@ class _Planner:
         """The batch's column renames and drops of a table the lake has, in source order, each
         against the table as the ones before it left it; those recorded already are done."""
         state = self.state
-        if self.stmt is None or not self.stmt.changes or state is None:
+        if self.statements is None or not self.statements.changes or state is None:
             return
         todo = [
-            c for c in sorted(self.recorded(self.stmt.changes), key=lambda c: c.seq) if c not in state.column_changes
+            c
+            for c in sorted(self.recorded(self.statements.changes), key=lambda c: c.seq)
+            if c not in state.column_changes
         ]
         if not todo:
             return
@@ -443,7 +448,9 @@ class _Planner:
         recorded = list(state.column_changes)
         for ch in todo:
             # A column renamed onto the name of a dropped column the lake kept: the kept one moves aside.
-            kept = D.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == RENAME and ch.new else None
+            kept = (
+                source_ddl.kept_drop(recorded + todo, ch.new, before=ch.seq) if ch.kind == RENAME and ch.new else None
+            )
             if kept is not None:
                 recorded.append(self._set_aside(kept, done))
             done += self._column_change(ch, keys)
@@ -484,10 +491,10 @@ class _Planner:
         name = lake.get(kept.old.lower())
         if name is None:
             # Renamed by a run that crashed before recording it: the newest aside name is the one.
-            taken = {n for n in lake if n.startswith(kept.old.lower() + D.SET_ASIDE_SUFFIX)}
+            taken = {n for n in lake if n.startswith(kept.old.lower() + source_ddl.SET_ASIDE_SUFFIX)}
             name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))] if taken else kept.old
         else:
-            aside = D.set_aside_name(name, set(lake))
+            aside = source_ddl.set_aside_name(name, set(lake))
             self.add(RenameColumn(name, aside, "set aside"))
             self._rename(name, aside)
         done.append(f"{name}->{aside} (dropped at the source and added again: the old values set aside)")
@@ -521,7 +528,9 @@ class _Planner:
             if self.state is not None:
                 self._known = list(self.state.column_changes)
             else:
-                self._known = list(self.plan.memory.early) + self.recorded(self.stmt.changes if self.stmt else [])
+                self._known = list(self.plan.memory.early) + self.recorded(
+                    self.statements.changes if self.statements else []
+                )
                 self.plan.memory = replace(self.plan.memory, early=())
         return self._known
 
@@ -530,7 +539,7 @@ class _Planner:
         """The batch has events of the table created again after a DROP TABLE with another primary
         key (or without one, or with one now): the lake table cannot take them, it is replaced."""
         state = self.state
-        drop = newest_drop(self.stmt, state)
+        drop = newest_drop(self.statements, state)
         newer = [g for g in groups if not g.error and drop is not None and g.max_seq > drop]
         if state is None or not newer or drop is None:
             return
@@ -554,7 +563,7 @@ class _Planner:
         recorded, done = list(state.column_changes), []
         for k in [c for c in state.column_changes if c.kind == KEPT]:
             carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
-            if D.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
+            if source_ddl.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
                 recorded.append(self._set_aside(k, done))
         if not done:
             return
@@ -573,7 +582,7 @@ class _Planner:
         for f in groups:
             g = _Group(f)
             if not f.error:
-                renamed, ignored = D.translation(known, [n for n, _ in f.columns or ()], f.max_seq)
+                renamed, ignored = source_ddl.translation(known, [n for n, _ in f.columns or ()], f.max_seq)
                 g = _Group(f, renamed, frozenset(ignored))
                 dropped = self.plan.memory.dropped
                 if dropped is not None and f.max_seq <= dropped:
@@ -594,7 +603,7 @@ class _Planner:
             return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
         # Keyless events beside keyed ones of a table the lake does not have yet: written before an
         # ALTER TABLE that added the key (in this batch), or else broken records.
-        key_added_later = self.stmt is not None and any(s > g.max_seq for s in self.stmt.key_seqs)
+        key_added_later = self.statements is not None and any(s > g.max_seq for s in self.statements.key_seqs)
         if self.state is None and not g.keys and any(x.keys for x in groups) and not key_added_later:
             return NO_KEY
         return None
@@ -731,30 +740,30 @@ class _Planner:
         """A DROP TABLE at the source (this batch's, or one the lake table is marked with), once the
         batch's changes are applied. `recreated`: the batch wrote events of the table created again
         after the drop (the rows older than the drop are gone already)."""
-        state, stmt = self.state, self.stmt
-        drop = newest_drop(stmt, state)
+        state, statements = self.state, self.statements
+        drop = newest_drop(statements, state)
         if state is None or drop is None:
             return
         truncated = recreated
-        if not recreated and stmt is not None and stmt.drop_seq is not None:
+        if not recreated and statements is not None and statements.drop_seq is not None:
             recreated = newer_rows  # the new table's events may have been read before the statement
         if not recreated:
-            recreated = stmt is not None and (stmt.create_seq or 0) > drop
+            recreated = statements is not None and (statements.create_seq or 0) > drop
         if recreated:
             if not truncated:
                 self.truncate(drop)  # what remains of the dropped table goes: the new one started empty
             if state.dropped_seq is not None:
                 self.add(UnmarkDropped())
                 self.plan.state = replace(state, dropped_seq=None)
-        elif stmt is not None and stmt.drop_seq is not None:
+        elif statements is not None and statements.drop_seq is not None:
             if self.policies.dropped_table == DropPolicy.DROP:
-                self.add(DropTable(stmt.drop_seq))
+                self.add(DropTable(statements.drop_seq))
                 self.plan.state = None
-                self.plan.memory = replace(self.plan.memory, dropped=stmt.drop_seq)
+                self.plan.memory = replace(self.plan.memory, dropped=statements.drop_seq)
                 self.plan.source_dropped = "dropped"
             else:
-                self.add(MarkDropped(stmt.drop_seq, stmt.drop_ts))
-                self.plan.state = replace(state, dropped_seq=stmt.drop_seq)
+                self.add(MarkDropped(statements.drop_seq, statements.drop_ts))
+                self.plan.state = replace(state, dropped_seq=statements.drop_seq)
                 self.plan.source_dropped = "kept, marked"
 
 

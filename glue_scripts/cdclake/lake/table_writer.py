@@ -128,7 +128,7 @@ class TableWriter:
         table: tuple[str, str],
         groups: list[SchemaGroup],
         truncate_seq: int | None,
-        stmt: TableDDL | None,
+        statements: TableDDL | None,
     ) -> PlannedTable:
         """Plan the batch's schema groups of one source table (and its truncate, and the drop or
         column changes its statements name). Reads only: the groups' schemas, the cuts at the
@@ -138,14 +138,14 @@ class TableWriter:
         events = sum(g.events for g in groups)
         resolve_groups(self.spark, batch.cached, groups)
         state, memory = self.tables.state(ident), self.tables.memory(ident)
-        cuts = cut_positions(state, group_facts(groups), stmt, self.policies, memory)
+        cuts = cut_positions(state, group_facts(groups), statements, self.policies, memory)
         # Events on both sides of a column's drop or rename may share a schema: cut them apart.
         groups = cut_at(batch.cached, groups, cuts)
-        probe = drop_probe(state, stmt)
+        probe = drop_probe(state, statements)
         plan = plan_table(
             state,
             group_facts(groups),
-            stmt,
+            statements,
             self.policies,
             memory,
             table=ident,

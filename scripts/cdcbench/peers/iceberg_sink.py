@@ -133,7 +133,7 @@ offset.flush.interval.ms=1000
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the sink's Kafka Connect did not answer within 120 s: {self.log_path}")
             time.sleep(0.5)
-        config = connector_config(ctx, self.name, self.name)
+        config = connector_config(ctx, namespace=self.name, prefix=self.name)
         status, body = _http("PUT", f"{base}/connectors/{CONNECTOR}/config", config)
         if status not in (200, 201):
             # Connect answers config validation failures with an opaque 500; the validate call says why

@@ -4,7 +4,10 @@ the rows of PostgreSQL's DDL log (sql/postgres/ddl_capture.sql)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +90,25 @@ def test_recorded_changes_survive_the_table_property_round_trip_once_each():
     a = ColumnChange(RENAME, "city", "town", 10**30)
     b = ColumnChange(DROP, "x", None, 5)
     assert loads(dumps([a, b, a])) == [b, a]
+
+
+def test_changes_at_one_position_are_recorded_in_their_order_whatever_the_hash_seed():
+    script = (
+        "from cdclake.common.lake_contract import KEPT, RENAME, ColumnChange, dumps; "
+        "print(dumps([ColumnChange(RENAME, 'note', 'note__dropped', 13), ColumnChange(KEPT, 'note', None, 13)]))"
+    )
+    glue_scripts = str(Path(__file__).resolve().parents[2] / "glue_scripts")
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": glue_scripts},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert texts == {'[["rename", "note", "note__dropped", "13"], ["kept", "note", null, "13"]]\n'}
 
 
 def test_an_event_written_before_a_rename_is_translated_and_one_written_after_it_is_not():

@@ -59,7 +59,11 @@ class ColumnChange:
 
 
 def dumps(changes: list[ColumnChange]) -> str:
-    return json.dumps([c.to_json() for c in sorted(set(changes), key=lambda c: c.seq)[-_KEEP_CHANGES:]])
+    """The property's text: each change once, by position; changes at one position (a column set
+    aside and its name taken, by one statement) in the order given, not in a set's order, which
+    changes with the process's hash seed."""
+    once = list(dict.fromkeys(changes))
+    return json.dumps([c.to_json() for c in sorted(once, key=lambda c: c.seq)[-_KEEP_CHANGES:]])
 
 
 def loads(text: str | None) -> list[ColumnChange]:

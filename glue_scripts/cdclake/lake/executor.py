@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
@@ -36,6 +37,7 @@ from ..common.lake_contract import (
     SOURCE_DROP_PROPERTIES,
     SOURCE_DROPPED_POSITION_PROPERTY,
     SOURCE_DROPPED_PROPERTY,
+    WriteMode,
     keys_text,
 )
 from ..common.report import TableReport
@@ -101,11 +103,11 @@ class Execution:
 
 class Executor:
     """Runs plans. `write_mode`: what a created table's row-level writes do; `writes`: the keyed and
-    keyless writes (table_writer.Writes); `placeholder`: the connector's unavailable-value text;
+    keyless writes; `placeholder`: the connector's unavailable-value text;
     `fmt`: the table format, whose DDL differs (formats.py)."""
 
     def __init__(
-        self, spark: SparkSession, write_mode: str, writes: object, placeholder: str, fmt: Format | None = None
+        self, spark: SparkSession, write_mode: WriteMode, writes: Writes, placeholder: str, fmt: Format | None = None
     ) -> None:
         self.spark = spark
         self.write_mode = write_mode
@@ -209,7 +211,7 @@ class Executor:
 
     def _CreateTable(self, s: table_plan.CreateTable, ex: Execution) -> None:
         keys = list(s.keys)
-        self.sql(self.fmt.create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))  # type: ignore[arg-type]
+        self.sql(self.fmt.create_table_sql(ex.ident, s.columns, keys, self.write_mode, s.replace))
         log.info(
             "table %s %s: key %s, %d columns",
             ex.ident,
@@ -299,7 +301,7 @@ class Executor:
         markers = self.markers.to_consult(ident, oldest)
         newest_seq = max(g.max_seq for g in good)
         if not keys:
-            self.writes.keyless(ident, changes, names, list(s.match), markers=markers)  # type: ignore[attr-defined]
+            self.writes.keyless(ident, changes, names, list(s.match), markers=markers)
             if s.deletes:
                 self._remember(ident, image_deletes(changes, names, list(s.match)), newest_seq)
             return
@@ -310,7 +312,7 @@ class Executor:
             # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
             newest = carry_within_batch(newest, changes, keys, unavailable, self.placeholder)
             keep = keep_existing(unavailable, self.placeholder)
-        self.writes.keyed(ident, newest, keys, names, keep, markers=markers)  # type: ignore[attr-defined]
+        self.writes.keyed(ident, newest, keys, names, keep, markers=markers)
         if s.deletes:
             self._remember(ident, keyed_deletes(changes, keys, names), newest_seq)
 
@@ -457,6 +459,23 @@ def merge_multiset(
         retry_on_conflict(attempt, f"MERGE into {table}", MERGE_RETRY)
     finally:
         session.catalog.dropTempView(view)
+
+
+# (table, newest change per key, key columns, data columns, TOAST placeholders to keep: column -> SQL
+# literal; keyword `markers`: the delete markers to consult)
+KeyedWrite = Callable[[str, DataFrame, list[str], list[str], dict[str, str] | None], None]
+# (table, changes, data columns, the columns that identify a row image; keyword `markers`)
+KeylessWrite = Callable[[str, DataFrame, list[str], list[str]], None]
+
+
+@dataclass(frozen=True)
+class Writes:
+    """How a table's changes reach it, in one commit per table per batch: the MERGEs above by
+    default. The benchmark passes an append here to measure everything but the row-level write,
+    tests a MERGE that fails or waits."""
+
+    keyed: KeyedWrite = merge_changes
+    keyless: KeylessWrite = merge_multiset
 
 
 def decoded_rows(

@@ -5,7 +5,7 @@
         ──Executor (executor.py)──> the catalog: DDL, decode, the write (1 commit)
     every table's decoded rows ──count_written──> ops and decode errors (1 Spark action per batch)
 
-The write is a `Writes`: by default `executor.merge_changes` for a table with a primary key and
+The write is a `Writes` (executor.py): by default `executor.merge_changes` for a table with a primary key and
 `executor.merge_multiset` for one without. Everything that cannot be applied comes back to the
 caller as dead letters (DataFrames, lazy) with the table's report.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,26 +27,12 @@ from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
-from .executor import Execution, Executor, Written, decoded_rows, merge_changes, merge_multiset
+from .executor import Execution, Executor, Writes, Written, decoded_rows
 from .formats import table_format
 from .lake_tables import LakeTables
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
 
 log = logging.getLogger("cdclake")
-
-# (table, newest change per key, key columns, data columns, TOAST placeholders to keep: column -> SQL literal)
-KeyedWrite = Callable[[str, DataFrame, list[str], list[str], dict[str, str] | None], None]
-# (table, changes, data columns, the columns that identify a row image)
-KeylessWrite = Callable[[str, DataFrame, list[str], list[str]], None]
-
-
-@dataclass(frozen=True)
-class Writes:
-    """How a table's changes reach it, in one commit per table per batch. The benchmark passes an
-    append here to measure everything but the row-level write."""
-
-    keyed: KeyedWrite = merge_changes
-    keyless: KeylessWrite = merge_multiset
 
 
 @dataclass

@@ -7,10 +7,10 @@ the range cfn-lint leaves to custom rules.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
+from xml.etree import ElementTree
 
 from cfnlint.rules import CloudFormationLintRule, RuleMatch
 from cfnlint.template import Template
@@ -232,7 +232,7 @@ EXTRA_JARS_PROFILE = "glue-extra-jars"
 AVRO_JARS_PROFILE = "glue-avro-jars"
 
 
-def _pom_properties(root: ET.Element) -> dict[str, str]:
+def _pom_properties(root: ElementTree.Element) -> dict[str, str]:
     """pom.xml's <properties>, name -> value."""
     return {el.tag.split("}", 1)[-1]: (el.text or "").strip() for el in root.find("m:properties", _NS) or []}
 
@@ -240,7 +240,7 @@ def _pom_properties(root: ET.Element) -> dict[str, str]:
 def manifest_jar_names(pom: Path = POM, profile: str = EXTRA_JARS_PROFILE) -> list[str]:
     """File names (artifactId-version[-classifier].jar) of the direct dependencies of one pom.xml profile,
     ${property} versions filled from <properties>."""
-    root = ET.parse(pom).getroot()
+    root = ElementTree.parse(pom).getroot()
     props = _pom_properties(root)
     names = []
     for prof in root.findall("m:profiles/m:profile", _NS):
@@ -493,7 +493,7 @@ class ConnectVersionLoadsThePlugin(CloudFormationLintRule):
     tags: ClassVar[list[str]] = ["resources", "kafkaconnect"]
 
     def match(self, cfn: Template) -> list[RuleMatch]:
-        pom = _pom_properties(ET.parse(POM).getroot())
+        pom = _pom_properties(ElementTree.parse(POM).getroot())
         debezium = max((_major(v) or 0) for k, v in pom.items() if k.startswith("debezium"))
         if debezium < 3:
             return []

@@ -42,7 +42,7 @@ NAMESPACE = {"mysql": "salesdb", "postgres": "public"}
 def twin_config(stack: Stack, source: str) -> dict[str, Any]:
     """The running connector's settings with JSON converters, another topic prefix and its own
     position at the source, so both read the same changes."""
-    from localstack import connect
+    from cdcstack import connect
 
     status, config = connect.http(
         "GET", f"http://127.0.0.1:{stack.ports['connect']}/connectors/{connector(source)}/config"
@@ -67,13 +67,13 @@ def twin_config(stack: Stack, source: str) -> dict[str, Any]:
 
 
 def connector(source: str) -> str:
-    from localstack import sources
+    from cdcstack import sources
 
-    return sources.settings(source).connector
+    return sources.stack_config(source).connector
 
 
 def start_twin(stack: Stack, source: str) -> None:
-    from localstack import connect
+    from cdcstack import connect
 
     config = twin_config(stack, source)
     base = f"http://127.0.0.1:{stack.ports['connect']}/connectors/{config['name']}"
@@ -127,9 +127,9 @@ def schema_versions(stack: Stack, messages: list[dict[str, Any]]) -> dict[str, s
     import uuid
 
     import boto3
-    from localstack import registry, sources
+    from cdcstack import registry, sources
 
-    env = registry.client_env(sources.settings())
+    env = registry.client_env(sources.stack_config())
     glue = boto3.client(
         "glue", endpoint_url=env["AWS_ENDPOINT_URL_GLUE"], region_name=env["AWS_REGION"],
         aws_access_key_id="local", aws_secret_access_key="local",

@@ -96,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         "fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
     )
     ap.add_argument(
+        "--batch-sizes",
+        metavar="N,N,...",
+        help="section a's events per batch (default 10000,100000; --quick 10000): `--sections a --methods mor "
+        "--batch-sizes 100000 --compare REV` measures the 100,000-event batches alone, within the heavy lock's 15 minutes",
+    )
+    ap.add_argument(
         "--table-counts",
         metavar="N,N,...",
         help="section t's numbers of tables per batch (default 1,10,50,200); a run per count keeps each under "
@@ -135,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--table-counts {args.table_counts!r}: comma-separated whole numbers, e.g. 1,10,50")
     if counts is not None and (not counts or min(counts) < 1):
         ap.error(f"--table-counts {args.table_counts!r}: every count must be at least 1")
+    try:
+        sizes = tuple(int(n) for n in args.batch_sizes.split(",")) if args.batch_sizes else None
+    except ValueError:
+        ap.error(f"--batch-sizes {args.batch_sizes!r}: comma-separated whole numbers, e.g. 100000")
+    if sizes is not None and (not sizes or min(sizes) < 1):
+        ap.error(f"--batch-sizes {args.batch_sizes!r}: every size must be at least 1")
     sys.path.insert(0, str(args.glue_scripts.resolve()))
     os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -146,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = replace(make_config(args.quick, args.work, e2e="c" in sections), methods=tuple(args.methods.split(",")))
     if counts is not None:
         cfg = replace(cfg, table_counts=counts)
+    if sizes is not None:
+        cfg = replace(cfg, batch_sizes=sizes)
     if args.compare:
         from .compare import CompareError, extract
 

@@ -43,6 +43,11 @@ CASES: list[tuple[str, list[str], str]] = [
         "--sections 'z': choose a comma-separated subset of a, b, c",
     ),
     ("scripts/bench", ["--quick", "--work", "OUT", "--methods", "fast"], "unknown --methods ['fast']"),
+    (
+        "scripts/bench",
+        ["--work", "OUT", "--batch-sizes", "lots"],
+        "--batch-sizes 'lots': comma-separated whole numbers",
+    ),
     ("scripts/apply-sql", [], "the following arguments are required: file"),
     ("scripts/apply-sql", ["x.sql", "--source", "oracle"], "argument --source: invalid choice: 'oracle'"),
     ("scripts/reconcile", ["--wait", "soon"], "argument --wait: invalid float value: 'soon'"),

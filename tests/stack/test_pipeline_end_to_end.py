@@ -160,11 +160,20 @@ def test_a_column_dropped_and_added_again_or_renamed_onto_a_dropped_name_reconci
         "ALTER TABLE readd_t DROP COLUMN memo; ALTER TABLE readd_t ADD COLUMN memo VARCHAR(10) DEFAULT 'd';"
         "UPDATE readd_t SET memo = 'new' WHERE id = 2;"
         "ALTER TABLE readd_t DROP COLUMN tag; ALTER TABLE readd_t RENAME COLUMN v TO tag;"
-        "UPDATE readd_t SET tag = 7 WHERE id = 3; INSERT INTO readd_t (id) VALUES (4)"
+        "UPDATE readd_t SET tag = 7 WHERE id = 3; INSERT INTO readd_t (id) VALUES (4);"
+        # The same on a table created meanwhile: all of it in the table's first batch.
+        "CREATE TABLE readd_new_t (id INT PRIMARY KEY, note VARCHAR(20), qty INT, extra VARCHAR(10));"
+        "INSERT INTO readd_new_t VALUES (1,'one',1,'e1'),(2,'two',2,'e2');"
+        "ALTER TABLE readd_new_t DROP COLUMN note; ALTER TABLE readd_new_t ADD COLUMN note DECIMAL(6,1);"
+        "UPDATE readd_new_t SET note = 1.5 WHERE id = 1; INSERT INTO readd_new_t (id, qty, note) VALUES (3, 3, 4.5);"
+        "ALTER TABLE readd_new_t DROP COLUMN qty, RENAME COLUMN extra TO qty; UPDATE readd_new_t SET qty = 'q2' WHERE id = 2"
     )
     start_job(job)
     reconciled_table(job, "readd_t", rows=4)
+    reconciled_table(job, "readd_new_t", rows=3)
     assert st.dead_letters(job, "salesdb.salesdb.readd_t") == []
+    assert st.dead_letters(job, "salesdb.salesdb.readd_new_t") == []
+    assert lake_columns(job, "salesdb_readd_new_t") == ["id", "note__dropped", "qty__dropped", "qty", "note"]
     assert lake_columns(job, "salesdb_readd_t") == [
         "id", "note__dropped", "tag", "tag__dropped", "memo__dropped", "note", "memo"
     ]  # fmt: skip

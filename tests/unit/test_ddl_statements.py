@@ -111,6 +111,14 @@ def test_changes_at_one_position_are_recorded_in_their_order_whatever_the_hash_s
     assert texts == {'[["rename", "note", "note__dropped", "13"], ["kept", "note", null, "13"]]\n'}
 
 
+def test_changes_of_one_statement_keep_the_statements_order_through_the_table_property():
+    # ALTER TABLE t RENAME COLUMN a TO tmp, RENAME COLUMN b TO a, RENAME COLUMN tmp TO b: one position.
+    swap = [ColumnChange(RENAME, "a", "tmp", 7), ColumnChange(RENAME, "b", "a", 7), ColumnChange(RENAME, "tmp", "b", 7)]
+    for order in (swap, swap[::-1], [swap[1], swap[0], swap[2]]):
+        assert loads(dumps(order)) == order
+    assert translation(loads(dumps(swap)), ["id", "a", "b"], 6) == ({"a": "b", "b": "a"}, set())
+
+
 def test_an_event_written_before_a_rename_is_translated_and_one_written_after_it_is_not():
     changes = [ColumnChange(RENAME, "city", "town", 100), ColumnChange(RENAME, "town", "place", 200)]
     assert translation(changes, ["id", "city"], 50) == ({"city": "place"}, set())

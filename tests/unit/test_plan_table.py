@@ -176,6 +176,64 @@ def test_a_column_renamed_onto_a_dropped_columns_name_takes_its_place():
     assert [n for n, _ in plan.state.columns] == ["id", "v__dropped", "v"]
 
 
+def test_a_new_tables_column_dropped_and_added_again_with_another_type_in_its_first_batch_sets_the_old_one_aside():
+    # CREATE TABLE, rows, DROP COLUMN note, ADD COLUMN note DECIMAL: all read in the table's first batch.
+    stmt = TableDDL(changes=[ColumnChange(DROP, "note", None, 15)])
+    groups = [group(0, 10, {"id": INT, "note": STR}), group(1, 20, {"id": INT, "note": DEC(6, 1)})]
+    plan = plan_table(None, groups, stmt, KEEP, Memory())
+    assert not plan.of(DeadLetter)
+    [create] = plan.of(CreateTable)
+    assert create.columns == [("id", INT), ("note__dropped", STR), ("note", DEC(6, 1))]
+    assert ColumnChange(RENAME, "note", "note__dropped", 15) in create.record, "later-read old events fill it too"
+    [w] = plan.of(Write)
+    assert dict(w.groups[0].renamed) == {"note": "note__dropped"} and not w.groups[1].renamed
+
+
+def test_a_new_tables_column_dropped_twice_and_renamed_onto_in_its_first_batch_keeps_each_generation_apart():
+    # The last two in one statement: ALTER TABLE t DROP COLUMN v, RENAME COLUMN w TO v.
+    stmt = TableDDL(changes=[ColumnChange(DROP, "v", None, 15), ColumnChange(DROP, "v", None, 25),
+                             ColumnChange(DROP, "v", None, 35), ColumnChange(RENAME, "w", "v", 35)])  # fmt: skip
+    groups = [
+        group(0, 10, {"id": INT, "v": STR, "w": STR}),
+        group(1, 20, {"id": INT, "v": INT, "w": STR}),
+        group(2, 30, {"id": INT, "w": STR}),
+        group(3, 31, {"id": INT, "v": INT, "w": STR}),
+        group(4, 40, {"id": INT, "v": STR}),
+    ]
+    plan = plan_table(None, groups, stmt, KEEP, Memory())
+    assert not plan.of(DeadLetter)
+    [w] = plan.of(Write)
+    assert [dict(g.renamed) for g in w.groups] == [
+        {"v": "v__dropped", "w": "v"}, {"v": "v__dropped2", "w": "v"}, {"w": "v"}, {"v": "v__dropped3", "w": "v"}, {},
+    ]  # fmt: skip
+    assert sorted(n for n, _ in plan.of(CreateTable)[0].columns) == [
+        "id",
+        "v",
+        "v__dropped",
+        "v__dropped2",
+        "v__dropped3",
+    ]
+
+
+def test_a_new_tables_column_dropped_and_not_named_again_stays_as_a_kept_column():
+    stmt = TableDDL(changes=[ColumnChange(DROP, "note", None, 15)])
+    groups = [group(0, 10, {"id": INT, "note": STR}), group(1, 20, {"id": INT})]
+    plan = plan_table(None, groups, stmt, KEEP, Memory())
+    assert plan.of(CreateTable)[0].columns == [("id", INT), ("note", STR)]
+    assert not any(c.kind == RENAME for c in plan.of(CreateTable)[0].record)
+
+
+def test_a_column_dropped_and_another_renamed_onto_its_name_in_one_statement_sets_the_kept_one_aside():
+    # ALTER TABLE t DROP COLUMN v, RENAME COLUMN w TO v: both at the statement's position.
+    state = table({"id": INT, "v": STR, "w": STR})
+    stmt = TableDDL(changes=[ColumnChange(DROP, "v", None, 20), ColumnChange(RENAME, "w", "v", 20)])
+    plan = plan_table(state, [group(0, 10, {"id": INT, "v": STR, "w": STR})], stmt, KEEP, Memory())
+    assert [(s.old, s.new) for s in plan.of(RenameColumn)] == [("v", "v__dropped"), ("w", "v")]
+    assert not plan.of(CopyThenDrop), "the kept column's values stay, set aside"
+    [w] = plan.of(Write)
+    assert dict(w.groups[0].renamed) == {"v": "v__dropped", "w": "v"}
+
+
 def test_a_swap_of_two_columns_through_a_temporary_name():
     state = table({"id": INT, "a": STR, "b": INT})
     statements = TableDDL(changes=[ColumnChange(RENAME, "a", "t", 11), ColumnChange(RENAME, "b", "a", 12),

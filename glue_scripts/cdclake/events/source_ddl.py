@@ -43,7 +43,7 @@ def set_aside_name(name: str, taken: set[str]) -> str:
 
 
 def kept_drop(changes: list[ColumnChange], column: str, before: int | None = None) -> ColumnChange | None:
-    """The newest KEPT drop of `column` (before position `before`) whose lake column has not been set
+    """The newest KEPT drop of `column` (at or before position `before`) whose lake column has not been set
     aside yet (no RENAME of it at the drop's position)."""
     aside = {(c.old.lower(), c.seq) for c in changes if c.kind == RENAME}
     found = [
@@ -51,7 +51,7 @@ def kept_drop(changes: list[ColumnChange], column: str, before: int | None = Non
         for c in changes
         if c.kind == KEPT
         and c.old.lower() == column.lower()
-        and (before is None or c.seq < before)
+        and (before is None or c.seq <= before)
         and (c.old.lower(), c.seq) not in aside
     ]
     return max(found, key=lambda c: c.seq, default=None)

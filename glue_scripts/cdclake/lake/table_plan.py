@@ -344,6 +344,7 @@ def plan_table(
     p.column_changes()
     p.replace_if_recreated(groups)
     p.set_aside_readded(groups)
+    p.set_aside_before_creation(groups)
     good = p.screen(groups)
     drop_seq = newest_drop(statements, p.state)
     recreated = drop_seq is not None and (
@@ -492,7 +493,9 @@ class _Planner:
         if name is None:
             # Renamed by a run that crashed before recording it: the newest aside name is the one.
             taken = {n for n in lake if n.startswith(kept.old.lower() + source_ddl.SET_ASIDE_SUFFIX)}
-            name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))] if taken else kept.old
+            if not taken:
+                return ColumnChange(RENAME, kept.old, kept.old, kept.seq)  # no lake column: nothing to set aside
+            name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))]
         else:
             aside = source_ddl.set_aside_name(name, set(lake))
             self.add(RenameColumn(name, aside, "set aside"))
@@ -572,6 +575,34 @@ class _Planner:
         self.report(", ".join(done))
         assert self.state is not None
         self._known = list(self.state.column_changes)
+
+    def set_aside_before_creation(self, groups: list[GroupFacts]) -> None:
+        """The same for a table the lake does not have yet: a column dropped (kept) and named again
+        within the changes read before its creation (added again, or another column renamed onto
+        it). Each generation's events fill its own `<name>__dropped[N]` column of the new table."""
+        if self.state is not None:
+            return
+        known = self.known()
+        taken = {n.lower() for g in groups for n, _ in g.columns or ()}
+        asides = []
+        for k in sorted((c for c in known if c.kind == KEPT), key=lambda c: c.seq):
+            renamed_onto = any(
+                c.kind == RENAME and (c.new or "").lower() == k.old.lower() and c.seq >= k.seq for c in known
+            )
+            added_again = any(
+                not g.error and (g.min_seq or g.max_seq) > k.seq and _has_column(g, k.old) for g in groups
+            )
+            if renamed_onto or added_again:
+                aside = source_ddl.set_aside_name(k.old, taken)
+                taken.add(aside.lower())
+                asides.append(ColumnChange(RENAME, k.old, aside, k.seq))
+        if asides:
+            # Before the statement's other changes: `DROP COLUMN v, RENAME COLUMN w TO v` is one position.
+            self._known = sorted(known + asides, key=lambda c: (c.seq, c not in asides))
+            done = [f"{c.old}->{c.new} (dropped at the source and named again before the table was created: the "
+                    "old values set aside)" for c in asides]  # fmt: skip
+            self.add(Note(Level.WARNING, f"table {self.table}: {'; '.join(done)}"))
+            self.report(", ".join(done))
 
     # -------------------------------------------------------------- which groups the table takes
     def screen(self, groups: list[GroupFacts]) -> list[_Group]:

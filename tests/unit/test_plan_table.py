@@ -244,6 +244,19 @@ def test_a_swap_of_two_columns_through_a_temporary_name():
     assert dict(w.groups[0].renamed) == {"a": "b", "b": "a"}, "old events land in the swapped columns"
 
 
+def test_a_primary_key_change_goes_to_the_dead_letters_when_the_format_fixes_the_key():
+    # Hudi's record key is set at the table's creation: the events under the new key are refused
+    # with the reason, the events before the change are written.
+    state = table({"id": INT, "code": STR})
+    groups = [group(0, 10, {"id": INT, "code": STR}), group(1, 20, {"id": INT, "code": STR}, keys=("code",))]
+    plan = plan_table(state, groups, None, Policies(fixed_key=True), Memory(), batch="b1")
+    assert kinds(plan) == ["Write", "DeadLetter"] and not plan.of(Rekey)
+    assert plan.of(DeadLetter)[0].reason.startswith(
+        "primary key changed at the source from ['id'] to ['code']; the table"
+    )
+    assert plan.state.keys == ["id"]
+
+
 def test_renames_of_a_table_not_created_yet_wait_in_memory_and_are_recorded_at_its_creation():
     change = ColumnChange(RENAME, "a", "b", 15)
     early = plan_table(None, [], TableDDL(changes=[change]), KEEP, Memory())

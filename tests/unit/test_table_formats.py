@@ -7,7 +7,7 @@ from cdclake.common.lake_contract import WriteMode
 from cdclake.common.settings import ArgumentError, TableFormat, build_settings
 from cdclake.lake.catalog import catalog_conf
 from cdclake.lake.evolution import SchemaPlan, alter_sql
-from cdclake.lake.formats import FORMATS, Delta, Iceberg, table_format
+from cdclake.lake.formats import FORMATS, HUDI_META_COLUMNS, Delta, Hudi, Iceberg, table_format
 from pyspark.sql import types as T
 
 BASE = {"source": "files", "files_path": "in", "warehouse": "wh", "checkpoint_location": "c", "dead_letter_path": "d"}
@@ -32,8 +32,8 @@ def test_delta_with_another_catalog_name_is_refused_naming_the_fix() -> None:
 
 
 def test_an_unknown_table_format_is_refused_with_the_allowed_ones() -> None:
-    with pytest.raises(ArgumentError, match="--table_format must be one of iceberg, delta; got 'hudi'"):
-        build_settings({**BASE, "table_format": "hudi"})
+    with pytest.raises(ArgumentError, match="--table_format must be one of iceberg, delta, hudi; got 'paimon'"):
+        build_settings({**BASE, "table_format": "paimon"})
 
 
 def test_every_table_format_has_its_seam() -> None:
@@ -93,8 +93,64 @@ def test_only_iceberg_declares_key_fields_to_drop_and_delta_reserves_its_column_
 
 
 def test_marker_tables_name_their_lake_table_in_each_format() -> None:
-    for fmt in (Iceberg(), Delta()):
+    for fmt in (Iceberg(), Delta(), Hudi()):
         sql = fmt.markers_sql("ns.t__cdc_deletes", "`_cdc_key` string", "ns.t")
         assert f"USING {fmt.using}" in sql and "'cdc.delete-markers-of'='ns.t'" in sql
         moved = fmt.moved_markers_sql("ns.u__cdc_deletes", "ns.t__cdc_deletes", "ns.u")
         assert moved.endswith("AS SELECT * FROM ns.t__cdc_deletes") and "'cdc.delete-markers-of'='ns.u'" in moved
+
+
+def test_hudi_puts_copy_on_write_tables_in_the_session_catalog_and_dead_letters_keyless_ones() -> None:
+    s = build_settings({**BASE, "table_format": "hudi"})
+    assert s.catalog_name == "spark_catalog" and s.write_mode == WriteMode.COPY_ON_WRITE
+    assert s.keyless_table_policy == "dead_letter"
+    assert isinstance(table_format(s), Hudi)
+    with pytest.raises(ArgumentError, match="--catalog_name must be spark_catalog with --table_format hudi"):
+        build_settings({**BASE, "table_format": "hudi", "catalog_name": "glue_catalog"})
+
+
+def test_hudi_refuses_merge_on_read_and_multiset_tables_naming_why() -> None:
+    with pytest.raises(ArgumentError, match=r"merge-on-read is not offered with --table_format hudi: .* compaction"):
+        build_settings({**BASE, "table_format": "hudi", "write_mode": "merge-on-read"})
+    with pytest.raises(ArgumentError, match=r"multiset is not offered with --table_format hudi: Hudi 0\.15.s MERGE"):
+        build_settings({**BASE, "table_format": "hudi", "keyless_table_policy": "multiset"})
+    s = build_settings(
+        {**BASE, "table_format": "hudi", "write_mode": "copy-on-write", "keyless_table_policy": "dead_letter"}
+    )
+    assert s.write_mode == WriteMode.COPY_ON_WRITE
+
+
+def test_hudi_session_is_hudis_catalog_with_kryo_and_schema_evolution_on_read() -> None:
+    conf = catalog_conf(build_settings({**BASE, "table_format": "hudi", "catalog_type": "hadoop"}))
+    assert conf["spark.sql.extensions"] == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+    assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.hudi.catalog.HoodieCatalog"
+    assert conf["spark.serializer"] == "org.apache.spark.serializer.KryoSerializer"
+    assert conf["spark.kryo.registrator"] == "org.apache.spark.HoodieSparkKryoRegistrar"
+    assert conf["hoodie.schema.on.read.enable"] == "true" and conf["spark.sql.warehouse.dir"] == "wh"
+    assert conf["spark.sql.parquet.datetimeRebaseModeInRead"] == "CORRECTED"
+    assert not [k for k in conf if "iceberg" in k or "delta" in k]
+
+
+def test_a_hudi_table_is_keyed_by_the_primary_key_and_ordered_by_the_source_position() -> None:
+    sql = Hudi().create_table_sql("spark_catalog.cdc.t", COLUMNS, ["id", "name"], WriteMode.COPY_ON_WRITE)
+    assert sql.startswith(
+        "CREATE TABLE IF NOT EXISTS spark_catalog.cdc.t (`id` int NOT NULL, `name` string NOT NULL, `_cdc_op`"
+    )
+    assert "USING hudi" in sql and "'type'='cow'" in sql and "'primaryKey'='id,name'" in sql
+    assert "'preCombineField'='_cdc_seq'" in sql and "'cdc.primary-key'='id,name'" in sql
+    markers = Hudi().markers_sql("ns.t__cdc_deletes", "`_cdc_key` string", "ns.t")
+    assert "primaryKey" not in markers and "preCombineField" not in markers  # every marker is kept
+    with pytest.raises(ValueError, match=r"record key is fixed and Hudi 0\.15 has no REPLACE TABLE"):
+        Hudi().create_table_sql("t", COLUMNS, ["id"], WriteMode.COPY_ON_WRITE, replace=True)
+
+
+def test_hudi_stores_a_datetime_as_a_timestamp_and_changes_types_in_its_schema_only() -> None:
+    assert Hudi().lake_type(T.TimestampNTZType()) == T.TimestampType()
+    assert Hudi().lake_type(T.DecimalType(10, 2)) == T.DecimalType(10, 2)
+    assert Iceberg().lake_type(T.TimestampNTZType()) == T.TimestampNTZType()
+    assert Hudi.widens_in_place and Hudi.fixed_key and not Hudi.v2_writes
+    assert Hudi().retype_sql("t", [("a", T.IntegerType(), T.StringType())]) == [
+        "ALTER TABLE t ALTER COLUMN `a` TYPE string"
+    ]
+    assert Iceberg().retype_sql("t", []) is None and Delta().retype_sql("t", []) is None
+    assert "_hoodie_record_key" in HUDI_META_COLUMNS and "option.path" in Hudi.reserved_properties

@@ -43,10 +43,13 @@ class TableFormat(StrEnum):
 
     ICEBERG = "iceberg"
     DELTA = "delta"
+    HUDI = "hudi"
 
 
-# Delta Lake's catalog can only be Spark's session catalog (Glue 5.0's `--datalake-formats delta` layout).
+# Delta Lake's and Hudi's catalogs can only be Spark's session catalog (Glue 5.0's `--datalake-formats
+# delta` and `hudi` layout).
 DELTA_CATALOG = "spark_catalog"
+SESSION_CATALOG_FORMATS = frozenset({TableFormat.DELTA, TableFormat.HUDI})
 
 
 class CatalogType(StrEnum):
@@ -187,15 +190,16 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "table_format",
         "iceberg",
-        "`iceberg` (Apache Iceberg 1.7.1) or `delta` (Delta Lake 3.3.0; the Glue job needs `--datalake-formats "
-        "delta`): the format of the lake tables the job writes.",
+        "`iceberg` (Apache Iceberg 1.7.1), `delta` (Delta Lake 3.3.0) or `hudi` (Apache Hudi 0.15.0, copy-on-write; "
+        "tables without a primary key go to the dead letters): the format of the lake tables the job writes. The Glue "
+        "job needs `--datalake-formats delta` or `hudi` for those.",
         parse=one_of(TableFormat),
     ),
     Arg(
         "catalog_name",
         "glue_catalog",
-        "Spark catalog name the job's SQL uses (same on Glue and locally). With `--table_format delta` it is "
-        f"`{DELTA_CATALOG}` (Delta's catalog is Spark's session catalog).",
+        "Spark catalog name the job's SQL uses (same on Glue and locally). With `--table_format delta` or `hudi` "
+        f"it is `{DELTA_CATALOG}` (their catalog is Spark's session catalog).",
     ),
     Arg(
         "catalog_type",
@@ -510,6 +514,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
     v = {a.name: a.value(raw) for a in ARGS if a.name not in POLICY_NAMES}
     _check_source(v)
     _check_catalog(v, raw)
+    _check_hudi(v, raw)
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
             raise ArgumentError(f"--{name} is required")
@@ -526,16 +531,37 @@ def build_settings(raw: dict[str, str]) -> Settings:
 
 
 def _check_catalog(v: dict[str, Any], raw: dict[str, str]) -> None:
-    """Delta's catalog is the session catalog: `--catalog_name` defaults to it, another is refused."""
-    if v["table_format"] != TableFormat.DELTA:
+    """Delta's and Hudi's catalog is the session catalog: `--catalog_name` defaults to it, another is refused."""
+    fmt = v["table_format"]
+    if fmt not in SESSION_CATALOG_FORMATS:
         return
     if "catalog_name" not in raw:
         v["catalog_name"] = DELTA_CATALOG
     elif v["catalog_name"] != DELTA_CATALOG:
         raise ArgumentError(
-            f"--catalog_name must be {DELTA_CATALOG} with --table_format delta (Delta Lake's catalog is Spark's "
+            f"--catalog_name must be {DELTA_CATALOG} with --table_format {fmt} (its catalog is Spark's "
             f"session catalog), got {v['catalog_name']!r}: leave --catalog_name out"
         )
+
+
+def _check_hudi(v: dict[str, Any], raw: dict[str, str]) -> None:
+    """Hudi tables are copy-on-write and need a record key: `--write_mode` and `--keyless_table_policy`
+    default to what Hudi takes, and the values it cannot take are refused naming why."""
+    if v["table_format"] != TableFormat.HUDI:
+        return
+    if raw.get("write_mode", WriteMode.COPY_ON_WRITE) != WriteMode.COPY_ON_WRITE:
+        raise ArgumentError(
+            "--write_mode merge-on-read is not offered with --table_format hudi: a merge-on-read Hudi table needs "
+            "compaction, which the maintenance job does not run for Hudi yet; leave --write_mode out (copy-on-write)"
+        )
+    v["write_mode"] = WriteMode.COPY_ON_WRITE
+    if raw.get("keyless_table_policy", KeylessTablePolicy.DEAD_LETTER) != KeylessTablePolicy.DEAD_LETTER:
+        raise ArgumentError(
+            "--keyless_table_policy multiset is not offered with --table_format hudi: Hudi 0.15's MERGE into a "
+            "table without a record key applies a matched DELETE as an update; leave --keyless_table_policy out "
+            "(dead_letter: such tables' changes go to the dead letters)"
+        )
+    v["keyless_table_policy"] = KeylessTablePolicy.DEAD_LETTER
 
 
 def _check_source(v: dict[str, Any]) -> None:

@@ -242,7 +242,11 @@ class Executor:
         log.info("table %s schema evolved: %s", ex.ident, s.plan.describe())
 
     def _RewriteType(self, s: table_plan.RewriteType, ex: Execution) -> None:
-        self._rewrite(ex.ident, s.plan.final)
+        statements = self.fmt.retype_sql(ex.ident, s.plan.rewrite)
+        if statements is None:
+            self._rewrite(ex.ident, s.plan.final)
+        for statement in statements or []:
+            self.sql(statement)
 
     def _rewrite(self, ident: str, final: Columns) -> None:
         current = [f.name for f in self.spark.table(ident).schema.fields]
@@ -325,7 +329,14 @@ class Executor:
             self.sql(create_markers_sql(ident, self.fmt))
             self.markers.created(ident)
         markers = marker_table(ident)
-        retry_on_conflict(lambda: deleted.writeTo(markers).append(), f"append to {markers}", MERGE_RETRY)
+
+        def append() -> None:
+            if self.fmt.v2_writes:
+                deleted.writeTo(markers).append()
+            else:  # by position: `deleted` has the marker table's columns in their order
+                deleted.write.insertInto(markers)
+
+        retry_on_conflict(append, f"append to {markers}", MERGE_RETRY)
         self.markers.wrote(ident, position)
 
     # -------------------------------------------------------------- a DROP TABLE at the source

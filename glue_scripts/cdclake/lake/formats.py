@@ -10,7 +10,14 @@ format, pure text (no Spark session):
     copy_sql          CREATE TABLE AS SELECT: a table moved to a new name (lake_tables.rename_tables)
     rewrite_sql       a column type change rewritten in one commit (evolution.exact_change)
     widens_in_place   whether ALTER COLUMN TYPE promotes int->bigint, float->double, decimal(p)->(p')
+    retype_sql        the ALTER COLUMN TYPE statements of an exact type change, if the format has them
+                      (else rewrite_sql)
     key_fields_sql    the statement that removes a key declared in the format's metadata, if any
+    key_properties    the key as the format's own table properties (Hudi's record key), if any
+    lake_type         the column type a decoded column's type is stored as (Hudi has no timestamp_ntz)
+    system_columns    columns the format adds to every table (Hudi's `_hoodie_*`), not the lake's
+    fixed_key         the format cannot change a table's key after its creation
+    v2_writes         DataFrameWriterV2 (`writeTo`) can append to its tables; else `insertInto`
 
 `FORMATS` maps `--table_format` to its class.
 """
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ..common.lake_contract import KEY_PROPERTY, MARKERS_OF_PROPERTY, WriteMode, keys_text
+from ..common.lake_contract import CDC_SEQ, KEY_PROPERTY, MARKERS_OF_PROPERTY, WriteMode, keys_text
 from ..common.settings import CatalogType, Settings, TableFormat
 from ..common.sqltext import properties_sql, quote
 from ..events.decode import COPY_COLUMN, META_COLUMNS
@@ -56,6 +63,9 @@ class Format:
     # Properties the catalog reports but a CREATE ... TBLPROPERTIES must not set (a moved or
     # rewritten table carries the others).
     reserved_properties: ClassVar[frozenset[str]] = frozenset()
+    system_columns: ClassVar[frozenset[str]] = frozenset()
+    fixed_key: ClassVar[bool] = False
+    v2_writes: ClassVar[bool] = True
 
     def session_conf(self, s: Settings) -> dict[str, str]:
         raise NotImplementedError
@@ -66,12 +76,18 @@ class Format:
     def marker_properties(self) -> dict[str, str]:
         raise NotImplementedError
 
+    def key_properties(self, keys: list[str]) -> dict[str, str]:
+        return {}
+
+    def lake_type(self, decoded: T.DataType) -> T.DataType:
+        return decoded
+
     def create_table_sql(
         self, table: str, columns: Columns, keys: list[str], write_mode: WriteMode, replace: bool = False
     ) -> str:
         """The lake table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
         `replace`: replace an existing table in one commit."""
-        props = {**self.table_properties(write_mode), KEY_PROPERTY: keys_text(keys)}
+        props = {**self.table_properties(write_mode), **self.key_properties(keys), KEY_PROPERTY: keys_text(keys)}
         create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
         # The metadata columns after the data columns; a table without a key numbers its copies (keyless.py).
         defs = column_defs(columns + META_COLUMNS + ([] if keys else [COPY_COLUMN]), keys)
@@ -98,6 +114,10 @@ class Format:
         )
 
     def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
+        return None
+
+    def retype_sql(self, table: str, changes: list[tuple[str, T.DataType, T.DataType]]) -> list[str] | None:
+        """None: an exact type change is a rewrite (rewrite_sql)."""
         return None
 
 
@@ -215,7 +235,93 @@ class Delta(Format):
         return super().rewrite_sql(table, current, final, props).replace("REPLACE TABLE", "CREATE OR REPLACE TABLE", 1)
 
 
-FORMATS: dict[TableFormat, Format] = {TableFormat.ICEBERG: Iceberg(), TableFormat.DELTA: Delta()}
+# The columns Hudi adds to every table (its commit, record key and file of each row).
+HUDI_META_COLUMNS = frozenset(
+    {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"}
+)
+
+
+class Hudi(Format):
+    """Apache Hudi 0.15.0 (Glue 5.0's `--datalake-formats hudi`): Hudi's catalog as Spark's session
+    catalog `spark_catalog`, over the Glue Data Catalog on AWS and Spark's in-memory catalog locally,
+    managed tables under the warehouse folder.
+
+    Hudi's own idioms carry the lake contract: the primary key is the table's record key, and the
+    source-log position `_cdc_seq` its precombine (ordering) field, so Hudi itself keeps the stored
+    row when a change older than it is written (the MERGE's guard decides the rest: ties by Kafka
+    offset, deletes). Tables are copy-on-write (settings refuse merge-on-read until maintenance
+    compacts). Hudi's schema evolution on read (`hoodie.schema.on.read.enable`) is on: ADD COLUMN,
+    ALTER COLUMN TYPE, RENAME COLUMN and DROP COLUMN are metadata only, recorded in Hudi's own schema
+    history; without it Hudi 0.15 can only add columns, and it has no REPLACE TABLE. A table's
+    record key is fixed at its creation (`fixed_key`)."""
+
+    using = "hudi"
+    system_columns = HUDI_META_COLUMNS
+    fixed_key = True
+    # Hudi's tables are v1 tables to Spark: `writeTo` refuses them, `insertInto` (INSERT INTO) works.
+    v2_writes = False
+    # The table's own path: a table made from it by AS SELECT gets its own.
+    reserved_properties = frozenset({"option.path", "path", "location", "provider", "owner"})
+
+    def session_conf(self, s: Settings) -> dict[str, str]:
+        return {
+            "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+            # Hudi's writers serialize records with Kryo and its registrations (Hudi's quick start).
+            "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+            "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+            "spark.sql.warehouse.dir": s.warehouse,
+            # Schema evolution on read: RENAME/DROP COLUMN and type changes are metadata only.
+            "hoodie.schema.on.read.enable": "true",
+            # As for Delta: dates and times before 1582 are written as they are (proleptic Gregorian);
+            # Hudi's files do not say so in Spark's footer key, so their reads are told too.
+            "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+            "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+            "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+            "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+        }
+
+    def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
+        return {"type": "cow"}
+
+    def lake_type(self, decoded: T.DataType) -> T.DataType:
+        """Hudi 0.15 cannot write timestamp_ntz (its Avro conversion refuses the type): a DATETIME
+        is stored as a timestamp at the same wall-clock time in UTC (the job's session time zone)."""
+        from pyspark.sql import types as T
+
+        return T.TimestampType() if isinstance(decoded, T.TimestampNTZType) else decoded
+
+    def key_properties(self, keys: list[str]) -> dict[str, str]:
+        return {"primaryKey": ",".join(keys), "preCombineField": CDC_SEQ} if keys else {}
+
+    def marker_properties(self) -> dict[str, str]:
+        # No record key: Hudi generates one per row, and every marker appended is kept.
+        return {"type": "cow"}
+
+    def create_table_sql(
+        self, table: str, columns: Columns, keys: list[str], write_mode: WriteMode, replace: bool = False
+    ) -> str:
+        if replace:
+            raise ValueError(
+                f"table {table} was created again at the source with another primary key; a Hudi table's record "
+                "key is fixed and Hudi 0.15 has no REPLACE TABLE: drop the lake table, then replay the batch"
+            )
+        return super().create_table_sql(table, columns, keys, write_mode)
+
+    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+        raise ValueError(f"table {table}: Hudi 0.15 has no REPLACE TABLE; its type changes are ALTER COLUMN TYPE")
+
+    def retype_sql(self, table: str, changes: list[tuple[str, T.DataType, T.DataType]]) -> list[str] | None:
+        """Hudi's schema evolution on read changes a column's type in its metadata: the data files keep
+        the old type, read as the new one."""
+        return [f"ALTER TABLE {table} ALTER COLUMN {quote(n)} TYPE {new.simpleString()}" for n, _old, new in changes]
+
+
+FORMATS: dict[TableFormat, Format] = {
+    TableFormat.ICEBERG: Iceberg(),
+    TableFormat.DELTA: Delta(),
+    TableFormat.HUDI: Hudi(),
+}
 
 
 def table_format(s: Settings) -> Format:

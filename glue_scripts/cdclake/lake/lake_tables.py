@@ -246,7 +246,10 @@ class LakeTables:
 
     def _load(self, ident: str) -> TableState:
         schema = self.spark.table(ident).schema
-        cols = [(f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS]
+        hidden = self.executor.fmt.system_columns
+        cols = [
+            (f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS and f.name not in hidden
+        ]
         state = TableState.from_properties(cols, table_properties(self.spark, ident))
         self.executor.drop_identifier_fields(ident, state.keys)
         return state

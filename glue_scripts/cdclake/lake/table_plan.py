@@ -85,6 +85,7 @@ class Policies:
     dropped_column: DropPolicy = DropPolicy.KEEP
     dropped_table: DropPolicy = DropPolicy.KEEP
     keyless_table: KeylessTablePolicy = KeylessTablePolicy.MULTISET
+    fixed_key: bool = False  # the table format cannot change a table's key (formats.Format.fixed_key)
 
 
 @dataclass(frozen=True)
@@ -690,6 +691,12 @@ class _Planner:
                 "columns of the lake table, so it cannot match its rows by them (a key column added by ALTER TABLE "
                 "gets its values at the source without change events; or the table was dropped and created again "
                 "and the DROP is not read yet): drop the lake table and take a new Debezium snapshot of the table"
+            )
+        if self.policies.fixed_key:
+            return None, (
+                f"primary key changed at the source from {state.keys or 'none'} to {keys}; the table format fixes "
+                "a table's key at its creation (Hudi's record key): drop the lake table, take a new Debezium "
+                "snapshot of the table, then replay these dead letters"
             )
         position = min(g.facts.max_seq for g in run)
         self.add(Rekey(tuple(state.keys), tuple(keys), position, self.batch))

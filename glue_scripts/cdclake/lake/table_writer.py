@@ -28,7 +28,7 @@ from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
 from .executor import Execution, Executor, Writes, Written, decoded_rows
-from .formats import table_format
+from .formats import Format, table_format
 from .lake_tables import LakeTables
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
 
@@ -74,15 +74,17 @@ def release(written: list[Written]) -> None:
         release_rows(w.decoded)
 
 
-def group_facts(groups: list[SchemaGroup]) -> list[GroupFacts]:
-    """What the planner needs of the groups (resolved): no Spark."""
+def group_facts(groups: list[SchemaGroup], fmt: Format | None = None) -> list[GroupFacts]:
+    """What the planner needs of the groups (resolved): no Spark. `fmt`: the table format, whose
+    column types may differ from the decoded ones (formats.Format.lake_type)."""
+    lake_type = fmt.lake_type if fmt is not None else (lambda t: t)
     return [
         GroupFacts(
             index=i,
             max_seq=g.max_seq,
             events=g.events,
             min_seq=g.min_seq,
-            columns=None if g.columns is None else tuple((c.name, c.spark_type) for c in g.columns),
+            columns=None if g.columns is None else tuple((c.name, lake_type(c.spark_type)) for c in g.columns),
             keys=None if g.keys is None else tuple(g.keys),
             error=g.error,
             defaults=frozenset(c.name for c in g.columns or [] if c.default is not None),
@@ -104,6 +106,7 @@ class TableWriter:
             settings.dropped_column_policy,
             settings.dropped_table_policy,
             settings.keyless_table_policy,
+            fixed_key=table_format(settings).fixed_key,
         )
         self.executor = tables.executor
 
@@ -123,13 +126,14 @@ class TableWriter:
         events = sum(g.events for g in groups)
         resolve_groups(self.spark, batch.cached, groups)
         state, memory = self.tables.state(ident), self.tables.memory(ident)
-        cuts = cut_positions(state, group_facts(groups), statements, self.policies, memory)
+        fmt = self.executor.fmt
+        cuts = cut_positions(state, group_facts(groups, fmt), statements, self.policies, memory)
         # Events on both sides of a column's drop or rename may share a schema: cut them apart.
         groups = cut_at(batch.cached, groups, cuts)
         probe = drop_probe(state, statements)
         plan = plan_table(
             state,
-            group_facts(groups),
+            group_facts(groups, fmt),
             statements,
             self.policies,
             memory,

@@ -48,21 +48,27 @@ def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) ->
     return out
 
 
+# A table format's jars beyond Iceberg's: its folder under .local/jars and a jar name it must hold.
+FORMAT_JARS = {TableFormat.DELTA: ("delta", "delta-spark"), TableFormat.HUDI: ("hudi", "hudi-spark3.5-bundle")}
+
+
 def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
     """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
     Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
     jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions);
-    with `table_format` delta, Delta Lake 3.3.0 (.local/jars/delta: `--datalake-formats delta`)."""
+    with `table_format` delta, Delta Lake 3.3.0 (.local/jars/delta: `--datalake-formats delta`), with
+    hudi, Hudi 0.15.0 (.local/jars/hudi: `--datalake-formats hudi`)."""
     default = Path(__file__).resolve().parents[3] / ".local" / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
-    folders = ["spark", "glue-extra", "glue-avro"] + (["delta"] if table_format == TableFormat.DELTA else [])
+    extra = FORMAT_JARS.get(table_format)
+    folders = ["spark", "glue-extra", "glue-avro"] + ([extra[0]] if extra else [])
     jars = [j for d in folders for j in sorted(glob.glob(str(root / d / "*.jar")))]
     if not any("iceberg-spark-runtime" in j for j in jars):
         raise RuntimeError(
             f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first"
         )
-    if table_format == TableFormat.DELTA and not any("delta-spark" in j for j in jars):
-        raise RuntimeError(f"no delta-spark jar in {root}/delta: run `make setup` (scripts/setup-local) first")
+    if extra and not any(extra[1] in j for j in jars):
+        raise RuntimeError(f"no {extra[1]} jar in {root}/{extra[0]}: run `make setup` (scripts/setup-local) first")
     return jars
 
 

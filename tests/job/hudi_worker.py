@@ -1,0 +1,125 @@
+"""Applies the Delta Lake corpus (delta_worker.batches: real Debezium messages in five batches) with
+`--table_format hudi` in a Spark session of its own and writes what the lake holds as JSON (the
+suite's session is Iceberg's, and a process has one SparkContext).
+
+    python hudi_worker.py OUT.json WORKDIR
+
+After the batches, one change older than the stored row is written by a MERGE WITHOUT the job's
+position guard: what Hudi's precombine field alone does with it (`hudi_alone`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from delta_worker import batches  # also puts glue_scripts and tests on sys.path
+
+# The timeline's completed actions that change a table's data or schema (Hudi 0.15's layout:
+# `.hoodie/<instant>.<action>`, the commit metadata as JSON).
+ACTIONS = ("commit", "deltacommit", "replacecommit", "schemacommit")
+
+
+def history(location: Path) -> list[list[str]]:
+    """The table's completed commits in order: [instant, action, Hudi's operation type]."""
+    out = []
+    for f in sorted((location / ".hoodie").iterdir()):
+        instant, _, action = f.name.partition(".")
+        if action in ACTIONS and instant.isdigit():
+            text = f.read_text()
+            op = json.loads(text).get("operationType", "") if text.strip() else ""
+            out.append([instant, action, op or ""])
+    return out
+
+
+def read_back(spark: Any, name: str, location: Path) -> dict[str, Any]:
+    """What the lake holds of one table: its schema and rows without Hudi's `_hoodie_*` columns, its
+    properties, its timeline and its provider."""
+    from cdclake.lake.formats import HUDI_META_COLUMNS
+
+    df = spark.table(name)
+    data = df.select(*[f"`{c}`" for c in df.columns if c not in HUDI_META_COLUMNS])
+    detail = {r["col_name"]: r["data_type"] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}
+    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    return {
+        "schema": [[f.name, f.dataType.simpleString(), f.nullable] for f in data.schema.fields],
+        "meta": [c for c in df.columns if c in HUDI_META_COLUMNS],
+        "rows": [json.loads(j) for j in data.toJSON().collect()],
+        "properties": properties,
+        "history": history(location),
+        "provider": detail.get("Provider"),
+        "detail": sorted(detail),
+    }
+
+
+def older_change_without_the_guard(spark: Any, table: str, key: int) -> dict[str, Any]:
+    """MERGE a change of row `key` older than the stored one (position 1), no guard: Hudi decides."""
+    from cdclake.lake.formats import HUDI_META_COLUMNS
+
+    cols = [c for c in spark.table(table).columns if c not in HUDI_META_COLUMNS]
+    values = {"first_name": "'Older'", "_cdc_seq": "CAST(1 AS decimal(38,0))"}
+    select = ", ".join(f"{values.get(c, f'`{c}`')} AS `{c}`" for c in cols)
+    spark.sql(
+        f"MERGE INTO {table} t USING (SELECT {select} FROM {table} WHERE id = {key}) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET *"
+    )
+    return (
+        spark.sql(f"SELECT first_name, CAST(_cdc_seq AS string) AS seq FROM {table} WHERE id = {key}").first().asDict()
+    )
+
+
+def main(out: Path, work: Path) -> None:
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.common.settings import build_settings
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.local.session import local_session
+
+    settings = build_settings(
+        {
+            "table_format": "hudi",
+            "source": "files",
+            "files_path": str(work / "in"),
+            "catalog_type": "hadoop",
+            "warehouse": str(work / "warehouse"),
+            "namespace": "cdc",
+            "checkpoint_location": str(work / "ckpt"),
+            "dead_letter_path": str(work / "dead"),
+            "shuffle_partitions": "2",
+            "dropped_column_policy": "drop",
+        }
+    )
+    spark = local_session(settings, app_name="cdc-hudi-tests", master="local[2]")
+    processor = BatchProcessor(spark, settings)
+    reports = []
+    for i, records in enumerate(batches()):
+        df = spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
+        r = processor.process(df, i)
+        reports.append(
+            {
+                t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema, "reasons": t.dead_reasons}
+                for t in r.tables
+            }
+        )
+    ns = f"{settings.catalog_name}.{settings.namespace}"
+    alone = older_change_without_the_guard(spark, f"{ns}.inventory_customers", 2)
+    names = [r["tableName"] for r in spark.sql(f"SHOW TABLES IN {ns}").collect() if not r["isTemporary"]]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        tables = dict(
+            zip(
+                names,
+                pool.map(lambda n: read_back(spark, f"{ns}.{n}", work / "warehouse" / "cdc.db" / n), names),
+                strict=True,
+            )
+        )
+    dead = [
+        json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
+    ]
+    out.write_text(json.dumps({"reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone}, default=str))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

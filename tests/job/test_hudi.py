@@ -1,0 +1,170 @@
+"""The job's guarantees with `--table_format hudi` (Apache Hudi 0.15.0), on ONE lake: the Delta
+corpus's real Debezium messages in five batches (delta_worker.batches) applied by the job's
+BatchProcessor in a Spark session of Hudi's own (a subprocess: the suite's session is Iceberg's),
+then read back as JSON with each table's Hudi timeline (hudi_worker.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def hudi(tmp_path_factory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("hudi")
+    out = work / "out.json"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "hudi_worker.py"), str(out), str(work)],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return json.loads(out.read_text())
+
+
+def table(hudi: dict[str, Any], name: str) -> dict[str, Any]:
+    return hudi["tables"][name if name.startswith("salesdb_") else f"inventory_{name}"]
+
+
+def by_id(hudi: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    rows = table(hudi, "customers")["rows"]
+    assert len(rows) == len({r["id"] for r in rows}), "an id stored more than once"
+    return {r["id"]: r for r in rows}
+
+
+def operations(hudi: dict[str, Any], name: str) -> list[str]:
+    """Hudi's operation type of each completed commit on the table's timeline, oldest first."""
+    return [op for _, _, op in table(hudi, name)["history"]]
+
+
+def test_lake_tables_are_copy_on_write_hudi_tables_keyed_by_the_primary_key_and_ordered_by_position(hudi):
+    assert {t["provider"] for t in hudi["tables"].values()} == {"hudi"}
+    customers = table(hudi, "customers")["properties"]
+    assert customers["primaryKey"] == "id" and customers["preCombineField"] == "_cdc_seq"
+    assert customers["type"] == "cow" and customers["cdc.primary-key"] == "id"
+    assert table(hudi, "order_items")["properties"]["primaryKey"] == "order_id,line_no"
+    # Hudi's own columns are read past: the lake's columns are the source's and the _cdc_* ones.
+    assert table(hudi, "customers")["meta"] and not [
+        n for n, _, _ in table(hudi, "customers")["schema"] if n.startswith("_hoodie")
+    ]
+    markers = hudi["tables"]["inventory_customers__cdc_deletes"]["properties"]
+    assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_customers" and "primaryKey" not in markers
+
+
+def test_a_change_older_than_the_stored_row_loses_in_hudi_itself_without_the_merge_guard(hudi):
+    # After the batches the worker MERGEs an update of customer 2 at position 1 with no guard:
+    # the precombine field (_cdc_seq) keeps the stored, newer row.
+    assert hudi["hudi_alone"]["first_name"] == "Bea"
+    assert hudi["hudi_alone"]["seq"] == str(by_id(hudi)[2]["_cdc_seq"])
+    assert operations(hudi, "customers")[-1] == "UPSERT"  # the MERGE ran and committed
+
+
+def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(hudi):
+    rows = by_id(hudi)
+    # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
+    # 1's update older than its row and batch 1 read again change nothing; newer updates apply.
+    assert sorted(rows) == [1, 2, 4, 5]
+    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eva"}
+
+
+def test_each_batchs_inserts_updates_and_deletes_of_a_table_are_one_hudi_commit(hudi):
+    # CREATE TABLE commits nothing; then per batch one UPSERT (batch 1: 4 inserts, an update and a
+    # delete; batch 2: a replay, stale changes, a newer update); batch 3 adds a column and widens
+    # one (two schema commits), backfills the default (UPDATE), then its UPSERT; batch 4 renames
+    # and drops a column, then its UPSERT; the last is the worker's unguarded MERGE.
+    assert operations(hudi, "customers") == [
+        "UPSERT", "UPSERT",
+        "ALTER_SCHEMA", "ALTER_SCHEMA", "UPSERT_PREPPED", "UPSERT",
+        "ALTER_SCHEMA", "ALTER_SCHEMA", "UPSERT",
+        "UPSERT",
+    ]  # fmt: skip
+    assert operations(hudi, "customers__cdc_deletes") == ["INSERT", "INSERT"]  # batches 1 and 2 (a replay)
+
+
+def test_a_composite_key_a_truncate_and_a_table_rename_keep_the_sources_rows(hudi):
+    # order_lines: 3 lines and an update, a truncate, a line after it; then renamed to order_items.
+    rows = table(hudi, "order_items")["rows"]
+    assert sorted((r["order_id"], r["line_no"], r["sku"]) for r in rows) == [(3, 1, "D"), (4, 1, "E")]
+    assert "inventory_order_lines" not in hudi["tables"] and "inventory_order_lines__cdc_deletes" not in hudi["tables"]
+    # The move is one CREATE TABLE AS SELECT (Hudi's bulk insert) with the key carried, then the MERGE.
+    assert operations(hudi, "order_items") == ["BULK_INSERT", "UPSERT"]
+    props = table(hudi, "order_items")["properties"]
+    assert props["preCombineField"] == "_cdc_seq" and props["cdc.primary-key"] == "order_id,line_no"
+    assert "option.path" not in props or props["option.path"].endswith("inventory_order_items")
+    markers = hudi["tables"]["inventory_order_items__cdc_deletes"]
+    assert markers["properties"]["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_order_items"
+    assert [r["_cdc_key"] for r in markers["rows"]] == ["*"]  # the truncate's marker moved with it
+
+
+def test_a_keyless_tables_changes_go_to_the_dead_letters_with_the_reason(hudi):
+    assert "inventory_log" not in hudi["tables"]
+    assert [r.get("inventory_log", {}).get("dead") for r in hudi["reports"][:2]] == [3, 4]
+    keyless = [d for d in hudi["dead"] if d["topic"] == "mdb.inventory.log"]
+    assert len(keyless) == 7 and {d["reason"] for d in keyless} == {
+        "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
+    }
+
+
+def test_add_column_is_backfilled_and_a_decimal_widening_is_a_schema_commit_not_a_rewrite(hudi):
+    schema = {n: t for n, t, _ in table(hudi, "customers")["schema"]}
+    assert schema["loyalty_tier"] == "string" and schema["balance"] == "decimal(14,2)"
+    rows = by_id(hudi)
+    assert Decimal(str(rows[1]["balance"])) == Decimal("123456789.99")
+    assert rows[2]["loyalty_tier"] == "bronze"  # the source default, given to rows written before
+    assert "balance decimal(10,2)->decimal(14,2)" in hudi["reports"][2]["inventory_customers"]["schema"]
+    assert "BULK_INSERT" not in operations(hudi, "customers")  # no table rewrite
+
+
+def test_a_rename_and_a_drop_at_the_source_change_the_hudi_schema_in_place(hudi):
+    names = [n for n, _, _ in table(hudi, "customers")["schema"] if not n.startswith("_cdc_")]
+    assert names == ["id", "first_name", "surname", "balance", "created_at", "loyalty_tier"]
+    rows = by_id(hudi)
+    assert rows[4]["surname"] == "Thomas-Renamed" and rows[2]["surname"] == "Thomas"
+    assert rows[5]["first_name"] == "Eva" and "email" not in rows[5]
+    assert hudi["reports"][3]["inventory_customers"]["schema"] == "last_name->surname (renamed), -email (dropped)"
+
+
+def test_an_incompatible_type_change_goes_to_the_dead_letters_with_its_reason(hudi):
+    assert hudi["reports"][2]["inventory_customers"]["dead"] == 1
+    [letter] = [d for d in hudi["dead"] if d["topic"] != "mdb.inventory.log"]
+    assert letter["reason"].startswith(
+        "incompatible schema change: table spark_catalog.cdc.inventory_customers column 'email' is string"
+    )
+    assert 6 not in by_id(hudi)
+
+
+def test_real_column_types_map_to_the_lake_types_with_datetime_as_a_utc_timestamp(hudi):
+    t = table(hudi, "salesdb_all_types")
+    schema = {n: ty for n, ty, _ in t["schema"]}
+    assert schema["c_tinyint"] == "int" and schema["c_int_u"] == "bigint"
+    assert schema["c_bigint_u"] == "decimal(20,0)" and schema["c_decimal_wide"] == "decimal(38,10)"
+    assert schema["c_decimal_max"] == "string" and schema["c_float"] == "float" and schema["c_double"] == "double"
+    assert schema["c_bit1"] == "boolean" and schema["c_bit12"] == "binary" and schema["c_json"] == "string"
+    # Hudi 0.15 cannot write timestamp_ntz: a DATETIME is the same wall-clock time as a UTC timestamp.
+    assert schema["c_datetime0"] == "timestamp" and schema["c_timestamp6"] == "timestamp"
+    assert schema["c_time6"] == "string" and schema["c_year"] == "int" and schema["c_date"] == "date"
+    assert hudi["reports"][4]["salesdb_all_types"]["dead"] == 0
+    import type_matrix as tm
+
+    _, source = tm.load_fixtures("mariadb")
+    rows = {r["id"]: r for r in t["rows"]}
+    assert sorted(rows) == sorted(source)
+    for i, src in source.items():
+        for column in ("c_date", "c_datetime0"):
+            # The year-1000 values too: written and read as they are (proleptic Gregorian).
+            lake = rows[i].get(column)
+            assert (lake is None) == (src[column] is None), (i, column)
+            if lake is not None:
+                assert lake.replace("T", " ").startswith(src[column][:19]), (i, column, lake, src[column])

@@ -198,6 +198,15 @@ def _correctness(spark: Any, system: System, conn, table: str, wait: float) -> s
         time.sleep(2)
 
 
+class Stopped(BaseException):
+    """SIGTERM (`timeout`, `kill`): the system being measured keeps the rows it has (a BaseException,
+    so that no library's `except Exception` on the way swallows it)."""
+
+
+def _peak(system: System) -> str:
+    return mib(system.rss.peak()) if system.rss else "-"
+
+
 def run_system(
     spark: Any, system: System, ctx: Context, stack_connect: Callable[[], Any], plan: PeerPlan
 ) -> SystemResult:
@@ -233,7 +242,7 @@ def run_system(
         res.runs.append(
             Measured(f"snapshot of {plan.snapshot_rows:,} rows", plan.snapshot_rows, visible - t0, tree_cpu(pid))
         )
-        log.info("peers: %s snapshot %.1fs", system.name, visible - t0)
+        log.info("peers: %s snapshot %.1fs, peak RSS so far %s", system.name, visible - t0, _peak(system))
         mark = res.phase("snapshot", mark)
         for rate, n in plan.rates:
             tables = [main] if n == 1 else multi
@@ -262,7 +271,7 @@ def run_system(
                     m.latencies += [seen[i] - probes[(t, i)] for i in ids if i in seen]
                     m.missing_probes += len([i for i in ids if i not in seen])
             res.runs.append(m)
-            log.info("peers: %s %s done", system.name, m.workload)
+            log.info("peers: %s %s done, peak RSS so far %s", system.name, m.workload, _peak(system))
             mark = res.phase(m.workload, mark)
         cpu0 = tree_cpu(pid)
         first, last = src.burst(conn, plan.burst, main, seed=7)
@@ -287,12 +296,12 @@ def run_system(
         # tables' changes came before it, and a system that differs there keeps differing
         for t in [main, *multi]:
             res.correctness.append(f"{t}: " + _correctness(spark, system, conn, t, wait=5 if t == main else 0))
-        res.peak_rss = system.rss.peak() if system.rss else 0
         mark = res.phase("correctness", mark)
-    except Exception as e:  # one system failing must not hide the others' rows
+    except (Exception, Stopped) as e:  # one system failing must not hide the others' rows
         log.exception("peers: %s failed", system.name)
         res.error = f"{type(e).__name__}: {e}"
     finally:
+        res.peak_rss = system.rss.peak() if system.rss else 0  # also of a run that failed or was stopped
         system.stop()
         conn.close()
         mark = res.phase("stop", mark)
@@ -441,19 +450,29 @@ def run(spark: Any, quick: bool, work: Path, warehouse: Path, names: tuple[str, 
         s.install()
         log.info("peers: %s installed/checked in %.1fs", s.name, time.monotonic() - t0)
     work.mkdir(parents=True, exist_ok=True)
+
     # `timeout`/`kill` end the benchmark with SIGTERM: unwind, so that the finally below stops the
-    # systems and the stack instead of leaving them running
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # systems and the stack instead of leaving them running, and print what the system measured
+    def stop(*_: Any) -> None:
+        raise Stopped("stopped by SIGTERM (the workloads after the rows above did not run)")
+
+    signal.signal(signal.SIGTERM, stop)
     stack = Stack(work)
-    results = []
+    results: list[SystemResult] = []
     try:
         stack.up()
         for s in systems:
             results.append(run_system(spark, s, context_for(stack, work, s.name, warehouse), stack.connect, plan))
+            if results[-1].error.startswith(Stopped.__name__):
+                break
             # each system's rows as soon as it is done: a run cut short still shows what it measured
             print("\n" + tables(results, plan)[0].text(), flush=True)
     finally:
         for s in systems:
             s.stop()
         stack.down()
+    if results and results[-1].error.startswith(Stopped.__name__):
+        for t in tables(results, plan):
+            print("\n" + t.text(), flush=True)
+        sys.exit(143)
     return tables(results, plan)

@@ -4,7 +4,8 @@ suite's session is Iceberg's, and a process has one SparkContext).
 
     python hudi_worker.py OUT.json WORKDIR
 
-After the batches, one change older than the stored row is written by a MERGE WITHOUT the job's
+Hudi's inline cleaning keeps the file versions of the newest 2 commits (the job's
+`--maintenance_retain_last_snapshots 2`). After the batches, one change older than the stored row is written by a MERGE WITHOUT the job's
 position guard: what Hudi's precombine field alone does with it (`hudi_alone`).
 """
 
@@ -50,6 +51,9 @@ def read_back(spark: Any, name: str, location: Path) -> dict[str, Any]:
         "rows": [json.loads(j) for j in data.toJSON().collect()],
         "properties": properties,
         "history": history(location),
+        # Hudi's inline cleaning: the completed cleans, and the data file versions left.
+        "cleans": len(list((location / ".hoodie").glob("*.clean"))),
+        "parquet_files": len(list(location.glob("*.parquet"))),
         "provider": detail.get("Provider"),
         "detail": sorted(detail),
     }
@@ -89,6 +93,8 @@ def main(out: Path, work: Path) -> None:
             "dead_letter_path": str(work / "dead"),
             "shuffle_partitions": "2",
             "dropped_column_policy": "drop",
+            # Hudi's cleaning keeps the file versions of this many commits (formats.hudi_table_services).
+            "maintenance_retain_last_snapshots": "2",
         }
     )
     spark = local_session(settings, app_name="cdc-hudi-tests", master="local[2]")

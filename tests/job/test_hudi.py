@@ -93,6 +93,15 @@ def test_each_batchs_inserts_updates_and_deletes_of_a_table_are_one_hudi_commit(
     assert operations(hudi, "customers__cdc_deletes") == ["INSERT", "INSERT"]  # batches 1 and 2 (a replay)
 
 
+def test_hudi_cleans_inline_keeping_the_file_versions_of_the_newest_commits_the_job_retains(hudi):
+    # The worker runs with --maintenance_retain_last_snapshots 2: after each commit Hudi's writer
+    # cleans the file versions older commits needed. Customers has ten commits, each a new version
+    # of its one file group; without the cleaning all ten versions stay.
+    customers = table(hudi, "customers")
+    assert customers["cleans"] >= 1
+    assert customers["parquet_files"] <= 3
+
+
 def test_a_composite_key_a_truncate_and_a_table_rename_keep_the_sources_rows(hudi):
     # order_lines: 3 lines and an update, a truncate, a line after it; then renamed to order_items.
     rows = table(hudi, "order_items")["rows"]

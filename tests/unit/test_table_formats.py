@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from cdclake.common.lake_contract import WriteMode
+from cdclake.common.maintenance_policy import MaintenancePolicy
 from cdclake.common.settings import ArgumentError, TableFormat, build_settings
 from cdclake.lake.catalog import catalog_conf
 from cdclake.lake.evolution import SchemaPlan, alter_sql
-from cdclake.lake.formats import FORMATS, HUDI_META_COLUMNS, Delta, Hudi, Iceberg, table_format
+from cdclake.lake.formats import FORMATS, HUDI_META_COLUMNS, Delta, Hudi, Iceberg, hudi_table_services, table_format
 from pyspark.sql import types as T
 
 BASE = {"source": "files", "files_path": "in", "warehouse": "wh", "checkpoint_location": "c", "dead_letter_path": "d"}
@@ -154,3 +155,24 @@ def test_hudi_stores_a_datetime_as_a_timestamp_and_changes_types_in_its_schema_o
     ]
     assert Iceberg().retype_sql("t", []) is None and Delta().retype_sql("t", []) is None
     assert "_hoodie_record_key" in HUDI_META_COLUMNS and "option.path" in Hudi.reserved_properties
+
+
+def test_hudis_inline_file_sizing_and_cleaning_follow_the_jobs_maintenance_limits() -> None:
+    conf = catalog_conf(
+        build_settings(
+            {
+                **BASE,
+                "table_format": "hudi",
+                "maintenance_target_file_size_mb": "64",
+                "maintenance_retain_last_snapshots": "3",
+            }
+        )
+    )
+    assert conf["hoodie.parquet.max.file.size"] == str(64 * 1024 * 1024)
+    assert conf["hoodie.parquet.small.file.limit"] == str(48 * 1024 * 1024)  # under 75% of the target: small
+    assert conf["hoodie.cleaner.commits.retained"] == "3" and conf["hoodie.cleaner.policy"] == "KEEP_LATEST_COMMITS"
+    # Hudi refuses archival that keeps fewer commits than cleaning retains.
+    many = hudi_table_services(MaintenancePolicy(retain_last_snapshots=40, max_snapshots=200))
+    assert int(many["hoodie.keep.min.commits"]) > 40 and int(many["hoodie.keep.max.commits"]) > int(
+        many["hoodie.keep.min.commits"]
+    )

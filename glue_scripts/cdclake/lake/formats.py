@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from ..common.lake_contract import CDC_SEQ, KEY_PROPERTY, MARKERS_OF_PROPERTY, WriteMode, keys_text
+from ..common.maintenance_policy import MaintenancePolicy
 from ..common.settings import CatalogType, Settings, TableFormat
 from ..common.sqltext import properties_sql, quote
 from ..events.decode import COPY_COLUMN, META_COLUMNS
@@ -241,6 +242,25 @@ HUDI_META_COLUMNS = frozenset(
 )
 
 
+def hudi_table_services(policy: MaintenancePolicy) -> dict[str, str]:
+    """Hudi's writer maintains a copy-on-write table inline, after each commit: it packs inserts into
+    the table's small files and cleans the file versions no longer needed. Both follow the job's
+    maintenance limits where they mean the same thing: files grow to `--maintenance_target_file_size_mb`
+    (a file under 75% of it takes new rows), and cleaning keeps the file versions of the newest
+    `--maintenance_retain_last_snapshots` commits (readable by time travel and incremental queries).
+    Hudi requires its timeline archival to keep more commits than cleaning retains."""
+    retained = policy.retain_last_snapshots
+    return {
+        "hoodie.parquet.max.file.size": str(policy.target_file_size_bytes),
+        "hoodie.parquet.small.file.limit": str(policy.small_file_bytes),
+        "hoodie.clean.automatic": "true",
+        "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+        "hoodie.cleaner.commits.retained": str(retained),
+        "hoodie.keep.min.commits": str(max(20, retained + 1)),
+        "hoodie.keep.max.commits": str(max(30, retained + 11)),
+    }
+
+
 class Hudi(Format):
     """Apache Hudi 0.15.0 (Glue 5.0's `--datalake-formats hudi`): Hudi's catalog as Spark's session
     catalog `spark_catalog`, over the Glue Data Catalog on AWS and Spark's in-memory catalog locally,
@@ -253,7 +273,8 @@ class Hudi(Format):
     compacts). Hudi's schema evolution on read (`hoodie.schema.on.read.enable`) is on: ADD COLUMN,
     ALTER COLUMN TYPE, RENAME COLUMN and DROP COLUMN are metadata only, recorded in Hudi's own schema
     history; without it Hudi 0.15 can only add columns, and it has no REPLACE TABLE. A table's
-    record key is fixed at its creation (`fixed_key`)."""
+    record key is fixed at its creation (`fixed_key`). File sizing and cleaning run inline in Hudi's
+    writer, by the job's maintenance limits (`hudi_table_services`)."""
 
     using = "hudi"
     system_columns = HUDI_META_COLUMNS
@@ -279,6 +300,7 @@ class Hudi(Format):
             "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
             "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
             "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+            **hudi_table_services(s.maintenance),
         }
 
     def table_properties(self, write_mode: WriteMode) -> dict[str, str]:

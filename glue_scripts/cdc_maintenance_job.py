@@ -1,5 +1,6 @@
-"""AWS Glue 5.0 batch job: maintenance of the CDC lake's Iceberg tables, on a schedule, beside the
-streaming job (compaction, delete files, manifests, snapshot expiry, orphan files).
+"""AWS Glue 5.0 batch job: maintenance of the CDC lake's tables, on a schedule, beside the
+streaming job (Iceberg: compaction, delete files, manifests, snapshot expiry, orphan files; Delta:
+OPTIMIZE and VACUUM).
 
 Runs unchanged on Glue and locally, with the same `--name value` arguments (README.md,
 "Maintenance", or `--help`). The work is in `cdclake.jobs.maintenance_job`; `cdclake.jobs.glue_entry` is the
@@ -16,7 +17,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdclake.jobs.glue_entry import run
 from cdclake.jobs.maintenance_job import JOB_ARGS, main
 
-SUMMARY = "Maintains the lake's Iceberg tables: compaction, delete files, manifests, snapshot expiry, orphans."
+SUMMARY = (
+    "Maintains the lake's tables: Iceberg's compaction, delete files, manifests, snapshot expiry, orphans; "
+    "Delta's OPTIMIZE and VACUUM."
+)
 
 if __name__ == "__main__":
     sys.exit(run(sys.argv, main, JOB_ARGS, "cdc-maintenance", SUMMARY))

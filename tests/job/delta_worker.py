@@ -10,7 +10,9 @@ on one lake (table format delta, local catalog); `batches` says what each holds.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,43 @@ def read_back(spark: Any, name: str) -> dict[str, Any]:
     }
 
 
+def maintain(spark: Any, warehouse: Path) -> dict[str, Any]:
+    """The maintenance job (--table_format delta, every action forced) over customers and its delete
+    markers (two files to pack), in this session; first an unreferenced file three days old and a
+    young one in the customers folder."""
+    from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
+
+    folder = warehouse / "cdc.db" / "inventory_customers"
+    old, young = folder / "part-00000-orphan-old.parquet", folder / "part-00000-orphan-young.parquet"
+    for f in (old, young):
+        f.write_bytes(b"written by no commit")
+    three_days_ago = time.time() - 3 * 86400
+    os.utime(old, (three_days_ago, three_days_ago))
+    raw = {
+        "table_format": "delta",
+        "catalog_type": "hadoop",
+        "warehouse": str(warehouse),
+        "tables": "inventory_customers,inventory_customers__cdc_deletes",
+        "force": "true",
+    }
+    code = run_maintenance(spark, build_job_settings(raw))
+    return {"exit": code, "orphans_left": sorted(f.name for f in (old, young) if f.exists())}
+
+
+class Phases:
+    """Wall seconds of each phase of the run (in the output and on stderr): where the time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.t = time.monotonic()
+
+    def done(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[phase] = round(now - self.t, 1)
+        self.t = now
+        print(f"phase {phase}: {self.seconds[phase]} s", file=sys.stderr, flush=True)
+
+
 def main(out: Path, work: Path) -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.common.settings import build_settings
@@ -170,23 +209,34 @@ def main(out: Path, work: Path) -> None:
             "dropped_column_policy": "drop",
         }
     )
+    clock = Phases()
     spark = local_session(settings, app_name="cdc-delta-tests", master="local[2]")
     processor = BatchProcessor(spark, settings)
+    clock.done("session")
     reports = []
     for i, records in enumerate(batches()):
         df = spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
         r = processor.process(df, i)
         reports.append({t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema} for t in r.tables})
+        clock.done(f"batch {i}")
+    maintenance = maintain(spark, work / "warehouse")
+    clock.done("maintenance")
     ns = f"{settings.catalog_name}.{settings.namespace}"
     names = [r["tableName"] for r in spark.sql(f"SHOW TABLES IN {ns}").collect() if not r["isTemporary"]]
     # The tables read back side by side: one at a time, each one's few small Spark jobs wait on the
     # driver and the read-back took as long as the five batches (about 17 s a table under load).
     with ThreadPoolExecutor(max_workers=4) as pool:
         tables = dict(zip(names, pool.map(lambda n: read_back(spark, f"{ns}.{n}"), names), strict=True))
+    clock.done("read back")
     dead = [
         json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
     ]
-    out.write_text(json.dumps({"reports": reports, "tables": tables, "dead": dead}, default=str))
+    out.write_text(
+        json.dumps(
+            {"reports": reports, "tables": tables, "dead": dead, "maintenance": maintenance, "seconds": clock.seconds},
+            default=str,
+        )
+    )
     spark.stop()
 
 

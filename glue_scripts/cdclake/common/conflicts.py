@@ -1,4 +1,4 @@
-"""Iceberg commit conflicts between writers of one table: recognise them, run the operation again.
+"""Commit conflicts between writers of one table (Iceberg's, Delta's): recognise them, run the operation again.
 
 Iceberg itself retries a commit that lost the race for the catalog pointer (CommitFailedException,
 tuned by the `commit.retry.*` table properties) by re-applying the same change on the new metadata.
@@ -26,6 +26,13 @@ T = TypeVar("T")
 CONFLICT_EXCEPTIONS = (
     "org.apache.iceberg.exceptions.CommitFailedException",
     "org.apache.iceberg.exceptions.ValidationException",
+    # Delta Lake's optimistic concurrency: a commit that a concurrent commit made invalid (e.g. a
+    # MERGE that read files an OPTIMIZE has replaced), to be planned again from the new version.
+    "io.delta.exceptions.ConcurrentAppendException",
+    "io.delta.exceptions.ConcurrentDeleteReadException",
+    "io.delta.exceptions.ConcurrentDeleteDeleteException",
+    "io.delta.exceptions.MetadataChangedException",
+    "io.delta.exceptions.ProtocolChangedException",
 )
 
 

@@ -373,7 +373,7 @@ POLICY_NAMES = frozenset(a.name for a in POLICY_ARGS)
 
 # The scheduled maintenance job's arguments (glue_scripts/cdc_maintenance_job.py, README:
 # Maintenance): the streaming job's catalog arguments, its own two, and the shared limits.
-MAINTENANCE_CATALOG_ARGS = ("catalog_name", "catalog_type", "warehouse", "namespace")
+MAINTENANCE_CATALOG_ARGS = ("table_format", "catalog_name", "catalog_type", "warehouse", "namespace")
 MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
     *(a for a in ARGS if a.name in MAINTENANCE_CATALOG_ARGS),
     Arg(
@@ -513,7 +513,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
     known = {a.name for a in ARGS}
     v = {a.name: a.value(raw) for a in ARGS if a.name not in POLICY_NAMES}
     _check_source(v)
-    _check_catalog(v, raw)
+    check_catalog(v, raw)
     _check_hudi(v, raw)
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
@@ -530,7 +530,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
     return Settings(**v, maintenance=build_policy(raw), extra=extra)
 
 
-def _check_catalog(v: dict[str, Any], raw: dict[str, str]) -> None:
+def check_catalog(v: dict[str, Any], raw: dict[str, str]) -> None:
     """Delta's and Hudi's catalog is the session catalog: `--catalog_name` defaults to it, another is refused."""
     fmt = v["table_format"]
     if fmt not in SESSION_CATALOG_FORMATS:

@@ -26,10 +26,19 @@ from ..common.settings import (
     POLICY_NAMES,
     ArgumentError,
     Settings,
+    TableFormat,
     build_policy,
+    check_catalog,
     parse_job_argv,
 )
-from ..lake.maintenance import MaintenancePolicy, ensure_commit_retries, list_tables, maintain_table
+from ..lake.delta_maintenance import NO_DELTA_MEANING, maintain_delta_table
+from ..lake.maintenance import (
+    MaintenancePolicy,
+    MaintenanceReport,
+    ensure_commit_retries,
+    list_tables,
+    maintain_table,
+)
 from ..local.session import local_session
 
 log = logging.getLogger("cdclake")
@@ -51,10 +60,45 @@ class MaintenanceJobSettings:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+def maintain_iceberg_table(
+    spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool
+) -> MaintenanceReport:
+    # Both writers of the table (the stream and this job) get patient commit retries.
+    ensure_commit_retries(spark, table)
+    return maintain_table(spark, table, policy, force=force)
+
+
+def maintain_delta(spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool) -> MaintenanceReport:
+    return maintain_delta_table(spark, table, policy, force=force)
+
+
+# Each table format's own maintenance: a Delta table never sees an Iceberg procedure.
+MAINTAINERS: dict[TableFormat, Callable[[SparkSession, str, MaintenancePolicy, bool], MaintenanceReport]] = {
+    TableFormat.ICEBERG: maintain_iceberg_table,
+    TableFormat.DELTA: maintain_delta,
+}
+
+
+def refuse_meaningless(table_format: TableFormat, raw: dict[str, str]) -> None:
+    """A format the job cannot maintain, or a limit given for a format that has no such thing, is a
+    mistake to name, not to ignore."""
+    if table_format not in MAINTAINERS:
+        able = ", ".join(f.value for f in MAINTAINERS)
+        raise ArgumentError(f"--table_format {table_format.value}: the maintenance job maintains {able} tables only")
+    if table_format != TableFormat.DELTA:
+        return
+    given = [name for name in NO_DELTA_MEANING if name in raw]
+    if given:
+        why = "; ".join(f"--{n}: {NO_DELTA_MEANING[n]}" for n in given)
+        raise ArgumentError(f"with --table_format delta, leave out what Delta tables have no use for ({why})")
+
+
 def build_job_settings(raw: dict[str, str]) -> MaintenanceJobSettings:
     v = {a.name: a.value(raw) for a in JOB_ARGS if a.name not in POLICY_NAMES}
     if not v["warehouse"]:
         raise ArgumentError("--warehouse is required")
+    check_catalog(v, raw)
+    refuse_meaningless(v["table_format"], raw)
     policy = build_policy(raw, tuple(a for a in JOB_ARGS if a.name in POLICY_NAMES))
     if policy.snapshot_retention_minutes < MIN_CONCURRENT_RETENTION_MINUTES:
         raise ArgumentError(
@@ -74,11 +118,11 @@ def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:
         tables = [f"{c.catalog_name}.{c.namespace}.{t}" for t in js.tables]
     else:
         tables = list_tables(spark, c.catalog_name, c.namespace)
+    maintain = MAINTAINERS[c.table_format]
     failed = maintained = conflicts = 0
     for table in tables:
         try:
-            ensure_commit_retries(spark, table)
-            report = maintain_table(spark, table, js.policy, force=js.force)
+            report = maintain(spark, table, js.policy, js.force)
         except Exception:
             log.exception("maintenance of %s failed", table)
             failed += 1

@@ -131,6 +131,7 @@ class Action(StrEnum):
     MANIFESTS = "manifests"
     EXPIRE = "expire"
     ORPHANS = "orphans"
+    VACUUM = "vacuum"  # Delta's expiry and orphan removal in one command (delta_maintenance.py)
 
 
 ORDER = (Action.COMPACT, Action.DELETES, Action.MANIFESTS, Action.EXPIRE, Action.ORPHANS)
@@ -346,21 +347,35 @@ def run_action(
     now_s: float,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ActionResult:
-    """One procedure, re-run on commit conflicts. Never raises: the result carries the error, so
-    one failing action does not keep the others (or other tables) from running."""
-    res = ActionResult(action)
+    """One Iceberg procedure, re-run on commit conflicts (run_statement)."""
     sql = procedure_sql(action, table, policy, now_s)
+    return run_statement(spark, table, action, sql, lambda rows: outcome(action, rows), policy, sleep)
+
+
+def run_statement(
+    spark: SparkSession,
+    table: str,
+    action: Action,
+    sql: str,
+    summarize: Callable[[list[dict[str, Any]]], str],
+    policy: MaintenancePolicy,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ActionResult:
+    """One maintenance statement, re-run on commit conflicts; `summarize` says its result rows in a
+    few words. Never raises: the result carries the error, so one failing action does not keep the
+    others (or other tables) from running."""
+    res = ActionResult(action)
     t0 = time.monotonic()
 
     def call() -> list[dict[str, Any]]:
-        return [r.asDict() for r in spark.sql(sql).collect()]
+        return [r.asDict(recursive=True) for r in spark.sql(sql).collect()]
 
     def conflicted(_reason: str) -> None:
         res.conflicts += 1
 
     try:
         rows = retry_on_conflict(call, f"{action} {table}", policy.retry, sleep=sleep, on_conflict=conflicted)
-        res.summary = outcome(action, rows)
+        res.summary = summarize(rows)
     except ConflictRetriesExhausted as e:
         res.error, res.gave_up_on_conflicts = e.reason, True
     except Exception as e:  # reported in the line and by the caller's exit code
@@ -420,9 +435,9 @@ def prune_delete_markers(spark: SparkSession, markers: str, policy: MaintenanceP
 
 
 def list_tables(spark: SparkSession, catalog: str, namespace: str) -> list[str]:
-    return sorted(
-        f"{catalog}.{namespace}.{r['tableName']}" for r in spark.sql(f"SHOW TABLES IN {catalog}.{namespace}").collect()
-    )
+    """The namespace's tables; the session catalog (Delta's) lists the session's temporary views too."""
+    rows = spark.sql(f"SHOW TABLES IN {catalog}.{namespace}").collect()
+    return sorted(f"{catalog}.{namespace}.{r['tableName']}" for r in rows if not r.asDict().get("isTemporary"))
 
 
 # ------------------------------------------------------------------------------ streaming cadence

@@ -106,6 +106,9 @@ def batches() -> list[list[dict[str, Any]]]:
     cust.record("c", {"id": 5}, customer(5, "Eve", loyalty_tier="gold"), pos=800, value_schema=wide)
     cust.record("u", {"id": 1}, customer(1, "Al", loyalty_tier="silver", balance="123456789.99"), pos=900,
                 value_schema=wide)  # fmt: skip
+    # A change older than the row batch 1 left (2's update at 500), in a later batch than it: only
+    # the MERGE's position guard keeps it out (nothing newer of 2 is in this batch to win over it).
+    cust.record("u", {"id": 2}, customer(2, "Stale", loyalty_tier="tin"), pos=450, value_schema=wide)
     bad = customer(6, "Bad") | {"email": 42}
     cust.record("c", {"id": 6}, bad, pos=950, value_schema=email_became_int_schema())
     third = cust.take()

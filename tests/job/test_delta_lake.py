@@ -58,7 +58,8 @@ def test_every_lake_table_and_its_delete_markers_are_delta_tables_with_the_lake_
 def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(delta):
     rows = by_id(delta)
     # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
-    # 1's update older than its row and batch 1 read again change nothing; newer updates apply.
+    # 1's update older than its row and batch 1 read again change nothing; nor does 2's update older
+    # than its row arriving two batches after it (the MERGE's guard); newer updates apply.
     assert sorted(rows) == [1, 2, 4, 5]
     assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eva"}
 

@@ -1,5 +1,6 @@
 """Every function of the Glue job's code fits on a screen: at most 60 lines, nested ones included
-(a nested function counts in its own length and in its parent's)."""
+(a nested function counts in its own length and in its parent's). And one module runs a table's
+batch against the catalog: the others build what it runs."""
 
 from __future__ import annotations
 
@@ -47,3 +48,32 @@ def test_the_check_counts_nested_and_decorated_functions_and_methods():
     found = long_functions("\n".join(lines), "m.py")
     assert [f.split()[1] for f in found] == ["decorated_61", "method_63", "inner_61"]
     assert found[0] == "m.py:62 decorated_61 (61 lines)"
+
+
+# The modules that may hand Spark a statement or write a table: the executor runs a table's batch
+# (DDL, MERGEs, delete markers), maintenance runs between batches, and sqltext reads a table's
+# properties (SHOW TBLPROPERTIES). Everything else builds text and DataFrames for the executor.
+ISSUERS = {"cdclake/lake/executor.py", "cdclake/lake/maintenance.py", "cdclake/common/sqltext.py"}
+ISSUING = {"sql", "writeTo", "insertInto", "saveAsTable"}
+
+
+def issuing_calls(source: str, name: str) -> list[str]:
+    """`file:line .method(` of every call of a method that runs a statement or writes a table."""
+    calls = [
+        node
+        for node in ast.walk(ast.parse(source, name))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ISSUING
+    ]
+    return [f"{name}:{c.lineno} .{c.func.attr}(" for c in sorted(calls, key=lambda c: c.lineno)]
+
+
+def test_only_the_executor_and_maintenance_issue_statements_or_write_tables():
+    package = ROOT / "glue_scripts"
+    files = [p for p in sorted((package / "cdclake").rglob("*.py")) if str(p.relative_to(package)) not in ISSUERS]
+    found = [f for p in files for f in issuing_calls(p.read_text(encoding="utf-8"), str(p.relative_to(package)))]
+    assert not found, "build the statement or DataFrame here and let lake/executor.py run it:\n" + "\n".join(found)
+
+
+def test_the_issuing_check_finds_statements_and_table_writes():
+    source = "spark.sql(q)\ndf.writeTo(t).append()\ndf.write.insertInto(t)\nnames.append(1)\nspark.table(t)"
+    assert issuing_calls(source, "m.py") == ["m.py:1 .sql(", "m.py:2 .writeTo(", "m.py:3 .insertInto("]

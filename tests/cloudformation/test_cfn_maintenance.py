@@ -25,7 +25,9 @@ def test_maintenance_job_is_a_glue_5_batch_job_running_the_maintenance_script(te
     assert props["Timeout"] == {"Ref": "MaintenanceTimeoutMinutes"}
     assert props["SecurityConfiguration"] == {"Ref": "GlueSecurityConfiguration"}
     args = props["DefaultArguments"]
-    assert args["--datalake-formats"] == "iceberg"
+    # TableFormat (default iceberg) names Glue's format too: tests/cloudformation/test_cfn_table_format.py.
+    assert args["--datalake-formats"] == args["--table_format"] == {"Ref": "TableFormat"}
+    assert template["Parameters"]["TableFormat"]["Default"] == "iceberg"
     assert args["--extra-py-files"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${CdclakeZipKey}"}
     assert args["--custom-logGroup-prefix"] == {"Fn::Sub": "/aws-glue/${AWS::StackName}/cdc-maintenance"}
 

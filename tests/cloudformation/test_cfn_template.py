@@ -254,7 +254,9 @@ def test_streaming_job_runs_glue_5_and_is_never_timed_out(template: dict[str, An
 
 def test_job_gets_iceberg_metrics_logs_and_the_cdclake_package(template: dict[str, Any]) -> None:
     args = job(template)["DefaultArguments"]
-    assert args["--datalake-formats"] == "iceberg"
+    # TableFormat (default iceberg) names Glue's format too: tests/cloudformation/test_cfn_table_format.py.
+    assert args["--datalake-formats"] == args["--table_format"] == {"Ref": "TableFormat"}
+    assert template["Parameters"]["TableFormat"]["Default"] == "iceberg"
     assert args["--enable-metrics"] == "true"
     assert args["--extra-py-files"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${CdclakeZipKey}"}
     assert args["--checkpoint_location"] == {"Fn::Sub": "s3://${LakeBucket}/checkpoints/${CheckpointName}/"}

@@ -51,9 +51,15 @@ def test_the_check_counts_nested_and_decorated_functions_and_methods():
 
 
 # The modules that may hand Spark a statement or write a table: the executor runs a table's batch
-# (DDL, MERGEs, delete markers), maintenance runs between batches, and sqltext reads a table's
-# properties (SHOW TBLPROPERTIES). Everything else builds text and DataFrames for the executor.
-ISSUERS = {"cdclake/lake/executor.py", "cdclake/lake/maintenance.py", "cdclake/common/sqltext.py"}
+# (DDL, MERGEs, delete markers), maintenance (Iceberg's, Delta's) runs between batches or in its own
+# job, and sqltext reads a table's properties (SHOW TBLPROPERTIES). Everything else builds text and
+# DataFrames for the executor.
+ISSUERS = {
+    "cdclake/lake/executor.py",
+    "cdclake/lake/maintenance.py",
+    "cdclake/lake/delta_maintenance.py",
+    "cdclake/common/sqltext.py",
+}
 ISSUING = {"sql", "writeTo", "insertInto", "saveAsTable"}
 
 

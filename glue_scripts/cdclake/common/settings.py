@@ -218,7 +218,8 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "write_mode",
         "merge-on-read",
-        "Row-level write mode of new tables: merge-on-read or copy-on-write.",
+        "Row-level write mode of new tables: merge-on-read or copy-on-write (with `--table_format hudi`: "
+        "copy-on-write, the default there).",
         parse=one_of(WriteMode),
     ),
     Arg(
@@ -247,7 +248,8 @@ ARGS: tuple[Arg, ...] = (
         "keyless_table_policy",
         "multiset",
         "A table without a primary key: `multiset` keeps exactly the source's rows, duplicates included (the "
-        "whole row is its identity); `dead_letter` sends its changes to the dead letters.",
+        "whole row is its identity); `dead_letter` sends its changes to the dead letters (with `--table_format "
+        "hudi`: `dead_letter`, the default there).",
         parse=one_of(KeylessTablePolicy),
     ),
     Arg(

@@ -28,6 +28,9 @@ class Config:
     e2e_seconds: int
     e2e_burst: int
     e2e_rows: int
+    # c. the topics' wire formats, one end-to-end run each (json: JsonConverter; avro: the AWS Glue
+    # Schema Registry converter against the local registry, the job with --wire_format avro)
+    e2e_wire_formats: tuple[str, ...] = ("json",)
     # a. fixed cost of a small batch (fixedcost.py): table rows, unmeasured and measured batches
     fixed_rows: int = 20_000
     fixed_warmup: int = 3

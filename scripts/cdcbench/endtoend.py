@@ -14,7 +14,13 @@ PyMySQL over MariaDB's socket:
   precise than the table's own `_cdc_source_ts` (the binlog timestamp, 1 s resolution on MySQL)
   and `_cdc_ingested_at` (when the MERGE started, not when it committed).
 * sustained throughput: a burst of inserts as fast as MariaDB takes them; events/s from the
-  first source commit until the snapshot holding the last row was committed.
+  first source commit until the snapshot holding the last row was committed, and the job's CPU
+  seconds (its process tree: Python driver and JVM) from the first commit until then.
+* bytes per change on the topic: key plus value bytes of every record of the table's topic.
+
+`--wire-formats json,avro` runs it once per wire format: with avro the stack's connector writes
+with the AWS Glue Schema Registry converter against the local registry and the job runs with
+`--wire_format avro` (docs/LOCAL_STACK.md, "Wire format avro").
 """
 
 from __future__ import annotations
@@ -39,14 +45,13 @@ from cdcstack.plumbing import free_port
 from pyspark.sql import SparkSession
 
 from .config import Config
-from .measure import RssSampler, mib, process_tree
+from .measure import RssSampler, mib, process_tree, tree_cpu
 from .peers.workload import ORDERS_COLUMNS, TICK, paced_ticks
 from .report import Table
 
 log = logging.getLogger("cdcbench")
 ROOT = Path(__file__).resolve().parents[2]
-NAMESPACE = "e2e"
-TABLE = f"glue_catalog.{NAMESPACE}.salesdb_bench_orders"
+NAMESPACE = "e2e"  # json's; e2e_avro for avro, so that both runs write into one warehouse
 DDL = f"""CREATE DATABASE IF NOT EXISTS salesdb;
 CREATE TABLE IF NOT EXISTS salesdb.bench_orders ({ORDERS_COLUMNS}
 ) ENGINE = InnoDB;
@@ -73,10 +78,11 @@ class RateResult:
 
 
 class Stack:
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, wire_format: str = "json") -> None:
         # Unix socket paths are limited to 107 bytes: a short directory under /tmp.
         self.state = Path(tempfile.mkdtemp(prefix="cdcb-"))
-        self.ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port()}
+        self.wire_format = wire_format
+        self.ports = {"mariadb": free_port(), "kafka": free_port(), "connect": free_port(), "registry": free_port()}
         self.env = {
             **os.environ,
             "CDC_STACK_DIR": str(self.state),
@@ -85,6 +91,8 @@ class Stack:
             "CDC_STACK_KAFKA_PORT": str(self.ports["kafka"]),
             "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
             "CDC_STACK_CONNECT_PORT": str(self.ports["connect"]),
+            "CDC_STACK_FORMAT": wire_format,
+            "CDC_STACK_REGISTRY_PORT": str(self.ports["registry"]),
         }
         self.init_sql = work / "e2e-init.sql"
         self.init_sql.write_text(DDL)
@@ -115,6 +123,26 @@ class Stack:
             autocommit=False,
         )
 
+    def topic_bytes(self, topic: str) -> tuple[int, int]:
+        """(records, key plus value bytes) of the topic, tombstones included, read to its end offsets."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": f"127.0.0.1:{self.ports['kafka']}", "group.id": "bench-bytes",
+                      "enable.auto.commit": False})  # fmt: skip
+        try:
+            parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+            ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+            c.assign([TopicPartition(topic, p, 0) for p in parts])
+            records = size = 0
+            while records < sum(ends.values()):
+                for m in c.consume(10_000, timeout=5):
+                    if m.error() is None:
+                        records += 1
+                        size += len(m.key() or b"") + len(m.value() or b"")
+            return records, size
+        finally:
+            c.close()
+
     def component_rss(self) -> dict[str, int]:
         out = {}
         for f in (self.state / "run").glob("*.json"):
@@ -127,26 +155,33 @@ class Stack:
 class Job:
     """The Glue job script run locally against the stack, exactly as docs/LOCAL_STACK.md shows."""
 
-    def __init__(self, stack: Stack, work: Path) -> None:
+    def __init__(self, stack: Stack, work: Path, warehouse: Path) -> None:
         self.dir = work / "e2e-job"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.warehouse = work / "warehouse"
+        self.warehouse = warehouse
+        self.namespace = NAMESPACE if stack.wire_format == "json" else f"{NAMESPACE}_{stack.wire_format}"
+        self.table = f"glue_catalog.{self.namespace}.salesdb_bench_orders"
         self.args = [
             str(ROOT / ".local" / "venv" / "bin" / "python"),
             str(ROOT / "glue_scripts" / "cdc_iceberg_job.py"),
             "--source", "kafka", "--kafka_auth", "none",
             "--kafka_bootstrap_servers", f"127.0.0.1:{stack.ports['kafka']}",
             "--kafka_topic_pattern", r"salesdb\.salesdb\..*",
-            "--catalog_type", "hadoop", "--warehouse", str(self.warehouse), "--namespace", NAMESPACE,
+            "--catalog_type", "hadoop", "--warehouse", str(self.warehouse), "--namespace", self.namespace,
             "--checkpoint_location", str(self.dir / "checkpoint"), "--dead_letter_path", str(self.dir / "dead"),
             "--trigger_interval_seconds", "1",
+            "--wire_format", stack.wire_format,
         ]  # fmt: skip
+        # the registry of the wire format avro, found by the job's boto3 client from its environment
+        self.env = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
+                    "AWS_ENDPOINT_URL_GLUE": f"http://127.0.0.1:{stack.ports['registry']}"}  # fmt: skip
         self.log_path = self.dir / "job.log"
         self.proc: subprocess.Popen | None = None
         self.rss: RssSampler | None = None
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_SUBMIT_ARGS", "CDC_SPARK_DRIVER_MEMORY")}
+        env |= self.env
         self.proc = subprocess.Popen(self.args, stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)  # noqa: SIM115
         self.rss = RssSampler(self.proc.pid)
 
@@ -208,21 +243,21 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, job: Job) -> Non
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-def _visible_at(spark: SparkSession, ids: list[int]) -> dict[int, float]:
+def _visible_at(spark: SparkSession, table: str, ids: list[int]) -> dict[int, float]:
     """id -> epoch seconds at which the snapshot that added the row's data file was committed."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     wanted = spark.createDataFrame([(i,) for i in ids], T.StructType([T.StructField("pid", T.IntegerType())]))
     rows = (
-        spark.table(TABLE)
+        spark.table(table)
         .select("id", F.col("_file").alias("file"))
         .join(wanted.hint("broadcast"), F.col("id") == F.col("pid"))
     )
     entries = spark.sql(
-        f"SELECT data_file.file_path AS file, snapshot_id FROM {TABLE}.entries WHERE data_file.content = 0"
+        f"SELECT data_file.file_path AS file, snapshot_id FROM {table}.entries WHERE data_file.content = 0"
     )
-    snaps = spark.sql(f"SELECT snapshot_id, CAST(committed_at AS DOUBLE) AS at FROM {TABLE}.snapshots")
+    snaps = spark.sql(f"SELECT snapshot_id, CAST(committed_at AS DOUBLE) AS at FROM {table}.snapshots")
     joined = rows.join(entries, "file").join(snaps, "snapshot_id").select("id", "at").collect()
     return {r["id"]: r["at"] for r in joined}
 
@@ -260,9 +295,11 @@ def _drive(stack: Stack, rate: int, seconds: int, next_id: int, live: list[int])
     return probes, changes / (time.monotonic() - start), next_id
 
 
-def run(spark: SparkSession, cfg: Config) -> list[Table]:
-    stack = Stack(cfg.work)
-    job = Job(stack, cfg.work)
+def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Table]:
+    work = cfg.work / f"e2e-{wire_format}"
+    work.mkdir(parents=True, exist_ok=True)
+    stack = Stack(work, wire_format)
+    job = Job(stack, work, cfg.work / "warehouse")
     results: list[RateResult] = []
     try:
         t0 = time.monotonic()
@@ -277,7 +314,7 @@ def run(spark: SparkSession, cfg: Config) -> list[Table]:
         job.start()
         _wait(
             "the initial rows in the lake",
-            lambda: spark.table(TABLE).count() == cfg.e2e_rows,
+            lambda: spark.table(job.table).count() == cfg.e2e_rows,
             timeout=600,
             job=job,
         )
@@ -290,11 +327,11 @@ def run(spark: SparkSession, cfg: Config) -> list[Table]:
             with suppress(TimeoutError):
                 _wait(
                     f"the probes at {rate}/s",
-                    lambda last=last: spark.table(TABLE).where(f"id = {last}").count() == 1,
+                    lambda last=last: spark.table(job.table).where(f"id = {last}").count() == 1,
                     180,
                     job,
                 )
-            seen = _visible_at(spark, list(probes))
+            seen = _visible_at(spark, job.table, list(probes))
             lat = sorted(seen[i] - probes[i] for i in probes if i in seen)
             results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen)))
             log.info("e2e: %d/s: p50 %.2fs", rate, statistics.median(lat) if lat else -1)
@@ -303,22 +340,31 @@ def run(spark: SparkSession, cfg: Config) -> list[Table]:
         conn = stack.connect()
         burst_ids = list(range(next_id, next_id + cfg.e2e_burst))
         first_commit = time.time()
+        cpu_before = tree_cpu(job.proc.pid) if job.proc else 0.0
         with conn.cursor() as cur:
             for k in range(0, len(burst_ids), 2000):
                 cur.executemany(INSERT, [_row(i) for i in burst_ids[k : k + 2000]])
                 conn.commit()
         source_done = time.time()
         conn.close()
-        _wait("the burst in the lake", lambda: spark.table(TABLE).where(f"id = {burst_ids[-1]}").count() == 1, 900, job)
-        visible = _visible_at(spark, [burst_ids[-1]])[burst_ids[-1]]
+        _wait(
+            "the burst in the lake",
+            lambda: spark.table(job.table).where(f"id = {burst_ids[-1]}").count() == 1,
+            900,
+            job,
+        )
+        burst_cpu = (tree_cpu(job.proc.pid) if job.proc else 0.0) - cpu_before
+        visible = _visible_at(spark, job.table, [burst_ids[-1]])[burst_ids[-1]]
         batches = job.batches()[batches_before:]
+        topic_records, topic_size = stack.topic_bytes("salesdb.salesdb.bench_orders")
         component = stack.component_rss()
     finally:
         job.stop()
         stack.down()
 
     lat_t = Table(
-        "c. End to end on the local stack: source commit -> visible in the lake (trigger interval 1 s)",
+        f"c. End to end on the local stack, wire format {wire_format}: source commit -> visible in the lake "
+        "(trigger interval 1 s)",
         ["target changes/s", "achieved changes/s", "probes", "p50 s", "p95 s", "max s", "not seen"],
     )
     for r in results:
@@ -338,15 +384,17 @@ def run(spark: SparkSession, cfg: Config) -> list[Table]:
     )
     span = visible - first_commit
     thr = Table(
-        "c. Sustained end-to-end throughput (burst of inserts)",
+        f"c. Sustained end-to-end throughput, wire format {wire_format} (burst of inserts)",
         [
             "rows",
             "source insert s",
             "first commit -> last visible s",
             "events/s end to end",
+            "job CPU-s per million",
             "job batches",
             "mean batch s",
             "job peak RSS",
+            "topic bytes per change",
         ],
     )
     thr.add(
@@ -354,11 +402,16 @@ def run(spark: SparkSession, cfg: Config) -> list[Table]:
         f"{source_done - first_commit:.1f}",
         f"{span:.1f}",
         f"{cfg.e2e_burst / span:,.0f}",
+        f"{burst_cpu / cfg.e2e_burst * 1e6:,.0f}",
         len(batches),
         f"{statistics.mean(s for _, s in batches):.2f}" if batches else "-",
         mib(job.rss.peak() if job.rss else 0),
+        f"{topic_size / max(topic_records, 1):,.0f}",
     )
     thr.notes.append(
+        "Job CPU: its process tree (Python driver and JVM) from the burst's first commit until its last row was "
+        f"found. Topic bytes: key plus value of all {topic_records:,} records of the table's topic (snapshot, rates "
+        "and burst, tombstones included). "
         "Peak RSS is the job's driver process tree (Python + JVM, default 2 GB heap) over the whole end-to-end run; "
         "stack components at the end: " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(component.items())) + "."
     )

@@ -108,6 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         "the heavy lock's 15 minutes: `--sections t --table-counts 1,10,50`, then `--table-counts 1,200`",
     )
     ap.add_argument(
+        "--wire-formats",
+        metavar="FORMATS",
+        default="json",
+        help="section c's wire formats, a run each: json, avro or json,avro (avro: the AWS Glue Schema Registry "
+        "converter against the local registry, the job with --wire_format avro)",
+    )
+    ap.add_argument(
         "--compare",
         metavar="REV",
         help="also measure the job at git revision REV in sections a and t, in the same process on the same batches "
@@ -139,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = tuple(int(n) for n in args.table_counts.split(",")) if args.table_counts else None
     except ValueError:
         ap.error(f"--table-counts {args.table_counts!r}: comma-separated whole numbers, e.g. 1,10,50")
+    wire_formats = tuple(f.strip() for f in args.wire_formats.split(",") if f.strip())
+    if not wire_formats or set(wire_formats) - {"json", "avro"}:
+        ap.error(f"--wire-formats {args.wire_formats!r}: choose json, avro or json,avro")
     if counts is not None and (not counts or min(counts) < 1):
         ap.error(f"--table-counts {args.table_counts!r}: every count must be at least 1")
     try:
@@ -160,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = replace(cfg, table_counts=counts)
     if sizes is not None:
         cfg = replace(cfg, batch_sizes=sizes)
+    cfg = replace(cfg, e2e_wire_formats=wire_formats)
     if args.compare:
         from .compare import CompareError, extract
 
@@ -219,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.e2e:
         from . import endtoend
 
-        emit(endtoend.run(spark, cfg))
+        for wire_format in cfg.e2e_wire_formats:
+            emit(endtoend.run(spark, cfg, wire_format))
     if peers:
         from .peers import runner
 

@@ -63,16 +63,22 @@ def stack() -> Iterator[Stack]:
 
 @pytest.fixture(scope="session")
 def pg_stack() -> Iterator[Stack]:
-    """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres)."""
-    with private_stack("cdc-pgstack-", "postgres", SQL / "postgres" / "01_create_customer.sql") as s:
+    """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres), with the
+    wire format avro: PostgreSQL's end-to-end tests in Avro, MariaDB's in JSON (test_pipeline_end_to_end.py)
+    and Avro (test_pipeline_failures.py). CDC_CAPTURE_FIXTURES=1 runs it in JSON: its tests then keep
+    the connector's JSON messages as fixtures (the Avro ones: tests/stack/capture_avro_fixtures.py)."""
+    wire_format = "json" if os.environ.get("CDC_CAPTURE_FIXTURES") == "1" else "avro"
+    with private_stack("cdc-pgstack-", "postgres", SQL / "postgres" / "01_create_customer.sql", wire_format) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
-def job() -> Iterator[Stack]:
+def job(request: pytest.FixtureRequest) -> Iterator[Stack]:
     """A stack of its own plus the job on it, one per test module that asks for it (those modules
-    change the schema and data a lot; two modules run in two workers side by side)."""
-    with private_stack("cdc-pipeline-", "mysql", SQL / "01_create_customer.sql") as s:
+    change the schema and data a lot; two modules run in two workers side by side), in the module's
+    WIRE_FORMAT (default json)."""
+    wire_format = getattr(request.module, "WIRE_FORMAT", "json")
+    with private_stack("cdc-pipeline-", "mysql", SQL / "01_create_customer.sql", wire_format) as s:
         try:
             start_job(s)
             yield s

@@ -2,7 +2,9 @@
 commit, the broker, Kafka Connect and MariaDB restarted, a schema change while the job is down, a
 burst far above the batch cap, poison records, and no secret in logs or process lists; each checked by
 reconciling source and lake. It has its own stack and job (tests/stack/conftest.py's `job`), so it runs
-beside test_pipeline_end_to_end.py in another worker."""
+beside test_pipeline_end_to_end.py in another worker. Its stack runs the wire format avro (the
+connector's Avro converter against the local AWS Glue Schema Registry, the job decoding it): MariaDB's
+end-to-end tests in Avro, as test_pipeline_end_to_end.py's are in JSON."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from stack_helpers import Stack, reconciled, run_script
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("job_is_running")]
 
+WIRE_FORMAT = "avro"  # read by the `job` fixture
 BURST = 40_000  # changes: four batch caps (the throughput at 100,000 is the benchmark's, docs/BENCHMARKS.md)
 
 

@@ -1,6 +1,10 @@
 """PostgreSQL as the source, for real: PostgreSQL 15 (pgoutput) -> Debezium on Kafka Connect -> Apache
 Kafka -> the Glue job script (streaming, Spark's Kafka source) -> Iceberg, reconciled with the source (row
-count + per-row checksum over all columns) after every step, a restart and a refused configuration."""
+count + per-row checksum over all columns) after every step, a restart and a refused configuration.
+The stack runs the wire format avro (tests/stack/conftest.py's pg_stack: the AWS Glue Schema Registry
+converter against the local registry, the job with --wire_format avro); the tests read the topics as
+JsonConverter would have written them (tests/avro_topic.py), and one switches the connector to JSON and
+back while the job runs."""
 
 from __future__ import annotations
 
@@ -172,6 +176,49 @@ def test_a_table_without_a_primary_key_keeps_its_duplicates_and_reconciles(pg_jo
     lake_equal(3)
 
 
+def _formats(stack: Stack, topic: str, until: int) -> list[str]:
+    """The wire format of each record of the topic (tombstones left out), in topic order."""
+    kinds = stack.consume(topic, lambda m: None if m.value() is None else "avro" if m.value()[0] == 3 else "json",
+                          lambda ks: len([k for k in ks if k]) >= until)  # fmt: skip
+    return [k for k in kinds if k]
+
+
+def test_the_connector_switched_to_json_and_back_while_the_job_runs_loses_nothing(pg_job: Stack) -> None:
+    # docs/DEPLOY.md, "Switching a running pipeline": the connector's configuration changes in place
+    # (same name, same source offsets); the job started with avro reads both formats, no restart.
+    # Each phase's records are on the topic before the next switch; one reconcile at the end sees
+    # every phase's changes (row 2 deleted and row 1 updated in JSON, row 4 inserted in JSON and
+    # updated in Avro again).
+    topic = "salesdb.public.switch_t"
+    if pg_job.env["CDC_STACK_FORMAT"] == "json":  # CDC_CAPTURE_FIXTURES=1: the job must read both first
+        run_script(pg_job, "local-job", "stop")
+        pg_job.cli("up", "--format", "avro")
+        restart_job(pg_job, env={"CDC_STACK_FORMAT": "avro"})
+    job_pid = pg_job.pids()["job"]
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE switch_t (id INTEGER PRIMARY KEY, note TEXT, amount NUMERIC(10,2));"
+        "ALTER TABLE switch_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE switch_t;"
+        "INSERT INTO switch_t VALUES (1, 'avro', 1.10), (2, 'avro', 2.20), (3, 'avro', 3.30);"
+    )
+    assert _formats(pg_job, topic, 3) == ["avro"] * 3
+    assert "json)" in pg_job.cli("up", "--format", "json").stdout  # "connector: ... running (…s, json)"
+    pg_job.sql(
+        "SET ROLE salesdb_owner; UPDATE switch_t SET note = 'json', amount = 10.01 WHERE id = 1;"
+        "DELETE FROM switch_t WHERE id = 2; INSERT INTO switch_t VALUES (4, 'json', 4.40);"
+    )
+    assert _formats(pg_job, topic, 6) == ["avro"] * 3 + ["json"] * 3
+    assert "avro)" in pg_job.cli("up", "--format", "avro").stdout
+    pg_job.sql(
+        "SET ROLE salesdb_owner; UPDATE switch_t SET note = 'avro again' WHERE id = 4;"
+        "INSERT INTO switch_t VALUES (5, 'avro again', 5.50);"
+    )
+    assert _formats(pg_job, topic, 8) == ["avro"] * 3 + ["json"] * 3 + ["avro"] * 2
+    out = reconciled(pg_job, "--source", "postgres", "--table", "switch_t")
+    assert re.search(r"switch_t +source +4 +lake +4 +OK", out), out
+    assert pg_job.pids()["job"] == job_pid  # the same job run read all three phases
+    pg_job.cli("up")  # the module's format again
+
+
 def test_every_postgres_column_type_reaches_the_lake_with_the_exact_value(pg_job: Stack) -> None:
     topic = f"salesdb.public.{tm.TABLE}"
     infinite = tuple(tm.PG_INFINITE_IDS)
@@ -341,8 +388,8 @@ def lake_columns(stack: Stack, table: str) -> list[str]:
     return [f["name"] for f in schema["fields"] if not f["name"].startswith("_cdc_")]
 
 
-def restart_job(stack: Stack) -> None:
-    res = run_script(stack, "local-job", "start", "--source", "postgres")
+def restart_job(stack: Stack, env: dict[str, str] | None = None) -> None:
+    res = run_script(stack, "local-job", "start", "--source", "postgres", env=env)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

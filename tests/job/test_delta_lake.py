@@ -148,9 +148,7 @@ def test_the_maintenance_job_optimizes_and_vacuums_delta_tables_and_never_calls_
     assert markers[-4:] == ["OPTIMIZE", "SET TBLPROPERTIES", "VACUUM START", "VACUUM END"]
     props = table(delta, "customers__cdc_deletes")["properties"]
     assert props["delta.deletedFileRetentionDuration"] == "interval 120 minutes"  # the policy's default
-    # The customers table has one file: OPTIMIZE has nothing to pack and commits nothing.
-    assert operations(delta, "customers")[-3:] == ["SET TBLPROPERTIES", "VACUUM START", "VACUUM END"]
-    assert "VACUUM END" not in operations(delta, "order_items")  # not in --tables
+    assert "VACUUM END" not in operations(delta, "customers")  # not in --tables
     # VACUUM deleted the unreferenced file older than the retention, kept the young one.
     assert delta["maintenance"]["orphans_left"] == ["part-00000-orphan-young.parquet"]
-    assert "commit.retry.num-retries" not in table(delta, "customers")["properties"]  # Iceberg's, not Delta's
+    assert "commit.retry.num-retries" not in props  # Iceberg's, not Delta's

@@ -19,6 +19,17 @@ from typing import Any
 
 from delta_worker import batches  # also puts glue_scripts and tests on sys.path
 
+# Hudi services a lake of a few rows does not need, off in this harness only (the job keeps Hudi's
+# defaults): the metadata table (a second, merge-on-read table written on every commit), the embedded
+# timeline server, timeline-server markers and the bloom index. None changes what a table holds or
+# its timeline; together they cut the worker from ~114 s to ~83 s.
+TEST_ONLY_CONF = {
+    "hoodie.metadata.enable": "false",
+    "hoodie.embed.timeline.server": "false",
+    "hoodie.write.markers.type": "DIRECT",
+    "hoodie.index.type": "SIMPLE",
+}
+
 # The timeline's completed actions that change a table's data or schema (Hudi 0.15's layout:
 # `.hoodie/<instant>.<action>`, the commit metadata as JSON).
 ACTIONS = ("commit", "deltacommit", "replacecommit", "schemacommit")
@@ -98,6 +109,8 @@ def main(out: Path, work: Path) -> None:
         }
     )
     spark = local_session(settings, app_name="cdc-hudi-tests", master="local[2]")
+    for k, v in TEST_ONLY_CONF.items():
+        spark.conf.set(k, v)  # Hudi's SQL writes take the session's `hoodie.*` settings
     processor = BatchProcessor(spark, settings)
     reports = []
     for i, records in enumerate(batches()):

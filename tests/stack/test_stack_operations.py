@@ -41,6 +41,8 @@ def test_up_again_leaves_running_components_alone_and_status_reports_them(stack:
         assert f"{component}: already running (pid {pids[component]}" in res.stdout
     status = stack.cli("status")
     for component, port in stack.ports.items():
+        if component == "registry" and stack.env.get("CDC_STACK_FORMAT", "json") != "avro":
+            continue  # the schema registry runs only for --format avro
         line = next(x for x in status.stdout.splitlines() if x.startswith(component))
         assert str(pids[component]) in line and str(port) in line and " ok: " in line
     assert "RUNNING" in status.stdout

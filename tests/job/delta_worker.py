@@ -197,15 +197,13 @@ class Phases:
         print(f"phase {phase}: {self.seconds[phase]} s", file=sys.stderr, flush=True)
 
 
-def main(out: Path, work: Path) -> None:
-    from cdclake.common.records import RAW_SCHEMA
+def worker_settings(table_format: str, work: Path, **extra: str) -> Any:
+    """The job's settings for a worker that applies the corpus from files under `work`."""
     from cdclake.common.settings import build_settings
-    from cdclake.jobs.batch import BatchProcessor
-    from cdclake.local.session import local_session
 
-    settings = build_settings(
+    return build_settings(
         {
-            "table_format": "delta",
+            "table_format": table_format,
             "source": "files",
             "files_path": str(work / "in"),
             "catalog_type": "hadoop",
@@ -215,8 +213,17 @@ def main(out: Path, work: Path) -> None:
             "dead_letter_path": str(work / "dead"),
             "shuffle_partitions": "2",
             "dropped_column_policy": "drop",
+            **extra,
         }
     )
+
+
+def main(out: Path, work: Path) -> None:
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.local.session import local_session
+
+    settings = worker_settings("delta", work)
     clock = Phases()
     spark = local_session(settings, app_name="cdc-delta-tests", master="local[2]")
     processor = BatchProcessor(spark, settings)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from delta_worker import batches  # also puts glue_scripts and tests on sys.path
+from delta_worker import batches, worker_settings  # also puts glue_scripts and tests on sys.path
 
 # Hudi services a lake of a few rows does not need, off in this harness only (the job keeps Hudi's
 # defaults): the metadata table (a second, merge-on-read table written on every commit), the embedded
@@ -88,25 +88,14 @@ def older_change_without_the_guard(spark: Any, table: str, key: int) -> dict[str
 
 def main(out: Path, work: Path) -> None:
     from cdclake.common.records import RAW_SCHEMA
-    from cdclake.common.settings import build_settings
     from cdclake.jobs.batch import BatchProcessor
     from cdclake.local.session import local_session
 
-    settings = build_settings(
-        {
-            "table_format": "hudi",
-            "source": "files",
-            "files_path": str(work / "in"),
-            "catalog_type": "hadoop",
-            "warehouse": str(work / "warehouse"),
-            "namespace": "cdc",
-            "checkpoint_location": str(work / "ckpt"),
-            "dead_letter_path": str(work / "dead"),
-            "shuffle_partitions": "2",
-            "dropped_column_policy": "drop",
-            # Hudi's cleaning keeps the file versions of this many commits (formats.hudi_table_services).
-            "maintenance_retain_last_snapshots": "2",
-        }
+    settings = worker_settings(
+        "hudi",
+        work,
+        # Hudi's cleaning keeps the file versions of this many commits (formats.hudi_table_services).
+        maintenance_retain_last_snapshots="2",
     )
     spark = local_session(settings, app_name="cdc-hudi-tests", master="local[2]")
     for k, v in TEST_ONLY_CONF.items():

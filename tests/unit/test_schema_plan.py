@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cdclake.lake.evolution import can_widen, plan_schema
+from cdclake.common.lake_contract import SchemaChangePolicy
+from cdclake.lake.evolution import can_widen, lossy_reason, plan_schema
 from pyspark.sql import types as T
 
 INT, L, S = T.IntegerType(), T.LongType(), T.StringType()
@@ -91,3 +92,12 @@ def test_a_widening_and_a_rewrite_in_one_batch_are_told_apart():
     plan = plan_schema([("n", INT), ("c", INT)], [[("n", L), ("c", S)]])
     assert plan.widen == [("n", INT, L)] and plan.rewrite == [("c", INT, S)]
     assert plan.describe() == "n int->bigint, c int->string (rewritten)"
+
+
+def test_an_incompatible_type_change_names_the_column_both_types_and_a_rewrite_for_each_table_format() -> None:
+    reason = lossy_reason("db.t", "price", T.DecimalType(10, 2), T.IntegerType(), SchemaChangePolicy.EVOLVE)
+    assert "db.t" in reason and "'price'" in reason and "decimal(10,2)" in reason and " int " in reason
+    assert "CAST(price AS int)" in reason
+    # Hudi 0.15 has no REPLACE TABLE: the fix must not send a Hudi user to a statement that does not exist.
+    for fix in ("Iceberg: REPLACE TABLE", "Delta: CREATE OR REPLACE TABLE", "Hudi: ALTER COLUMN TYPE"):
+        assert fix in reason

@@ -119,8 +119,10 @@ def lossy_reason(
         fix = f"widen the source column to a type that holds every {old} value exactly,"
     return (
         f"incompatible schema change: table {table} column {column!r} is {old} in the lake but {new} in "
-        f"the event; {why}. Fix: {fix} or rewrite the lake column yourself (REPLACE TABLE ... AS SELECT with "
-        f"CAST({column} AS {new})), then replay these dead letters"
+        f"the event; {why}. Fix: {fix} or rewrite the lake table yourself with CAST({column} AS {new}) (Iceberg: "
+        f"REPLACE TABLE ... AS SELECT; Delta: CREATE OR REPLACE TABLE ... AS SELECT; Hudi: ALTER COLUMN TYPE if "
+        f"its schema evolution has the change, else a new table from CREATE TABLE ... AS SELECT), then replay "
+        f"these dead letters"
     )
 
 

@@ -600,7 +600,7 @@ class _Planner:
         if asides:
             # Before the statement's other changes: `DROP COLUMN v, RENAME COLUMN w TO v` is one position.
             self._known = sorted(known + asides, key=lambda c: (c.seq, c not in asides))
-            done = [f"{c.old}->{c.new} (dropped at the source and named again before the table was created: the "
+            done = [f"{c.old}->{c.new} (dropped at the source and named again in changes read before the lake had this table: the "
                     "old values set aside)" for c in asides]  # fmt: skip
             self.add(Note(Level.WARNING, f"table {self.table}: {'; '.join(done)}"))
             self.report(", ".join(done))

@@ -2,7 +2,13 @@
 
     scripts/reconcile [--table customer ...] [--wait SECONDS]     compare every source table
     scripts/apply-sql FILE [--wait SECONDS]                        run SQL, wait until the lake caught up
-    (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB)
+    (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB;
+    --table-format iceberg|delta|hudi: the lake's format, found from the lake when not given)
+
+The lake is read outside Spark, in Athena's role (scripts/lake.py): Iceberg and Delta tables by
+DuckDB's extensions, Hudi copy-on-write tables by hudi-rs. A lake table the reader cannot read
+correctly (a Hudi table whose columns were renamed or dropped under Hudi's schema evolution on
+read, which hudi-rs does not apply) cannot be compared, and says so: a difference, never a match.
 
 Counts decide: a table matches only when the lake holds exactly the source's rows, each as many
 times as the source does. For a table with a primary key the report names keys missing from the
@@ -19,7 +25,8 @@ the lake is "caught up" exactly when it equals the source.
 
 Values are compared after one normalisation per type, so that a DECIMAL, a DATETIME(6), a TIME
 or a TIMESTAMP read from MariaDB and from Iceberg (through DuckDB, Athena's role here) agree
-when they are the same value. `compare_rows` is the whole comparison, on rows already read.
+when they are the same value (a Hudi timestamp, which holds a DATETIME's wall-clock time in UTC,
+included). `compare_rows` is the whole comparison, on rows already read.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import cli
@@ -355,45 +363,65 @@ class PostgresSource:
         return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def read_lake_table(con: Any, location: Path) -> tuple[list[dict[str, Any]] | None, str]:
+    """The lake table's rows, or None and why it cannot be read (by DuckDB, or by hudi-rs, which
+    refuses a Hudi table it would read wrongly): a table that cannot be read is never compared."""
+    try:
+        return lake.rows(con, location), ""
+    except (duckdb.Error, OSError, lake.LakeReadError) as exc:
+        return None, f"cannot be read ({exc})"
+
+
 def compare(
-    source: Source | PostgresSource, con: Any, paths: local_job.LakePaths, table: str, keys: list[str]
+    source: Source | PostgresSource,
+    con: Any,
+    paths: local_job.LakePaths,
+    table: str,
+    keys: list[str],
+    table_format: str = lake.ICEBERG,
 ) -> TableResult:
     lake_name = f"{source.lake_prefix}_{table}".lower()
     columns, src_rows = source.rows(table)
-    location = lake.table_location(paths.warehouse, local_job.NAMESPACE, lake_name)
-    if lake.current_metadata(location) is None:
+    location = lake.table_location(paths.warehouse, local_job.NAMESPACE, lake_name, table_format)
+    if not lake.exists(location):
         res = TableResult(table, len(src_rows), 0, list(keys))
         if src_rows:
             res.problem = f"no lake table {local_job.NAMESPACE}.{lake_name} yet"
         else:
             res.note = "OK (empty at the source, no lake table)"
         return res
-    try:
-        lake_rows = lake.rows(con, location)
-    except (duckdb.Error, OSError) as exc:
+    lake_rows, why = read_lake_table(con, location)
+    if lake_rows is None:
         res = TableResult(table, len(src_rows), 0, list(keys))
-        res.problem = f"cannot be compared: the lake table {local_job.NAMESPACE}.{lake_name} cannot be read ({exc})"
+        res.problem = f"cannot be compared: the lake table {local_job.NAMESPACE}.{lake_name} {why}"
         return res
     return compare_rows(table, columns, keys, src_rows, lake_rows)
 
 
 def lake_only(
-    source: Source | PostgresSource, con: Any, paths: local_job.LakePaths, names: list[str]
+    source: Source | PostgresSource,
+    con: Any,
+    paths: local_job.LakePaths,
+    names: list[str],
+    table_format: str = lake.ICEBERG,
 ) -> list[TableResult]:
     """Lake tables of the source database whose source table does not exist (dropped at the source)."""
     prefix = f"{source.lake_prefix}_".lower()
     expected = {f"{prefix}{t}".lower() for t in names}
     out = []
-    for name in lake.list_tables(paths.warehouse, local_job.NAMESPACE):
+    for name in lake.list_tables(paths.warehouse, local_job.NAMESPACE, table_format):
         if not name.startswith(prefix) or name in expected:
             continue
-        location = lake.table_location(paths.warehouse, local_job.NAMESPACE, name)
-        meta = lake.current_metadata(location)
-        if meta is None:
+        location = lake.table_location(paths.warehouse, local_job.NAMESPACE, name, table_format)
+        if not lake.exists(location):
             continue
-        props = json.loads(meta.read_text()).get("properties", {})
-        rows = len(lake.rows(con, location))
-        out.append(gone_from_source(name[len(prefix) :], props, rows, source.sends_ddl()))
+        lake_rows, why = read_lake_table(con, location)
+        if lake_rows is None:
+            res = TableResult(name[len(prefix) :], gone=True)
+            res.problem = f"not at the source, and its lake table {why}"
+            out.append(res)
+            continue
+        out.append(gone_from_source(name[len(prefix) :], lake.properties(location), len(lake_rows), source.sends_ddl()))
     return out
 
 
@@ -401,26 +429,35 @@ def lake_only(
 READERS: dict[str, type[Source | PostgresSource]] = {mariadb.COMPONENT: Source, postgres.COMPONENT: PostgresSource}
 
 
-def reconcile(s: StackConfig, tables: list[str] | None, database: str) -> list[TableResult]:
+def reconcile(
+    s: StackConfig, tables: list[str] | None, database: str, table_format: str | None = None
+) -> list[TableResult]:
+    """Every table compared; `table_format` None: the format found in the lake (lake.lake_format)."""
+    paths = local_job.LakePaths.of(s)
+    try:
+        fmt = table_format or lake.lake_format(paths.warehouse, local_job.NAMESPACE)
+    except lake.LakeReadError as exc:
+        raise StackError(str(exc)) from None
     source = READERS[s.engine.COMPONENT](s, database)
     try:
         keyed = source.tables()
         con = lake.connect()
-        paths = local_job.LakePaths.of(s)
-        gone = {r.table: r for r in lake_only(source, con, paths, sorted(keyed))}
+        gone = {r.table: r for r in lake_only(source, con, paths, sorted(keyed), fmt)}
         wanted = tables or sorted(keyed) + sorted(gone)
         unknown = [t for t in wanted if t not in keyed and t not in gone]
         if unknown:
             raise StackError(f"no such table in {database}: {', '.join(unknown)}")
-        return [compare(source, con, paths, t, keyed[t]) if t in keyed else gone[t] for t in wanted]
+        return [compare(source, con, paths, t, keyed[t], fmt) if t in keyed else gone[t] for t in wanted]
     finally:
         source.conn.close()
 
 
-def reconcile_until(s: StackConfig, tables: list[str] | None, database: str, wait: float) -> list[TableResult]:
+def reconcile_until(
+    s: StackConfig, tables: list[str] | None, database: str, wait: float, table_format: str | None = None
+) -> list[TableResult]:
     deadline = time.monotonic() + wait
     while True:
-        results = reconcile(s, tables, database)
+        results = reconcile(s, tables, database, table_format)
         if all(r.ok for r in results) or time.monotonic() >= deadline:
             return results
         time.sleep(1.0)
@@ -446,6 +483,11 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
         "--source", choices=sorted(sources.ENGINES), help="mysql (default) or postgres; default $CDC_STACK_SOURCE"
     )
     parser.add_argument("--wait", type=float, default=120.0 if apply_sql else 0.0, help="seconds to wait for the lake")
+    parser.add_argument(
+        "--table-format",
+        choices=lake.FORMATS,
+        help="the lake tables' format (the job's --table_format); default: found from the lake",
+    )
     args = parser.parse_args(argv)
     try:
         s = sources.stack_config(args.source)
@@ -465,7 +507,7 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
                 f"[reconcile] ran {args.file} in {time.monotonic() - t0:.1f}s; waiting for the lake (up to {args.wait:.0f}s)"
             )
         t0 = time.monotonic()
-        results = reconcile_until(s, args.table, args.database, args.wait)
+        results = reconcile_until(s, args.table, args.database, args.wait, args.table_format)
     except (StackError, pymysql.MySQLError, *_postgres_errors()) as exc:
         print(f"[reconcile] ERROR: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lake_reads import lake, read_differences
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,7 +31,7 @@ def delta(tmp_path_factory) -> dict[str, Any]:
         env=dict(os.environ),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return json.loads(out.read_text())
+    return json.loads(out.read_text()) | {"warehouse": str(work / "warehouse")}
 
 
 def table(delta: dict[str, Any], name: str) -> dict[str, Any]:
@@ -152,3 +153,15 @@ def test_the_maintenance_job_optimizes_and_vacuums_delta_tables_and_never_calls_
     # VACUUM deleted the unreferenced file older than the retention, kept the young one.
     assert delta["maintenance"]["orphans_left"] == ["part-00000-orphan-young.parquet"]
     assert "commit.retry.num-retries" not in props  # Iceberg's, not Delta's
+
+
+def test_reconciles_reader_gives_every_delta_tables_rows_and_history_as_spark_reads_them(delta):
+    # scripts/reconcile's reader (DuckDB's Delta extension): customers' renamed and dropped columns
+    # are read through the column mapping, so rows written before the rename keep their surname.
+    warehouse = Path(delta["warehouse"])
+    assert lake.lake_format(warehouse, "cdc") == "delta"
+    assert read_differences(delta, warehouse, "delta") == {}
+    customers = lake.table_location(warehouse, "cdc", "inventory_customers", "delta")
+    assert [c["operation"] for c in lake.commits(customers)] == operations(delta, "customers")
+    *_, (_, latest) = lake.schema_history(customers)
+    assert latest == [n for n, _, _ in table(delta, "customers")["schema"]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lake_reads import lake, read_differences
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,7 +33,7 @@ def hudi(tmp_path_factory) -> dict[str, Any]:
         env=dict(os.environ),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return json.loads(out.read_text())
+    return json.loads(out.read_text()) | {"warehouse": str(work / "warehouse")}
 
 
 def table(hudi: dict[str, Any], name: str) -> dict[str, Any]:
@@ -177,3 +179,36 @@ def test_real_column_types_map_to_the_lake_types_with_datetime_as_a_utc_timestam
             assert (lake is None) == (src[column] is None), (i, column)
             if lake is not None:
                 assert lake.replace("T", " ").startswith(src[column][:19]), (i, column, lake, src[column])
+
+
+def test_reconciles_reader_gives_every_hudi_tables_rows_as_spark_reads_them(hudi):
+    # scripts/reconcile's reader (hudi-rs into DuckDB), Hudi's columns left out. customers had a column
+    # renamed and one dropped, then rows written: copy-on-write rewrote its file with the new columns.
+    warehouse = Path(hudi["warehouse"])
+    assert lake.lake_format(warehouse, "cdc") == "hudi"
+    assert read_differences(hudi, warehouse, "hudi") == {}
+    customers = lake.table_location(warehouse, "cdc", "inventory_customers", "hudi")
+    assert [c["operation"] for c in lake.commits(customers)] == operations(hudi, "customers")
+    *_, (_, latest) = lake.schema_history(customers)
+    assert latest == [n for n, _, _ in table(hudi, "customers")["schema"]]
+
+
+def test_reconcile_refuses_a_hudi_table_whose_file_predates_a_column_rename(hudi, tmp_path):
+    # customers as it was right after the rename's schema commit, before a write rewrote its file
+    # (the later instants cut from a copy of its timeline): hudi-rs would read `surname` as null.
+    import reconcile
+
+    copy = tmp_path / "inventory_customers"
+    shutil.copytree(lake.table_location(Path(hudi["warehouse"]), "cdc", "inventory_customers", "hudi"), copy)
+
+    def schema_of(commit: Path) -> str:
+        return json.loads(commit.read_text()).get("extraMetadata", {}).get("latest_schema", "")
+
+    commits = sorted((copy / ".hoodie").glob("*.commit"))
+    renamed = next(c.name.partition(".")[0] for c in commits if '"name":"surname"' in schema_of(c))
+    for f in (copy / ".hoodie").iterdir():
+        instant = f.name.partition(".")[0]
+        if instant.isdigit() and instant > renamed:
+            f.unlink()
+    rows, why = reconcile.read_lake_table(lake.connect(), copy)
+    assert rows is None and "last_name -> surname" in why, why

@@ -163,3 +163,44 @@ def test_a_postgres_table_gone_from_the_source_without_ddl_capture_is_listed_as_
     assert (
         r.ok and "PostgreSQL without the DDL capture (sql/postgres/ddl_capture.sql) sends no DROP TABLE" in r.report()
     )
+
+
+def test_a_hudi_timestamp_in_utc_matches_the_sources_datetime_of_the_same_wall_clock_time():
+    # Hudi 0.15 keeps a DATETIME as a timestamp holding its wall-clock time in UTC (TIMESTAMPTZ in DuckDB).
+    from datetime import UTC
+
+    row = lake(1) | {"updated_at": datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)}
+    assert compare([src(1)], [row]).ok
+
+
+def test_the_lake_format_is_found_from_its_tables_folders_and_a_mixed_lake_is_refused(tmp_path):
+    import lake as lake_reader
+    import pytest
+
+    assert lake_reader.lake_format(tmp_path, "cdc") == "iceberg"  # no table yet: the default format
+    (tmp_path / "cdc.db" / "salesdb_customer" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "cdc.db" / "salesdb_customer__cdc_deletes" / "_delta_log").mkdir(parents=True)
+    assert lake_reader.lake_format(tmp_path, "cdc") == "delta"
+    assert lake_reader.list_tables(tmp_path, "cdc", "delta") == ["salesdb_customer"]
+    (tmp_path / "cdc.db" / "salesdb_orders" / ".hoodie").mkdir(parents=True)
+    with pytest.raises(lake_reader.LakeReadError, match="delta and hudi tables"):
+        lake_reader.lake_format(tmp_path, "cdc")
+
+
+def test_hudi_column_changes_follow_each_column_by_its_id_across_commits():
+    import json
+
+    import lake as lake_reader
+
+    def commit(*names: str) -> dict:
+        fields = [{"id": i, "name": n} for i, n in enumerate(names) if n]
+        return {"extraMetadata": {"latest_schema": json.dumps({"fields": fields})}}
+
+    commits = [
+        ("1", {"extraMetadata": {}}),  # before schema evolution: no internal schema yet
+        ("2", commit("id", "last_name", "email")),
+        ("3", commit("id", "last_name", "email", "tier")),  # an added column is no change to read
+        ("4", commit("id", "surname", "email", "tier")),
+        ("5", commit("id", "surname", "", "tier")),
+    ]
+    assert lake_reader.hudi_column_changes(commits) == [("4", "last_name -> surname"), ("5", "email dropped")]

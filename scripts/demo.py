@@ -77,7 +77,11 @@ def latency_probe(s: plumbing.StackConfig, con, location: Path, changes: int = 2
         reader = lake.connect()
         while not done.is_set() or len(seen) < len(sent):
             try:
-                cur = reader.execute(f"SELECT CAST(updated_at AS VARCHAR) FROM {lake.scan(reader, location)}")
+                # Six fraction digits, as the markers are written: CAST(... AS VARCHAR) drops trailing
+                # zeros (.000010 -> .00001), and a marker never seen holds the probe 60 s.
+                cur = reader.execute(
+                    f"SELECT strftime(updated_at, '%Y-%m-%d %H:%M:%S.%f') FROM {lake.scan(reader, location)}"
+                )
                 now = time.time()
                 for (v,) in cur.fetchall():
                     if v in sent and v not in seen:

@@ -33,4 +33,6 @@ def test_demo_runs_the_walkthrough_and_reports_a_match(stack_dir: Path) -> None:
     schemas = re.findall(r"^    schema (\d+): (.*)$", out, re.M)
     assert len(schemas) >= 2 and schemas[-1][1].endswith(", status"), schemas
     assert "DIFFERENT" not in out
+    # Every probe change is seen in the lake (a missed one also holds the demo a minute).
+    assert re.search(r"^  end-to-end latency \(.*\), 20 changes, ", out, re.M), out[-2000:]
     assert not list((stack_dir / "run").glob("*.json")), "the demo stops every process it started"

@@ -14,8 +14,10 @@ PyMySQL over MariaDB's socket:
   precise than the table's own `_cdc_source_ts` (the binlog timestamp, 1 s resolution on MySQL)
   and `_cdc_ingested_at` (when the MERGE started, not when it committed).
 * sustained throughput: a burst of inserts as fast as MariaDB takes them; events/s from the
-  first source commit until the snapshot holding the last row was committed, and the job's CPU
-  seconds (its process tree: Python driver and JVM) from the first commit until then.
+  first source commit until the snapshot holding the last row was committed.
+* CPU, per rate and for the burst: CPU seconds of the job's process tree (Python driver and JVM),
+  and apart from it of each of the stack's components (MariaDB, Kafka, Connect, the registry with
+  avro), from the first change until the last probe (the burst's last row) was found in the lake.
 * bytes per change on the topic: key plus value bytes of every record of the table's topic.
 
 `--wire-formats json,avro` runs it once per wire format: with avro the stack's connector writes
@@ -45,7 +47,7 @@ from cdcstack.plumbing import free_port
 from pyspark.sql import SparkSession
 
 from .config import Config
-from .measure import RssSampler, mib, process_tree, tree_cpu
+from .measure import RssSampler, cpu_spent, cpu_split_cells, mib, process_tree, trees_cpu
 from .peers.workload import ORDERS_COLUMNS, TICK, paced_ticks
 from .report import Table
 
@@ -60,6 +62,7 @@ INSERT = (
     "INSERT INTO bench_orders (id, customer_id, status, amount, qty, weight_g, note, version, created_at, updated_at) "
     "VALUES (%s, %s, 'NEW', %s, %s, %s, %s, 0, NOW(6), NOW(6))"
 )
+LATENCY_COLUMNS = ["target changes/s", "achieved changes/s", "probes", "p50 s", "p95 s", "max s", "not seen"]
 UPDATE = "UPDATE bench_orders SET status = 'PAID', version = version + 1, note = %s, updated_at = NOW(6) WHERE id = %s"
 DELETE = "DELETE FROM bench_orders WHERE id = %s"
 
@@ -75,6 +78,8 @@ class RateResult:
     probes: int
     latencies: list[float]  # seconds, one per probe
     missing: int
+    changes: int
+    cpu: dict[str, float]  # CPU seconds per process tree: "job" and the stack's components
 
 
 class Stack:
@@ -143,12 +148,19 @@ class Stack:
         finally:
             c.close()
 
-    def component_rss(self) -> dict[str, int]:
+    def component_pids(self) -> dict[str, int]:
+        """The running components' process ids by name (mariadb, kafka, connect, registry)."""
         out = {}
         for f in (self.state / "run").glob("*.json"):
-            pid = json.loads(f.read_text())["pid"]
+            with suppress(OSError, KeyError, ValueError):
+                out[f.stem] = int(json.loads(f.read_text())["pid"])
+        return out
+
+    def component_rss(self) -> dict[str, int]:
+        out = {}
+        for name, pid in self.component_pids().items():
             with suppress(OSError, IndexError, ValueError):
-                out[f.stem] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                out[name] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         return out
 
 
@@ -200,6 +212,10 @@ class Job:
                 os.kill(pid, signal.SIGKILL)
         if self.rss:
             self.rss.stop()
+
+    def cpu(self, stack: Stack) -> dict[str, float]:
+        """CPU seconds so far of the job's process tree and, apart from it, of each stack component's."""
+        return trees_cpu({"job": self.proc.pid} if self.proc else {}) | trees_cpu(stack.component_pids())
 
     def check(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
@@ -262,8 +278,10 @@ def _visible_at(spark: SparkSession, table: str, ids: list[int]) -> dict[int, fl
     return {r["id"]: r["at"] for r in joined}
 
 
-def _drive(stack: Stack, rate: int, seconds: int, next_id: int, live: list[int]) -> tuple[dict[int, float], float, int]:
-    """Changes at `rate` per second for `seconds`; returns probe commit times, achieved rate, next id."""
+def _drive(
+    stack: Stack, rate: int, seconds: int, next_id: int, live: list[int]
+) -> tuple[dict[int, float], int, float, int]:
+    """Changes at `rate` per second for `seconds`; returns probe commit times, changes, achieved rate, next id."""
     rng = random.Random(rate)
     conn = stack.connect()
     probes: dict[int, float] = {}
@@ -292,7 +310,7 @@ def _drive(stack: Stack, rate: int, seconds: int, next_id: int, live: list[int])
                 changes += n
     finally:
         conn.close()
-    return probes, changes / (time.monotonic() - start), next_id
+    return probes, changes, changes / (time.monotonic() - start), next_id
 
 
 def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Table]:
@@ -322,7 +340,8 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
         live = list(range(1, cfg.e2e_rows + 1))
         next_id = 10_000_000
         for rate in cfg.e2e_rates:
-            probes, achieved, next_id = _drive(stack, rate, cfg.e2e_seconds, next_id, live)
+            cpu_before = job.cpu(stack)
+            probes, changes, achieved, next_id = _drive(stack, rate, cfg.e2e_seconds, next_id, live)
             last = max(probes)
             with suppress(TimeoutError):
                 _wait(
@@ -331,16 +350,17 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
                     180,
                     job,
                 )
+            cpu = cpu_spent(cpu_before, job.cpu(stack))
             seen = _visible_at(spark, job.table, list(probes))
             lat = sorted(seen[i] - probes[i] for i in probes if i in seen)
-            results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen)))
+            results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen), changes, cpu))
             log.info("e2e: %d/s: p50 %.2fs", rate, statistics.median(lat) if lat else -1)
         # sustained: a burst of inserts, as fast as MariaDB takes them
         batches_before = len(job.batches())
         conn = stack.connect()
         burst_ids = list(range(next_id, next_id + cfg.e2e_burst))
         first_commit = time.time()
-        cpu_before = tree_cpu(job.proc.pid) if job.proc else 0.0
+        cpu_before = job.cpu(stack)
         with conn.cursor() as cur:
             for k in range(0, len(burst_ids), 2000):
                 cur.executemany(INSERT, [_row(i) for i in burst_ids[k : k + 2000]])
@@ -353,7 +373,7 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
             900,
             job,
         )
-        burst_cpu = (tree_cpu(job.proc.pid) if job.proc else 0.0) - cpu_before
+        burst_cpu = cpu_spent(cpu_before, job.cpu(stack))
         visible = _visible_at(spark, job.table, [burst_ids[-1]])[burst_ids[-1]]
         batches = job.batches()[batches_before:]
         topic_records, topic_size = stack.topic_bytes("salesdb.salesdb.bench_orders")
@@ -365,7 +385,7 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
     lat_t = Table(
         f"c. End to end on the local stack, wire format {wire_format}: source commit -> visible in the lake "
         "(trigger interval 1 s)",
-        ["target changes/s", "achieved changes/s", "probes", "p50 s", "p95 s", "max s", "not seen"],
+        [*LATENCY_COLUMNS, "job CPU-s", "job CPU-s per million", "stack CPU-s"],
     )
     for r in results:
         q = statistics.quantiles(r.latencies, n=100) if len(r.latencies) > 1 else [float("nan")] * 99
@@ -377,10 +397,13 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
             f"{q[94]:.2f}",
             f"{max(r.latencies, default=float('nan')):.2f}",
             r.missing,
+            *cpu_split_cells(r.cpu, r.changes),
         )
     lat_t.notes.append(
         f"{cfg.e2e_seconds} s per rate on a table of {cfg.e2e_rows:,} rows; 70% updates, 20% inserts (the probes), 10% deletes, "
-        f"one transaction per {TICK * 1000:.0f} ms. Job: {job.display()}."
+        f"one transaction per {TICK * 1000:.0f} ms. CPU: seconds of each process tree (the job's Python driver and "
+        "JVM; each stack component's) from the rate's first change until its last probe was found in the lake, "
+        f"so a job that falls behind is charged its catch-up; per million: over the rate's changes. Job: {job.display()}."
     )
     span = visible - first_commit
     thr = Table(
@@ -390,7 +413,9 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
             "source insert s",
             "first commit -> last visible s",
             "events/s end to end",
+            "job CPU-s",
             "job CPU-s per million",
+            "stack CPU-s",
             "job batches",
             "mean batch s",
             "job peak RSS",
@@ -402,15 +427,15 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
         f"{source_done - first_commit:.1f}",
         f"{span:.1f}",
         f"{cfg.e2e_burst / span:,.0f}",
-        f"{burst_cpu / cfg.e2e_burst * 1e6:,.0f}",
+        *cpu_split_cells(burst_cpu, cfg.e2e_burst),
         len(batches),
         f"{statistics.mean(s for _, s in batches):.2f}" if batches else "-",
         mib(job.rss.peak() if job.rss else 0),
         f"{topic_size / max(topic_records, 1):,.0f}",
     )
     thr.notes.append(
-        "Job CPU: its process tree (Python driver and JVM) from the burst's first commit until its last row was "
-        f"found. Topic bytes: key plus value of all {topic_records:,} records of the table's topic (snapshot, rates "
+        "CPU: the job's process tree (Python driver and JVM) and, apart, each stack component's, from the burst's "
+        f"first commit until its last row was found. Topic bytes: key plus value of all {topic_records:,} records of the table's topic (snapshot, rates "
         "and burst, tombstones included). "
         "Peak RSS is the job's driver process tree (Python + JVM, default 2 GB heap) over the whole end-to-end run; "
         "stack components at the end: " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(component.items())) + "."

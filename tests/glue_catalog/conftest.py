@@ -151,20 +151,31 @@ class Stack:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Stack:
+def rendered_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The pipeline template rendered by the project's own renderer (scripts/build-artifacts
-    --templates-only), as deployed with its defaults (SourceEngine=mysql)."""
+    --templates-only)."""
     from cdcdeploy import build, templates
-    from cfn_helpers import resolve_variant
 
     out = tmp_path_factory.mktemp("build") / "cloudformation"
-    paths = build.build_templates(out)
-    template = resolve_variant(templates.load_template(paths["pipeline"]))
+    return templates.load_template(build.build_templates(out)["pipeline"])
+
+
+def stack_variant(rendered: dict[str, Any], **parameters: str) -> Stack:
+    """The stack as deployed with these parameter values (the template's defaults otherwise)."""
+    from cfn_helpers import resolve_variant
+
+    template = resolve_variant(rendered, **parameters)
     values = {name: str(p["Default"]) for name, p in template["Parameters"].items() if "Default" in p}
-    values.update(DEPLOY_PARAMETERS)
+    values.update(DEPLOY_PARAMETERS, **parameters)
     missing = sorted(set(template["Parameters"]) - set(values))
     assert not missing, f"template parameters without a default and without a deploy value here: {missing}"
     return Stack(template, values)
+
+
+@pytest.fixture(scope="session")
+def stack(rendered_template: dict[str, Any]) -> Stack:
+    """The stack as deployed with its defaults (SourceEngine=mysql, TableFormat=iceberg)."""
+    return stack_variant(rendered_template)
 
 
 @dataclass(frozen=True)
@@ -196,6 +207,12 @@ def glue_job(stack: Stack, command: str) -> GlueJob:
 @pytest.fixture(scope="session")
 def streaming_job(stack: Stack) -> GlueJob:
     return glue_job(stack, "gluestreaming")
+
+
+@pytest.fixture(scope="session")
+def delta_streaming_job(rendered_template: dict[str, Any]) -> GlueJob:
+    """The streaming job of the stack deployed with TableFormat=delta."""
+    return glue_job(stack_variant(rendered_template, TableFormat="delta"), "gluestreaming")
 
 
 @pytest.fixture(scope="session")

@@ -42,6 +42,8 @@ GLUE_ARGUMENTS = {
     "--enable-metrics": "CloudWatch job metrics: none locally",
     "--custom-logGroup-prefix": "CloudWatch log groups: the process's stdout locally",
     "--TempDir": "Glue's scratch location: the job writes nothing there",
+    "--enable-glue-datacatalog": "(delta) backs Spark's session catalog with the Glue Data Catalog: locally "
+    "Spark's Hive metastore client over Derby (CDC_SESSION_METASTORE, test_session_catalog_formats.py)",
 }
 
 

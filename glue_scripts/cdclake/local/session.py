@@ -25,6 +25,14 @@ CATALOG_PROPERTIES_ENV = "CDC_CATALOG_PROPERTIES"
 # and on two cores C2 compilation of code that runs once costs more CPU than it saves.
 JVM_OPTIONS_ENV = "CDC_JVM_OPTIONS"
 
+# Local runs only: a folder for a persistent session catalog (Delta and Hudi). On Glue,
+# `--enable-glue-datacatalog` puts Spark's Hive metastore client, with Glue's client under it, behind
+# the session catalog, so the tables outlive the job's process. Glue's client is not on Maven Central;
+# locally, Spark's own Hive metastore client over an embedded Derby metastore in this folder is the
+# same layer (Spark's HiveExternalCatalog writes the same Hive table entries, which Glue's client
+# stores as Glue tables). Without it the session catalog is Spark's in-memory one.
+SESSION_METASTORE_ENV = "CDC_SESSION_METASTORE"
+
 
 def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Spark settings for the extra catalog properties of `CATALOG_PROPERTIES_ENV` (none when unset).
@@ -72,6 +80,27 @@ def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
     return jars
 
 
+def session_metastore_conf(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Spark settings of the persistent local session catalog of `SESSION_METASTORE_ENV` (none when
+    unset, or with Iceberg, whose catalog is `--catalog_name`'s own)."""
+    folder = env.get(SESSION_METASTORE_ENV, "").strip()
+    if not folder or s.table_format == TableFormat.ICEBERG:
+        return {}
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder}/metastore_db;create=true",
+    }
+
+
+def driver_java_options(s: Settings, env: Mapping[str, str] = os.environ) -> str:
+    """The local driver JVM's extra flags: `JVM_OPTIONS_ENV`'s, and Derby's log beside the session
+    metastore (not in the working directory)."""
+    flags = env.get(JVM_OPTIONS_ENV, "").strip()
+    if session_metastore_conf(s, env):
+        flags = f"{flags} -Dderby.system.home={env[SESSION_METASTORE_ENV].strip()}".strip()
+    return flags
+
+
 def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str | None = None) -> SparkSession:
     """A local SparkSession equivalent to the Glue job's (same catalog name and settings)."""
     b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))
@@ -81,9 +110,9 @@ def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str 
     # Local services listen on loopback only (by default Spark binds the host's address).
     b = b.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     b = b.config("spark.driver.memory", os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"))
-    if os.environ.get(JVM_OPTIONS_ENV, "").strip():
-        b = b.config("spark.driver.extraJavaOptions", os.environ[JVM_OPTIONS_ENV].strip())
-    for k, v in {**catalog_conf(s), **local_catalog_overrides(s)}.items():
+    if driver_java_options(s):
+        b = b.config("spark.driver.extraJavaOptions", driver_java_options(s))
+    for k, v in {**catalog_conf(s), **local_catalog_overrides(s), **session_metastore_conf(s)}.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -1,6 +1,6 @@
 """AWS Glue 5.0 batch job: maintenance of the CDC lake's tables, on a schedule, beside the
 streaming job (Iceberg: compaction, delete files, manifests, snapshot expiry, orphan files; Delta:
-OPTIMIZE and VACUUM).
+OPTIMIZE and VACUUM; Hudi: clustering, cleaning, timeline archival, with the streaming job stopped).
 
 Runs unchanged on Glue and locally, with the same `--name value` arguments (README.md,
 "Maintenance", or `--help`). The work is in `cdclake.jobs.maintenance_job`; `cdclake.jobs.glue_entry` is the
@@ -19,7 +19,7 @@ from cdclake.jobs.maintenance_job import JOB_ARGS, main
 
 SUMMARY = (
     "Maintains the lake's tables: Iceberg's compaction, delete files, manifests, snapshot expiry, orphans; "
-    "Delta's OPTIMIZE and VACUUM."
+    "Delta's OPTIMIZE and VACUUM; Hudi's clustering, cleaning and archival."
 )
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,77 @@ def older_change_without_the_guard(spark: Any, table: str, key: int) -> dict[str
     )
 
 
+def files_and_timeline(spark: Any, name: str, location: Path) -> dict[str, Any]:
+    """One table's rows (without Hudi's columns), latest base files, base files on disk and timeline."""
+    from cdclake.lake.formats import HUDI_META_COLUMNS
+
+    df = spark.table(name)
+    latest = spark.sql(f"CALL show_fsview_latest(table => '{name.split('.', 1)[1]}', partition_path => '')").collect()
+    rows = [json.loads(j) for j in df.select(*[c for c in df.columns if c not in HUDI_META_COLUMNS]).toJSON().collect()]
+    return {
+        "rows": sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)),
+        "base_files": len(latest),
+        "parquet_files": sorted(f.name for f in location.glob("*.parquet")),
+        "history": history(location),
+        "cleans": len(list((location / ".hoodie").glob("*.clean"))),
+        "archived": len(
+            [f for f in (location / ".hoodie" / "archived").glob("*archive*") if not f.name.endswith(".crc")]
+        ),
+    }
+
+
+def maintain(spark: Any, ns: str, warehouse: Path) -> dict[str, Any]:
+    """The maintenance job (--table_format hudi) in this session over customers' delete markers, their
+    state before and after. One table, and not customers itself: the module's other tests read
+    customers' timeline and file versions from the lake as the batches left them. First two young
+    markers of keys the source never had are appended in a file group of their own (Hudi's small file
+    limit 0 for this write only, as a stream whose inserts found no small file to fill leaves them),
+    then one older than the job's 30 days of delete memory (into a small file, a new version of it).
+    The limits: more than 1 small base file, more than 5 commits, 1 commit retained (the stream
+    retains 2)."""
+    import logging
+
+    from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
+
+    name = "inventory_customers__cdc_deletes"
+    markers, location = f"{ns}.{name}", warehouse / "cdc.db" / name
+    limit = spark.conf.get("hoodie.parquet.small.file.limit")
+    spark.conf.set("hoodie.parquet.small.file.limit", "0")
+
+    def marker(key: int, days: int) -> str:
+        return (
+            f"('{{\"id\":{key}}}', CAST(1 AS decimal(38,0)), CAST(0 AS bigint), "
+            f"current_timestamp() - INTERVAL {days} DAYS, CAST(NULL AS string))"
+        )
+
+    spark.sql(f"INSERT INTO {markers} VALUES {marker(901, 0)}, {marker(902, 0)}")
+    spark.conf.set("hoodie.parquet.small.file.limit", limit)
+    spark.sql(f"INSERT INTO {markers} VALUES {marker(903, 40)}")
+    before = files_and_timeline(spark, markers, location)
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    log = logging.getLogger("cdclake")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)  # the job's one line per table
+    raw = {
+        "table_format": "hudi",
+        "catalog_type": "hadoop",
+        "warehouse": str(warehouse),
+        "tables": name,
+        "maintenance_max_small_files": "1",
+        "maintenance_max_snapshots": "5",
+        "maintenance_retain_last_snapshots": "1",
+    }
+    t0 = time.monotonic()
+    code = run_maintenance(spark, build_job_settings(raw))
+    seconds = round(time.monotonic() - t0, 1)
+    log.removeHandler(handler)
+    after = files_and_timeline(spark, markers, location)
+    lines = [x for x in lines if x.startswith("maintenance ")]
+    return {"exit": code, "before": before, "after": after, "lines": lines, "seconds": seconds}
+
+
 def main(out: Path, work: Path) -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.jobs.batch import BatchProcessor
@@ -122,10 +194,14 @@ def main(out: Path, work: Path) -> None:
                 strict=True,
             )
         )
+    maintenance = maintain(spark, ns, work / "warehouse")
+    # `tables` is what the lake holds at the end (the reconcile reader's tests read the same lake).
+    tables["inventory_customers__cdc_deletes"]["rows"] = maintenance["after"]["rows"]
     dead = [
         json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
     ]
-    out.write_text(json.dumps({"reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone}, default=str))
+    result = {"reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone, "maintenance": maintenance}
+    out.write_text(json.dumps(result, default=str))
     spark.stop()
 
 

@@ -1,7 +1,8 @@
 """The job's guarantees with `--table_format hudi` (Apache Hudi 0.15.0), on ONE lake: the Delta
 corpus's real Debezium messages in five batches (delta_worker.batches) applied by the job's
 BatchProcessor in a Spark session of Hudi's own (a subprocess: the suite's session is Iceberg's),
-then read back as JSON with each table's Hudi timeline (hudi_worker.py).
+then read back as JSON with each table's Hudi timeline (hudi_worker.py); last, the maintenance job
+with `--table_format hudi` on two of its tables.
 """
 
 from __future__ import annotations
@@ -212,3 +213,24 @@ def test_reconcile_refuses_a_hudi_table_whose_file_predates_a_column_rename(hudi
             f.unlink()
     rows, why = reconcile.read_lake_table(lake.connect(), copy)
     assert rows is None and "last_name -> surname" in why, why
+
+
+def test_the_maintenance_job_prunes_old_markers_cleans_clusters_and_archives_keeping_every_other_row(hudi):
+    m = hudi["maintenance"]
+    assert m["exit"] == 0, m["lines"]
+    before, after = m["before"], m["after"]
+    # The marker older than the 30 days of delete memory is pruned (a DELETE), every other one kept.
+    old = [r for r in before["rows"] if r["_cdc_key"] == '{"id":903}']
+    assert len(old) == 1 and after["rows"] == [r for r in before["rows"] if r not in old]
+    # Cleaning to the newest commit (--maintenance_retain_last_snapshots 1; the stream kept 2): the
+    # versions older than the latest of each file group, on disk before, are gone.
+    assert after["cleans"] == before["cleans"] + 1
+    assert [f for f in before["parquet_files"] if f not in after["parquet_files"]]
+    # Two small file groups (the stream's markers, the three appended): one after clustering.
+    assert (before["base_files"], after["base_files"]) == (2, 1)
+    # The prune's and clustering's commits took the timeline past 5: archived to the retained one + 1.
+    assert [op for _, _, op in before["history"]] == ["INSERT"] * 4
+    assert [op for _, _, op in after["history"]] == ["DELETE_PREPPED", "CLUSTER"] and after["archived"] >= 1
+    [line] = [x for x in m["lines"] if " | base files " in x]
+    assert line.startswith("maintenance cdc.inventory_customers__cdc_deletes: clean ") and "FAILED" not in line
+    assert [x for x in m["lines"] if "1 delete marker(s) older than 30 days removed" in x]

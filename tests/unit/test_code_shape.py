@@ -58,6 +58,7 @@ ISSUERS = {
     "cdclake/lake/executor.py",
     "cdclake/lake/maintenance.py",
     "cdclake/lake/delta_maintenance.py",
+    "cdclake/lake/hudi_maintenance.py",
     "cdclake/common/sqltext.py",
 }
 ISSUING = {"sql", "writeTo", "insertInto", "saveAsTable"}

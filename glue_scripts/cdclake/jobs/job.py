@@ -15,13 +15,32 @@ from pyspark.sql import DataFrame, SparkSession
 from ..common.logs import configure_logging
 from ..common.settings import ARGS, ArgumentError, Settings, Source, TableFormat, build_settings, parse_job_argv
 from ..lake.deletes import marker_table
-from ..lake.maintenance import Cadence, StreamMaintainer
+from ..lake.hudi_maintenance import maintain_hudi_table
+from ..lake.maintenance import Cadence, MaintenanceReport, StreamMaintainer, maintain_table
 from ..local import faults
 from ..local.session import local_session
 from .batch import BatchProcessor
 from .sources import data_loss_advice, open_stream
 
 log = logging.getLogger("cdclake")
+
+
+# The in-stream maintenance of each format, between micro-batches, where the job is its tables' only
+# writer: Iceberg's procedures, and Hudi's table services (Hudi 0.15 plans them in single-writer mode,
+# so this is where a running stream's Hudi tables are maintained). None for Delta tables (the
+# scheduled job's OPTIMIZE and VACUUM commit beside the stream under Delta's own concurrency control).
+STREAM_MAINTAINERS: dict[TableFormat, Callable[..., MaintenanceReport]] = {
+    TableFormat.ICEBERG: maintain_table,
+    TableFormat.HUDI: maintain_hudi_table,
+}
+
+
+def stream_maintainer(settings: Settings) -> StreamMaintainer | None:
+    maintain = STREAM_MAINTAINERS.get(settings.table_format)
+    if maintain is None:
+        return None
+    cadence = Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
+    return StreamMaintainer(settings.maintenance, cadence, maintain=maintain)
 
 
 def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None = None) -> None:
@@ -32,14 +51,7 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     these two points are the two sides of the Iceberg commit: a restart re-runs the batch from
     its logged offsets either way."""
     processor = BatchProcessor(spark, settings)
-    # The in-stream maintenance runs Iceberg's procedures: none for Delta tables.
-    maintainer = (
-        StreamMaintainer(
-            settings.maintenance, Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
-        )
-        if settings.table_format == TableFormat.ICEBERG
-        else None
-    )
+    maintainer = stream_maintainer(settings)
 
     in_batch = threading.Event()
 

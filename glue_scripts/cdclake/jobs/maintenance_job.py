@@ -4,7 +4,10 @@ It runs beside the streaming job, on the same tables: every commit it makes may 
 MERGE. Both sides cope: each maintenance procedure is re-run on a commit conflict (with backoff), the
 MERGE likewise (merge.py), rewrites commit file group by file group, and the tables get more
 patient `commit.retry.*` properties. Snapshots younger than a micro-batch are never expired here,
-since an in-flight MERGE may still be reading their files.
+since an in-flight MERGE may still be reading their files. Hudi tables are the exception: Hudi 0.15
+plans its table services in single-writer mode, so with `--table_format hudi` this job must run
+while the streaming job is stopped (the streaming job maintains its Hudi tables itself, between
+micro-batches: jobs/job.py).
 
 Exit code: 0 when every due action ran, or only lost to concurrent commits (the next run retries);
 1 when an action failed for another reason; 2 for invalid arguments.
@@ -32,6 +35,7 @@ from ..common.settings import (
     parse_job_argv,
 )
 from ..lake.delta_maintenance import NO_DELTA_MEANING, maintain_delta_table
+from ..lake.hudi_maintenance import NO_HUDI_MEANING, maintain_hudi_table
 from ..lake.maintenance import (
     MaintenancePolicy,
     MaintenanceReport,
@@ -72,10 +76,21 @@ def maintain_delta(spark: SparkSession, table: str, policy: MaintenancePolicy, f
     return maintain_delta_table(spark, table, policy, force=force)
 
 
-# Each table format's own maintenance: a Delta table never sees an Iceberg procedure.
+def maintain_hudi(spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool) -> MaintenanceReport:
+    return maintain_hudi_table(spark, table, policy, force=force)
+
+
+# Each table format's own maintenance: a Delta or Hudi table never sees an Iceberg procedure.
 MAINTAINERS: dict[TableFormat, Callable[[SparkSession, str, MaintenancePolicy, bool], MaintenanceReport]] = {
     TableFormat.ICEBERG: maintain_iceberg_table,
     TableFormat.DELTA: maintain_delta,
+    TableFormat.HUDI: maintain_hudi,
+}
+
+# The limits each format other than Iceberg has no use for, with the reason.
+MEANINGLESS: dict[TableFormat, dict[str, str]] = {
+    TableFormat.DELTA: NO_DELTA_MEANING,
+    TableFormat.HUDI: NO_HUDI_MEANING,
 }
 
 
@@ -85,12 +100,14 @@ def refuse_meaningless(table_format: TableFormat, raw: dict[str, str]) -> None:
     if table_format not in MAINTAINERS:
         able = ", ".join(f.value for f in MAINTAINERS)
         raise ArgumentError(f"--table_format {table_format.value}: the maintenance job maintains {able} tables only")
-    if table_format != TableFormat.DELTA:
-        return
-    given = [name for name in NO_DELTA_MEANING if name in raw]
+    reasons = MEANINGLESS.get(table_format, {})
+    given = [name for name in reasons if name in raw]
     if given:
-        why = "; ".join(f"--{n}: {NO_DELTA_MEANING[n]}" for n in given)
-        raise ArgumentError(f"with --table_format delta, leave out what Delta tables have no use for ({why})")
+        why = "; ".join(f"--{n}: {reasons[n]}" for n in given)
+        fmt = table_format.value
+        raise ArgumentError(
+            f"with --table_format {fmt}, leave out what {fmt.capitalize()} tables have no use for ({why})"
+        )
 
 
 def build_job_settings(raw: dict[str, str]) -> MaintenanceJobSettings:

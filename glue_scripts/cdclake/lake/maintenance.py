@@ -132,6 +132,8 @@ class Action(StrEnum):
     EXPIRE = "expire"
     ORPHANS = "orphans"
     VACUUM = "vacuum"  # Delta's expiry and orphan removal in one command (delta_maintenance.py)
+    CLEAN = "clean"  # Hudi's cleaning of old file versions (hudi_maintenance.py)
+    ARCHIVE = "archive"  # Hudi's archival of its timeline (hudi_maintenance.py)
 
 
 ORDER = (Action.COMPACT, Action.DELETES, Action.MANIFESTS, Action.EXPIRE, Action.ORPHANS)
@@ -470,8 +472,11 @@ class StreamMaintainer:
         cadence: Cadence,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        maintain: Callable[..., MaintenanceReport] | None = None,
     ) -> None:
+        """`maintain`: one table's maintenance, a format's own; None: `maintain_table` (Iceberg's)."""
         self.policy, self.cadence, self.clock, self.sleep = policy, cadence, clock, sleep
+        self.maintain = maintain
         self.tables: set[str] = set()
         self.batches_since = 0
         self.last_run = clock()
@@ -486,7 +491,7 @@ class StreamMaintainer:
         reports = []
         for table in sorted(self.tables):
             try:
-                report = maintain_table(spark, table, self.policy, sleep=self.sleep)
+                report = (self.maintain or maintain_table)(spark, table, self.policy, sleep=self.sleep)
             except Exception:
                 log.exception("maintenance of %s failed; the stream goes on", table)
                 continue

@@ -10,32 +10,24 @@ id in each record's header to the new one; the Avro bodies stay the captured byt
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import processes  # noqa: F401  (puts scripts/ on the path)
+from cdcbench.avrowire import REGION as REGION
+from cdcbench.avrowire import glue_client, register, version_of, with_version
 from cdclake.events import schema_registry
 from cdclake.events.schema_registry import MARKER as MARKER  # how the job's raw batch carries a framed record
 
 AVRO_FIXTURES = Path(__file__).parent / "fixtures" / "debezium" / "avro"
-REGION = "us-east-1"
 
 
 def load(name: str) -> dict[str, Any]:
     """{"topic", "messages": [{partition, offset, key, value}], "schema_versions": {id: definition}}."""
     return json.loads((AVRO_FIXTURES / name).read_text())
-
-
-def version_of(framed: bytes) -> str:
-    return str(uuid.UUID(bytes=framed[2:18]))
-
-
-def with_version(framed: bytes, version_id: str) -> bytes:
-    return framed[:2] + uuid.UUID(version_id).bytes + framed[18:]
 
 
 @dataclass
@@ -46,28 +38,13 @@ class Registry:
     ids: dict[str, str] = field(default_factory=dict)  # captured id -> this registry's id
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "glue", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
-        )
+        return glue_client(self.endpoint)
 
     def register(self, fixture: dict[str, Any], registry: str = "cdc-lake") -> None:
         glue = self.client()
-        with contextlib.suppress(glue.exceptions.AlreadyExistsException):
-            glue.create_registry(RegistryName=registry)
         for old, definition in sorted(fixture["schema_versions"].items()):
-            if old in self.ids:
-                continue
-            schema = {"RegistryName": registry, "SchemaName": fixture["topic"]}
-            try:
-                reply = glue.create_schema(
-                    RegistryId={"RegistryName": registry}, SchemaName=fixture["topic"], DataFormat="AVRO",
-                    Compatibility="NONE", SchemaDefinition=definition,
-                )  # fmt: skip
-            except glue.exceptions.AlreadyExistsException:
-                reply = glue.register_schema_version(SchemaId=schema, SchemaDefinition=definition)
-            self.ids[old] = reply["SchemaVersionId"]
+            if old not in self.ids:
+                self.ids[old] = register(glue, registry, fixture["topic"], definition)
 
     def framed(self, b64: str | None) -> bytes | None:
         """A captured key or value with this registry's id of its schema version."""

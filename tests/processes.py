@@ -4,11 +4,11 @@ a Kafka broker, a PostgreSQL) outside the local stack."""
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from cdcbench.motoserver import stop_process
 from cdcstack.plumbing import free_port
 
 __all__ = ["free_port", "port_open", "stop_process"]
@@ -18,13 +18,3 @@ def port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL if the process is still there after `grace` seconds; reaped either way."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

@@ -5,24 +5,30 @@ Methods, each on its own table that starts with the same rows:
 * the AWS sample's logic (baseline.py), merge-on-read;
 * the upper bounds: a plain Iceberg append of the batch's rows already decoded (the write
   alone), and the job with its MERGE replaced by an append (decoding, ordering and all, but a
-  changelog append instead of a row-level write).
+  changelog append instead of a row-level write);
+* the job, merge-on-read, reading the same changes in the wire format avro (avrowire.py: framed
+  for the AWS Glue Schema Registry, whose schema versions a moto server holds, as the tests run it).
 
-Every batch is written to Parquet once and read by every method from there. Methods run in a
+Every batch is written to Parquet once (in each wire format a method reads) and read by every
+method from there. Methods run in a
 rotating order per batch so that a noisy neighbour hits all of them alike.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cdclake.jobs.batch import BatchProcessor, Writes
 from pyspark.sql import DataFrame, SparkSession
 
-from . import generator, tables
+from . import avrowire, generator, tables
 from .baseline import BaselineProcessor
 from .checker import Verdict, check_table
 from .compare import import_module
@@ -32,12 +38,13 @@ from .report import Table, rate, ratio, secs
 
 log = logging.getLogger("cdcbench")
 
-MOR, COW, BASE, APPEND, JOB_APPEND = (
+MOR, COW, BASE, APPEND, JOB_APPEND, AVRO = (
     "job, merge-on-read",
     "job, copy-on-write",
     "AWS sample (baseline), merge-on-read",
     "plain append of decoded rows",
     "job with an append instead of its MERGE",
+    "job, merge-on-read, wire format avro",
 )
 
 
@@ -54,12 +61,13 @@ class Method:
     table: str
     run: Callable[[DataFrame, DataFrame, int], Any]  # (raw batch, pre-decoded rows, batch id)
     checked: bool
+    wire: str = "json"  # the wire format of the raw batch it reads
     times: dict[int, list[Timed]] = field(default_factory=dict)
     verdicts: dict[int, Verdict] = field(default_factory=dict)
     jobs: dict[int, list[list[JobTime]]] = field(default_factory=dict)  # per measured batch
 
 
-KEYS = {"mor": MOR, "cow": COW, "baseline": BASE, "append": APPEND, "job-append": JOB_APPEND}
+KEYS = {"mor": MOR, "cow": COW, "baseline": BASE, "append": APPEND, "job-append": JOB_APPEND, "avro": AVRO}
 
 
 def compare_name(rev: str) -> str:
@@ -81,6 +89,9 @@ def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sam
     if MOR in wanted:
         table, mor = job("apply_mor", write_mode="merge-on-read")
         out.append(Method(MOR, table, lambda raw, _d, b: mor.process(raw, b), True))
+    if AVRO in wanted:
+        table, avro = job("apply_avro", write_mode="merge-on-read", wire_format="avro")
+        out.append(Method(AVRO, table, lambda raw, _d, b: avro.process(raw, b), True, wire="avro"))
     if COW in wanted:
         table, cow = job("apply_cow", write_mode="copy-on-write")
         out.append(Method(COW, table, lambda raw, _d, b: cow.process(raw, b), True))
@@ -113,24 +124,85 @@ def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sam
     return out
 
 
+@contextlib.contextmanager
+def _registry(wanted: bool) -> Iterator[str | None]:
+    """The avro method's AWS Glue Schema Registry: a moto server, which the job's Glue client finds
+    from its environment, as on AWS (Glue's endpoint, region and credentials)."""
+    if not wanted:
+        yield None
+        return
+    from .motoserver import moto_server_process
+
+    env = {"AWS_DEFAULT_REGION": avrowire.REGION, "AWS_ACCESS_KEY_ID": "t", "AWS_SECRET_ACCESS_KEY": "t"}
+    with moto_server_process() as endpoint:
+        env["AWS_ENDPOINT_URL_GLUE"] = endpoint
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield endpoint
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+class _Batches:
+    """Each batch's Kafka records in every wire format a method reads, written to Parquet once, and
+    the bytes they take on the topic (keys and values, tombstones included) per batch size."""
+
+    def __init__(self, spark: SparkSession, template: generator.Template, topic: avrowire.AvroTopic | None):
+        self.spark, self.template, self.topic = spark, template, topic
+        self.topic_bytes: dict[tuple[str, int], list[int]] = {}  # (wire, size) -> [changes, bytes]
+
+    def write(self, changes: list[generator.Change], path: Path) -> dict[str, DataFrame]:
+        wires = {"json": list(generator.records(changes, self.template))}
+        if self.topic is not None:
+            wires["avro"] = list(avrowire.avro_records(changes, self.template, self.topic))
+        out = {}
+        for wire, records in wires.items():
+            acc = self.topic_bytes.setdefault((wire, len(changes)), [0, 0])
+            acc[0] += len(changes)
+            acc[1] += avrowire.topic_bytes(iter(records))[1]
+            out[wire] = tables.raw_records(self.spark, records, path.with_name(f"{path.name}-{wire}"))
+        return out
+
+    def per_change(self, wire: str, n: int) -> str:
+        changes, size = self.topic_bytes[(wire, n)]
+        return f"{size / changes:,.0f}"
+
+    @staticmethod
+    def drop(path: Path) -> None:
+        for wire in ("json", "avro", "decoded"):
+            tables.drop_batch(path.with_name(f"{path.name}-{wire}"))
+
+
 def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
-    template = generator.Template()
+    with _registry("avro" in cfg.methods) as endpoint:
+        template = generator.Template()
+        topic = avrowire.register_template(avrowire.glue_client(endpoint), template) if endpoint else None
+        return _run(spark, cfg, rss, template, _Batches(spark, template, topic))
+
+
+def _run(spark: SparkSession, cfg: Config, rss: RssSampler, template: generator.Template, io: _Batches) -> list[Table]:
     stream = generator.ChangeStream(cfg.table_rows)
     batch_dir = cfg.work / "batches"
     batch_dir.mkdir(parents=True, exist_ok=True)
     rss.mark()
     warm = stream.batch(min(cfg.batch_sizes))
-    warm_raw = tables.raw_batch(spark, warm, batch_dir / "warm", template)
-    methods = _methods(spark, cfg, template, warm_raw)
+    warm_raws = io.write(warm, batch_dir / "warm")
+    methods = _methods(spark, cfg, template, warm_raws["json"])
     batch_id = 1
     plan = [(cfg.batch_sizes[0], None)] + [(n, n) for n in cfg.batch_sizes for _ in range(cfg.batches_per_size)]
     for i, (n, measured) in enumerate(plan):
         changes = warm if i == 0 else stream.batch(n)
         path = batch_dir / f"b{i}"
-        raw = warm_raw if i == 0 else tables.raw_batch(spark, changes, path, template)
-        decoded = tables.write_decoded(raw, path.with_name(path.name + "-decoded"))
+        raws = warm_raws if i == 0 else io.write(changes, path)
+        decoded = tables.write_decoded(raws["json"], path.with_name(path.name + "-decoded"))
         order = methods[i % len(methods) :] + methods[: i % len(methods)]
         for m in order:
+            raw = raws[m.wire]
             with job_log(spark) as jobs:
                 t = timed(spark, lambda m=m, raw=raw, decoded=decoded, b=batch_id: m.run(raw, decoded, b))
             log.info("apply %s, %d events: %.2fs (%d Spark jobs)", m.name, n, t.seconds, t.spark_jobs)
@@ -138,18 +210,17 @@ def run(spark: SparkSession, cfg: Config, rss: RssSampler) -> list[Table]:
                 m.times.setdefault(n, []).append(t)
                 m.jobs.setdefault(n, []).append(jobs)
         batch_id += 1
-        tables.drop_batch(path)
-        tables.drop_batch(path.with_name(path.name + "-decoded"))
+        io.drop(path)
         last_of_size = i == len(plan) - 1 or plan[i + 1][0] != n
         if measured is not None and last_of_size:
             for m in methods:
                 if m.checked:
                     m.verdicts[n] = check_table(spark, m.table, stream.expected)
-    tables.drop_batch(batch_dir / "warm")
+    io.drop(batch_dir / "warm")
     peak = rss.peak()
     largest = max(cfg.batch_sizes)
-    profiled = (MOR, BASE, compare_name(cfg.compare_rev or ""))
-    return [_table(cfg, methods, n, peak) for n in cfg.batch_sizes] + [
+    profiled = (MOR, BASE, AVRO, compare_name(cfg.compare_rev or ""))
+    return [_table(cfg, methods, n, peak, io) for n in cfg.batch_sizes] + [
         _where(m, largest) for m in methods if m.name in profiled
     ]
 
@@ -191,7 +262,7 @@ def _median(ts: list[Timed], attr: str) -> float:
     return statistics.median(getattr(t, attr) for t in ts)
 
 
-def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
+def _table(cfg: Config, methods: list[Method], n: int, peak: int, io: _Batches) -> Table:
     by = {m.name: m for m in methods}
     med = {m.name: _median(m.times[n], "seconds") for m in methods}
     t = Table(
@@ -203,6 +274,8 @@ def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
             "min-max s",
             "events/s",
             "CPU s/batch",
+            "CPU s per million events",
+            "topic bytes/change",
             "Spark jobs",
             "vs append",
             "vs job-with-append",
@@ -221,6 +294,8 @@ def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
             f"{min(x.seconds for x in ts):.2f}-{max(x.seconds for x in ts):.2f}",
             rate(n, med[m.name]),
             secs(_median(ts, "cpu_seconds")),
+            f"{_median(ts, 'cpu_seconds') / n * 1e6:,.0f}",
+            io.per_change(m.wire, n),
             f"{statistics.median(x.spark_jobs for x in ts):.0f}",
             ratio(med[APPEND], med[m.name]) if APPEND in med else "-",
             ratio(med[JOB_APPEND], med[m.name]) if JOB_APPEND in med else "-",
@@ -233,6 +308,9 @@ def _table(cfg: Config, methods: list[Method], n: int, peak: int) -> Table:
         f"{runs} measured batch(es) per method after one warm-up batch; ratios are throughput relative to the "
         f"column's method (>1 = faster). CPU s = user+system time of the driver process tree (Python + JVM). "
         f"Correctness is checked against the expected table state after the last batch of this size. "
+        f"Topic bytes/change: the batch's keys and values as the wire format puts them on the topic (JSON: "
+        f"JsonConverter's text with its inline schemas; avro: the Glue Schema Registry's framed records), "
+        f"tombstones included, per change event. "
         f"Peak RSS of the process tree during section a: {mib(peak)}."
     )
     return t

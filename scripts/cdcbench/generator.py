@@ -93,6 +93,7 @@ class Template:
         key_schema = copy.deepcopy(update["key"]["schema"])
         key_schema["name"] = f"{topic}.Key"
         self.topic = topic
+        self.value_schema, self.key_schema = schema, key_schema  # Connect schemas (the Avro form's source)
         self.columns = [f["field"] for f in fields]
         self.value_prefix = '{"schema":' + json.dumps(schema, separators=(",", ":")) + ',"payload":'
         self.key_prefix = '{"schema":' + json.dumps(key_schema, separators=(",", ":")) + ',"payload":'
@@ -265,9 +266,9 @@ def op_mix(changes: list[Change]) -> dict[str, int]:
     return counts
 
 
-def records(changes: list[Change], template: Template | None = None) -> Iterator[tuple[Any, ...]]:
-    """Kafka records (topic, partition, offset, timestamp, key, value) of `changes`, with a
-    tombstone after every delete."""
+def messages(changes: list[Change], template: Template | None = None) -> Iterator[tuple[Change, int, Any]]:
+    """(change, offset, value payload) of `changes` and of the tombstone (payload None) after every
+    delete: the Debezium values the wire formats encode."""
     t = template or Template()
     for ch in changes:
         source = {
@@ -291,12 +292,26 @@ def records(changes: list[Change], template: Template | None = None) -> Iterator
             "ts_us": ch.ts_ms * 1000,
             "ts_ns": ch.ts_ms * 1_000_000,
         }
-        key = t.key_prefix + '{"id":' + str(ch.key) + "}}"
-        value = t.value_prefix + json.dumps(payload, separators=(",", ":"), ensure_ascii=False) + "}"
-        ts = datetime.fromtimestamp((ch.ts_ms + 3) / 1000, UTC)
-        yield (t.topic, 0, ch.offset, ts, key, value)
+        yield ch, ch.offset, payload
         if ch.op == "d":
-            yield (t.topic, 0, ch.offset + 1, ts, key, None)
+            yield ch, ch.offset + 1, None
+
+
+def kafka_timestamp(ch: Change) -> datetime:
+    """The record's Kafka timestamp: when the connector produced it, a few ms after processing."""
+    return datetime.fromtimestamp((ch.ts_ms + 3) / 1000, UTC)
+
+
+def records(changes: list[Change], template: Template | None = None) -> Iterator[tuple[Any, ...]]:
+    """Kafka records (topic, partition, offset, timestamp, key, value) of `changes` in JsonConverter's
+    wire format, with a tombstone after every delete."""
+    t = template or Template()
+    for ch, offset, payload in messages(changes, t):
+        key = t.key_prefix + '{"id":' + str(ch.key) + "}}"
+        value = None
+        if payload is not None:
+            value = t.value_prefix + json.dumps(payload, separators=(",", ":"), ensure_ascii=False) + "}"
+        yield (t.topic, 0, offset, kafka_timestamp(ch), key, value)
 
 
 def write_jsonl(path: Path, rows: Iterator[tuple[Any, ...]]) -> int:

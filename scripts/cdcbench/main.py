@@ -92,14 +92,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--methods",
         default="mor,cow,baseline,append,job-append,fixed",
-        help="section a's methods (e.g. `mor` alone for a before/after comparison of the job); `fixed`: the "
-        "fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
+        help="section a's methods (e.g. `mor` alone for a before/after comparison of the job); `avro` (not by "
+        "default): the job (merge-on-read) on the same changes in the wire format avro, its schema versions in a "
+        "moto server; "
+        "`fixed`: the fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
     )
     ap.add_argument(
         "--batch-sizes",
         metavar="N,N,...",
         help="section a's events per batch (default 10000,100000; --quick 10000): `--sections a --methods mor "
         "--batch-sizes 100000 --compare REV` measures the 100,000-event batches alone, within the heavy lock's 15 minutes",
+    )
+    ap.add_argument(
+        "--batches-per-size",
+        type=int,
+        metavar="N",
+        help="section a's measured batches per size and method, after the warm-up batch (default 3; --quick 1): "
+        "`--batch-sizes 100000 --batches-per-size 1` keeps a loaded machine's run within the heavy lock's 15 minutes",
     )
     ap.add_argument(
         "--table-counts",
@@ -130,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
     )
     args = ap.parse_args(argv)
-    known = ("mor", "cow", "baseline", "append", "job-append", "fixed")
+    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
@@ -170,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = replace(cfg, table_counts=counts)
     if sizes is not None:
         cfg = replace(cfg, batch_sizes=sizes)
+    if args.batches_per_size is not None:
+        if args.batches_per_size < 1:
+            ap.error(f"--batches-per-size {args.batches_per_size}: at least 1")
+        cfg = replace(cfg, batches_per_size=args.batches_per_size)
     cfg = replace(cfg, e2e_wire_formats=wire_formats)
     if args.compare:
         from .compare import CompareError, extract

@@ -391,3 +391,24 @@ def test_the_executor_runs_every_kind_of_step():
     kinds = typing.get_args(Step)
     assert len(kinds) >= 20
     assert [k.__name__ for k in kinds if not callable(getattr(Executor, "_" + k.__name__, None))] == []
+
+
+def test_a_renamed_key_column_is_not_followed_and_its_later_events_are_dead_letters_when_the_format_fixes_the_key():
+    # Hudi's record key fields are fixed at the table's creation: the key column keeps its lake name,
+    # the rename is noted, and the events under the new name go to the dead letters with the fix.
+    state = table({"id": INT, "a": STR})
+    hudi = Policies(fixed_key=True)
+    statements = TableDDL(changes=[ColumnChange(RENAME, "id", "pk", 15), ColumnChange(RENAME, "a", "b", 16)])
+    plan = plan_table(state, [], statements, hudi, Memory())
+    assert not plan.of(SetKey) and plan.of(RenameColumn) == [RenameColumn("a", "b", "renamed")]
+    assert plan.state.keys == ["id"] and [n for n, _ in plan.state.columns] == ["id", "b"]
+    assert [c.new for c in plan.state.column_changes] == ["b"]
+    assert len([s for s in plan.steps if type(s).__name__ == "Note" and "'id' renamed" in s.message]) == 1
+    after = plan_table(plan.state, [group(0, 20, {"pk": INT, "b": STR}, keys=("pk",))], None, hudi, Memory())
+    assert kinds(after) == ["DeadLetter"] and after.state.keys == ["id"]
+    assert after.of(DeadLetter)[0].reason.startswith(
+        "primary key column renamed at the source ('id' -> 'pk'); the table format fixes a table's key fields"
+    )
+    # A key changed to another column of the lake is the other case (a key change), named as such.
+    other = plan_table(state, [group(0, 20, {"id": INT, "a": STR}, keys=("a",))], None, hudi, Memory())
+    assert other.of(DeadLetter)[0].reason.startswith("primary key changed at the source from ['id'] to ['a']")

@@ -448,6 +448,10 @@ class _Planner:
         done: list[str] = []
         keys = list(state.keys)
         recorded = list(state.column_changes)
+        if self.policies.fixed_key:
+            todo = self._unfollowed_key_renames(todo, keys)
+            if not todo:
+                return
         for ch in todo:
             # A column renamed onto the name of a dropped column the lake kept: the kept one moves aside.
             kept = (
@@ -464,6 +468,18 @@ class _Planner:
         if done:
             self.add(ColumnsChanged(Level.INFO, f"source DDL applied: {', '.join(done)}"))
         self.report(", ".join(done))
+
+    def _unfollowed_key_renames(self, todo: list[ColumnChange], keys: list[str]) -> list[ColumnChange]:
+        """A format that fixes a table's key (Hudi's record key fields) cannot rename a key column: the
+        rename is not applied (the table's events under the new name go to the dead letters,
+        `renamed_key`); the other changes are."""
+        key_lower = {k.lower() for k in keys}
+        skipped = [c for c in todo if c.kind == RENAME and c.new and c.old.lower() in key_lower]
+        for c in skipped:
+            self.add(Note(Level.ERROR, f"table {self.table}: primary key column {c.old!r} renamed at the source to "
+                                       f"{c.new!r} is not followed (the table format fixes a table's key fields); "
+                                       "the table's events under the new name go to the dead letters"))  # fmt: skip
+        return [c for c in todo if c not in skipped]
 
     def _record(self, changes: list[ColumnChange], keys: list[str] | None = None) -> None:
         """Record the column changes; the state then holds them as the catalog gives them back."""
@@ -685,6 +701,15 @@ class _Planner:
             # A record without a key in a keyed table is far likelier broken than a dropped key.
             return None, NO_KEY
         missing = [k for k in keys if k.lower() not in {c.lower() for c, _ in state.columns}]
+        renamed = renamed_key(state, run[-1].lake_columns(), keys) if self.policies.fixed_key else []
+        if renamed:
+            text = ", ".join(f"{old!r} -> {new!r}" for old, new in renamed)
+            return None, (
+                f"primary key column renamed at the source ({text}); the table format fixes a table's key "
+                "fields at its creation (Hudi's record key), so the lake table keeps the old name and cannot "
+                "take events under the new one: drop the lake table, take a new Debezium snapshot of the table, "
+                "then replay these dead letters"
+            )
         if missing:
             return None, (
                 f"primary key changed at the source from {state.keys or 'none'} to {keys}, but {missing} are not "
@@ -836,6 +861,20 @@ def _has_column(g: GroupFacts, name: str) -> bool:
 def _has_lake_columns(g: _Group, names: list[str]) -> bool:
     have = {n.lower() for n, _ in g.lake_columns()}
     return all(n.lower() in have for n in names)
+
+
+def renamed_key(state: TableState, columns: Columns, keys: list[str]) -> list[tuple[str, str]]:
+    """The key columns an event's schema renamed, as (lake name, new name): the event's key has as
+    many columns as the lake's, and each one that differs is a column the lake does not have, in
+    place of a key column the event does not carry. Empty when the key changed otherwise."""
+    lake = {c.lower() for c, _ in state.columns}
+    carried = {c.lower() for c, _ in columns}
+    if len(keys) != len(state.keys):
+        return []
+    pairs = [(old, new) for old, new in zip(state.keys, keys, strict=True) if old.lower() != new.lower()]
+    if pairs and all(new.lower() not in lake and old.lower() not in carried for old, new in pairs):
+        return pairs
+    return []
 
 
 def _key_text(keys: list[str]) -> str:

@@ -3,6 +3,8 @@
 MariaDB -> Debezium on Kafka Connect -> Apache Kafka (KRaft) -> the Glue job script (streaming,
 locally, Spark's Kafka source) -> Iceberg tables, read back through DuckDB in Athena's role, then reconciled with the
 source row by row. Exits non-zero if the lake differs from the source.
+With --table-format delta or hudi the job writes Delta Lake or Apache Hudi (copy-on-write) tables
+instead, read back the same way (scripts/lake.py: DuckDB's Delta extension; hudi-rs for Hudi).
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
 at the end unless --keep is given. With --source postgres the source is PostgreSQL 15 (logical
@@ -34,6 +36,7 @@ from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
 from cdcstack import commands, plumbing, sources  # noqa: E402
 
 STEPS = 7
+FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake", "hudi": "Apache Hudi"}
 
 
 def step(n: int, text: str) -> None:
@@ -46,11 +49,11 @@ def check(results: list[reconcile.TableResult]) -> bool:
     return all(r.ok for r in results)
 
 
-def apply(s: plumbing.StackConfig, file: Path, wait: float = 120) -> bool:
+def apply(s: plumbing.StackConfig, file: Path, table_format: str, wait: float = 120) -> bool:
     t0 = time.monotonic()
     s.engine.run_sql(s, file.read_text(), plumbing.DATABASE)
     print(f"  ran {file.relative_to(ROOT)}; waiting for the lake to catch up ...", flush=True)
-    ok = check(reconcile.reconcile_until(s, None, plumbing.DATABASE, wait))
+    ok = check(reconcile.reconcile_until(s, None, plumbing.DATABASE, wait, table_format))
     print(f"  source and lake equal {time.monotonic() - t0:.1f}s after the SQL was sent" if ok else "  NOT equal")
     return ok
 
@@ -68,7 +71,7 @@ def show_table(con, location: Path, columns: str, order: str, limit: int = 8) ->
 
 def latency_probe(s: plumbing.StackConfig, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
     """Source commit -> visible in the lake, measured from outside: each probe UPDATE sets a unique
-    `updated_at`; a reader polls the Iceberg table (DuckDB) until it sees that value."""
+    `updated_at`; a reader polls the lake table (DuckDB) until it sees that value."""
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
     done = threading.Event()
@@ -78,15 +81,17 @@ def latency_probe(s: plumbing.StackConfig, con, location: Path, changes: int = 2
         while not done.is_set() or len(seen) < len(sent):
             try:
                 # Six fraction digits, as the markers are written: CAST(... AS VARCHAR) drops trailing
-                # zeros (.000010 -> .00001), and a marker never seen holds the probe 60 s.
+                # zeros (.000010 -> .00001), and a marker never seen holds the probe 60 s. A Hudi
+                # DATETIME is a UTC timestamp (TIMESTAMPTZ here, session in UTC): its wall-clock time.
                 cur = reader.execute(
-                    f"SELECT strftime(updated_at, '%Y-%m-%d %H:%M:%S.%f') FROM {lake.scan(reader, location)}"
+                    "SELECT strftime(CAST(updated_at AS TIMESTAMP), '%Y-%m-%d %H:%M:%S.%f') "
+                    f"FROM {lake.scan(reader, location)}"
                 )
                 now = time.time()
                 for (v,) in cur.fetchall():
                     if v in sent and v not in seen:
                         seen[v] = now
-            except Exception:  # a metadata file being replaced mid-read: read again
+            except Exception:  # a metadata or data file being replaced mid-read: read again
                 pass
             if done.is_set() and time.time() - max(sent.values(), default=0) > 60:
                 return
@@ -115,7 +120,18 @@ def percentile(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-def run(keep: bool, source: str | None = None, wire_format: str | None = None) -> int:
+def show_history(location: Path, name: str, table_format: str) -> None:
+    """The table's commits and schemas, as its format's metadata records them."""
+    print(f"  {FORMAT_NAMES[table_format]} commits of {name}:")
+    for c in lake.commits(location):
+        when = datetime.fromtimestamp(c["timestamp_ms"] / 1000, UTC).strftime("%H:%M:%S")
+        print(f"    {when}  {c['operation'] or '':<9}  {c['summary']}")
+    print("  schema history:")
+    for sid, cols in lake.schema_history(location):
+        print(f"    schema {sid}: {', '.join(c for c in cols if not is_metadata_column(c))}")
+
+
+def run(keep: bool, source: str | None = None, wire_format: str | None = None, table_format: str = "iceberg") -> int:
     s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
@@ -127,7 +143,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None) -
         step(
             1,
             f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, "
-            f"wire format {s.wire_format}",
+            f"wire format {s.wire_format}, table format {table_format}",
         )
         with plumbing.state_lock(s):
             commands.cmd_down(s, [])
@@ -136,39 +152,32 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None) -
             commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
-        print("  " + " ".join(local_job.job_command(s, [])), flush=True)
-        local_job.start(s, [])
+        print("  " + " ".join(local_job.job_command(s, [], table_format)), flush=True)
+        local_job.start(s, [], table_format)
 
-        step(3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the Iceberg table")
-        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120))
+        step(
+            3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the {FORMAT_NAMES[table_format]} table"
+        )
+        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
 
         step(4, "inserts, updates (one row twice in a transaction) and deletes: sql/02_changes.sql")
-        ok &= apply(s, sql_dir / "02_changes.sql")
+        ok &= apply(s, sql_dir / "02_changes.sql", table_format)
 
         step(5, "ALTER TABLE customer ADD COLUMN status ... DEFAULT 'Green', then more changes: sql/03")
-        ok &= apply(s, sql_dir / "03_add_status_column.sql")
+        ok &= apply(s, sql_dir / "03_add_status_column.sql", table_format)
         con = lake.connect()
-        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_customer")
+        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_customer", table_format)
         show_table(con, customer, "cust_id, name, acct_balance, updated_at, status", "cust_id")
 
         step(6, "a second table with a composite key, created while the pipeline runs: sql/04")
-        ok &= apply(s, sql_dir / "04_second_table.sql")
-        orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_orders")
+        ok &= apply(s, sql_dir / "04_second_table.sql", table_format)
+        orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_orders", table_format)
         show_table(
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"
         )
 
         step(7, "the lake through a second SQL engine (DuckDB plays Athena): history, schema, latency, verdict")
-        print(f"  snapshots of cdc.{prefix}_customer:")
-        for snap in lake.snapshots(customer):
-            when = datetime.fromtimestamp(snap["timestamp_ms"] / 1000, UTC).strftime("%H:%M:%S")
-            print(
-                f"    {when}  {snap['operation']:<9} +{snap['added_records']:<4} rows  "
-                f"+{snap['added_position_deletes']:<4} position deletes  total {snap['total_records']}"
-            )
-        print("  schema history:")
-        for sid, cols in lake.schema_history(customer):
-            print(f"    schema {sid}: {', '.join(c for c in cols if not is_metadata_column(c))}")
+        show_history(customer, f"{local_job.NAMESPACE}.{prefix}_customer", table_format)
         lat = latency_probe(s, con, customer)
         if lat:
             print(
@@ -180,7 +189,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None) -
             ok = False
             print("  latency probe: no change became visible")
         print("  final reconciliation (row count + per-row checksum over all columns):")
-        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120))
+        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
         print(
             f"\n[demo] {'PASS' if ok else 'FAIL'}: source and lake {'match' if ok else 'DIFFER'} "
             f"({time.monotonic() - t_start:.0f} s)"
@@ -190,6 +199,11 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None) -
             print(
                 f"[demo] still running. Explore: CDC_STACK_DIR={s.state} scripts/local-stack status | "
                 "scripts/local-job logs | scripts/reconcile | scripts/apply-sql FILE"
+                + (
+                    ""
+                    if table_format == "iceberg"
+                    else " (the job's tables are in its in-memory catalog: do not restart it)"
+                )
             )
         else:
             plumbing.stop(s, local_job.COMPONENT)
@@ -213,9 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         default="json",
         help="the change topics' wire format: json (default) or avro (AWS Glue Schema Registry, a local stand-in)",
     )
+    parser.add_argument(
+        "--table-format",
+        choices=local_job.TABLE_FORMATS,
+        default="iceberg",
+        help="the lake tables' format: iceberg (default), delta (Delta Lake 3.3.0) or hudi (Apache Hudi 0.15.0)",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(args.keep, args.source, args.format)
+        return run(args.keep, args.source, args.format, args.table_format)
     except plumbing.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1

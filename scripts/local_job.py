@@ -4,12 +4,15 @@
     scripts/local-job stop                        SIGTERM: finish the current batch, then exit
     scripts/local-job kill                        SIGKILL, as a crash would (for recovery drills)
     scripts/local-job status | logs [-n N] [-f] | command
-    (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics)
+    (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics;
+    start/command --table-format delta|hudi: the lake tables' format, the job's --table_format)
 
 It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, reading the broker through
 Spark's Kafka source as on Glue (spark-sql-kafka from .local/jars/spark), without MSK IAM
 (`--kafka_auth none`). State lives next to the stack's: $CDC_STACK_DIR/lake/{warehouse,checkpoints,
-dead-letters}; the checkpoint is Spark's (offsets/, commits/, sources/).
+dead-letters}; the checkpoint is Spark's (offsets/, commits/, sources/). With Delta or Hudi the
+tables live in Spark's session catalog, in memory locally: a job started again in a new process does
+not find the tables the one before created, so start such a lake afresh.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from cdcstack import commands, plumbing, registry, sources
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
+# The job's --table_format values (cdclake.common.settings.TableFormat), iceberg the default.
+TABLE_FORMATS = ("iceberg", "delta", "hudi")
 SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
 
 
@@ -52,7 +57,9 @@ def topic_pattern(s: plumbing.StackConfig) -> str:
     return s.engine.JOB_TOPIC_PATTERN
 
 
-def job_command(s: plumbing.StackConfig, extra: list[str]) -> list[str]:
+def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> list[str]:
+    """The local job's command line; `table_format` is its --table_format (the local session loads
+    that format's jars: cdclake.local.session.local_jars)."""
     p = LakePaths.of(s)
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
     return [
@@ -71,11 +78,12 @@ def job_command(s: plumbing.StackConfig, extra: list[str]) -> list[str]:
         "--shuffle_partitions", "2",
         # the stack's wire format; with avro the job reads JSON records on the same topics too
         "--wire_format", s.wire_format,
+        "--table_format", table_format,
         *extra,
     ]  # fmt: skip
 
 
-def start(s: plumbing.StackConfig, extra: list[str]) -> int:
+def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
         plumbing.say(f"job: already running (pid {rec.pid})")
@@ -91,7 +99,7 @@ def start(s: plumbing.StackConfig, extra: list[str]) -> int:
         raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
     # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
     env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
-    proc = plumbing.launch(s, COMPONENT, job_command(s, extra), port=0, env=env)
+    proc = plumbing.launch(s, COMPONENT, job_command(s, extra, table_format), port=0, env=env)
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:
@@ -153,12 +161,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(sources.ENGINES),
         help="whose topics the job reads: mysql (default) or postgres; default $CDC_STACK_SOURCE",
     )
-    st = sub.add_parser("start", parents=[common], help="start the job in the background")
+    formats = argparse.ArgumentParser(add_help=False)
+    formats.add_argument(
+        "--table-format", choices=TABLE_FORMATS, default="iceberg", help="the lake tables' format (default iceberg)"
+    )
+    st = sub.add_parser("start", parents=[common, formats], help="start the job in the background")
     st.add_argument("extra", nargs=argparse.REMAINDER, help="more job arguments, after --")
     sub.add_parser("stop", parents=[common], help="SIGTERM; the job finishes its current batch")
     sub.add_parser("kill", parents=[common], help="SIGKILL, like a crash")
     sub.add_parser("status", parents=[common])
-    sub.add_parser("command", parents=[common], help="print the job's command line")
+    sub.add_parser("command", parents=[common, formats], help="print the job's command line")
     logs = sub.add_parser("logs", parents=[common])
     logs.add_argument("-n", "--lines", type=int, default=40)
     logs.add_argument("-f", "--follow", action="store_true")
@@ -167,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         s = sources.stack_config(args.source)
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
-            return start(s, extra)
+            return start(s, extra, args.table_format)
         if args.command == "stop":
             plumbing.stop(s, COMPONENT)
             return 0
@@ -176,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "status":
             return status(s)
         if args.command == "command":
-            print(" ".join(job_command(s, [])))
+            print(" ".join(job_command(s, [], args.table_format)))
             return 0
         return commands.cmd_logs(s, COMPONENT, args.lines, args.follow)
     except plumbing.StackError as exc:

@@ -122,3 +122,25 @@ def test_the_avro_wire_format_adds_the_registry_before_connect_and_its_converter
     monkeypatch.setenv("CDC_STACK_FORMAT", "protobuf")
     with pytest.raises(plumbing.StackError, match="choose one of json, avro"):
         sources.stack_config("mysql")
+
+
+@pytest.mark.parametrize("table_format", ["delta", "hudi"])
+def test_make_demo_table_format_reaches_the_local_jobs_settings(
+    table_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # make demo TABLE_FORMAT=x -> scripts/demo --table-format x -> the local job's command line, which
+    # the job's own argument parsing turns into its settings.
+    import subprocess
+
+    import local_job
+    from cdclake.common.settings import build_settings, parse_argv
+
+    recipe = subprocess.run(
+        ["make", "-n", "demo", f"TABLE_FORMAT={table_format}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(rf"scripts/demo\s.*--table-format {table_format}\b", recipe), recipe
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    command = local_job.job_command(sources.stack_config("mysql", "json"), [], table_format)
+    assert command[1] == str(local_job.SCRIPT)
+    settings = build_settings(parse_argv(command[2:]))
+    assert settings.table_format == table_format and settings.source == "kafka"

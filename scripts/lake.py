@@ -174,9 +174,13 @@ def _hudi_table(location: Path) -> Any:
 
 
 def _hudi_commits(table: Any) -> list[tuple[Any, dict[str, Any]]]:
-    """The completed commits of a Hudi table's timeline, oldest first, with their metadata."""
+    """The completed commits of a Hudi table's timeline (writes and schema changes, and the replace
+    commits of clustering), oldest first, with their metadata."""
     timeline = table.get_timeline()
-    return [(i, json.loads(timeline.get_instant_metadata_in_json(i) or "{}")) for i in timeline.get_completed_commits()]
+    instants = sorted(
+        timeline.get_completed_commits() + timeline.get_completed_replacecommits(), key=lambda i: i.timestamp
+    )
+    return [(i, json.loads(timeline.get_instant_metadata_in_json(i) or "{}")) for i in instants]
 
 
 def hudi_column_changes(commits: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:

@@ -243,10 +243,11 @@ HUDI_META_COLUMNS = frozenset(
 
 
 def hudi_timeline_bounds(policy: MaintenancePolicy) -> tuple[int, int]:
-    """(min, max) commits of a Hudi table's active timeline: once it holds more than
-    `--maintenance_max_snapshots` commits, archival moves the oldest to the timeline's archive until
-    the newest `--maintenance_retain_last_snapshots` + 1 are left (Hudi requires its archival to
-    keep more commits than cleaning retains, and the maximum to exceed the minimum)."""
+    """(min, max) commits of a Hudi table's active timeline for the maintenance's archival
+    (hudi_maintenance.py): once it holds more than `--maintenance_max_snapshots` commits, the oldest
+    move to the timeline's archive until the newest `--maintenance_retain_last_snapshots` + 1 are left
+    (Hudi requires its archival to keep more commits than cleaning retains, and the maximum to exceed
+    the minimum)."""
     keep = policy.retain_last_snapshots + 1
     return keep, max(policy.max_snapshots, keep + 1)
 
@@ -254,20 +255,22 @@ def hudi_timeline_bounds(policy: MaintenancePolicy) -> tuple[int, int]:
 def hudi_table_services(policy: MaintenancePolicy) -> dict[str, str]:
     """Hudi's writer maintains a copy-on-write table inline, after each commit: it packs inserts into
     the table's small files, cleans the file versions no longer needed and archives its timeline.
-    All three follow the job's maintenance limits where they mean the same thing, as the maintenance
-    job's Hudi actions do (hudi_maintenance.py): files grow to `--maintenance_target_file_size_mb`
-    (a file under 75% of it takes new rows), cleaning keeps the file versions of the newest
-    `--maintenance_retain_last_snapshots` commits (readable by time travel and incremental queries),
-    and the active timeline stays within `hudi_timeline_bounds`."""
-    keep, most = hudi_timeline_bounds(policy)
+    File sizing and cleaning follow the job's maintenance limits where they mean the same thing, as
+    the maintenance's Hudi actions do (hudi_maintenance.py): files grow to
+    `--maintenance_target_file_size_mb` (a file under 75% of it takes new rows), and cleaning keeps
+    the file versions of the newest `--maintenance_retain_last_snapshots` commits (readable by time
+    travel and incremental queries). The writer's archival keeps Hudi's own short timeline (20 to 30
+    commits, more when cleaning retains more: Hudi requires archival to keep more commits than
+    cleaning retains); the maintenance's archival applies `--maintenance_max_snapshots` on top."""
+    retained = policy.retain_last_snapshots
     return {
         "hoodie.parquet.max.file.size": str(policy.target_file_size_bytes),
         "hoodie.parquet.small.file.limit": str(policy.small_file_bytes),
         "hoodie.clean.automatic": "true",
         "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
-        "hoodie.cleaner.commits.retained": str(policy.retain_last_snapshots),
-        "hoodie.keep.min.commits": str(keep),
-        "hoodie.keep.max.commits": str(most),
+        "hoodie.cleaner.commits.retained": str(retained),
+        "hoodie.keep.min.commits": str(max(20, retained + 1)),
+        "hoodie.keep.max.commits": str(max(30, retained + 11)),
     }
 
 

@@ -210,9 +210,9 @@ def streaming_job(stack: Stack) -> GlueJob:
 
 
 @pytest.fixture(scope="session")
-def delta_streaming_job(rendered_template: dict[str, Any]) -> GlueJob:
-    """The streaming job of the stack deployed with TableFormat=delta."""
-    return glue_job(stack_variant(rendered_template, TableFormat="delta"), "gluestreaming")
+def session_catalog_jobs(rendered_template: dict[str, Any]) -> dict[str, GlueJob]:
+    """The streaming job of the stack deployed with TableFormat=delta, and with hudi."""
+    return {f: glue_job(stack_variant(rendered_template, TableFormat=f), "gluestreaming") for f in ("delta", "hudi")}
 
 
 @pytest.fixture(scope="session")

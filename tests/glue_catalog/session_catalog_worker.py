@@ -59,7 +59,9 @@ def main(out: Path, argv: list[str]) -> None:
             if "first_name" in df.columns
             else [],
         }
-    out.write_text(json.dumps({"tables": tables}, default=str))
+    # The session's Spark settings: Glue's `--conf` (given to spark-submit) must be among them.
+    conf = dict(spark.sparkContext.getConf().getAll())
+    out.write_text(json.dumps({"tables": tables, "conf": conf}, default=str))
     spark.stop()
 
 

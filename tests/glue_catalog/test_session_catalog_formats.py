@@ -11,6 +11,7 @@ The Hive table entries it reads back are what Glue's client stores as the Glue t
 storage descriptor, SerDe, columns), and the catalog outlives the job's process, so a restarted job
 finds its tables. Not covered: Glue's client and API themselves, and S3.
 
+The template's job arguments for TableFormat=delta and hudi (Hudi's `--conf` passed to spark-submit).
 One small corpus (two files of real Debezium messages, one table) per format, three processes: the entry
 script killed before the commit of batch 0, the entry script killed after it (before Spark's commit log
 records it), then the job restarted on the checkpoint and the lake read back (session_catalog_worker).
@@ -18,6 +19,7 @@ records it), then the job restarted on the checkpoint and the lake read back (se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -42,19 +44,27 @@ PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
 
 
-def argv(job, work: Path, table_format: str) -> list[str]:
-    """The template's delta arguments; for hudi (which the template does not offer) the same with the
-    format's own. The warehouse on local disk, one file per batch."""
+def argv(job, work: Path) -> list[str]:
+    """The template's arguments of the format, the warehouse on local disk, one file per batch;
+    Glue's `--conf` (Hudi's) left out: `spark_submit_conf` gives it to the local run."""
     local = local_arguments(work) | {"--warehouse": str(work / "warehouse"), "--max_files_per_trigger": "1"}
-    if table_format == "hudi":
-        # Hudi tables are copy-on-write (the job refuses the template's default merge-on-read for them).
-        local |= {"--table_format": "hudi", "--datalake-formats": "hudi", "--write_mode": "copy-on-write"}
-    return job_argv(job, local)
+    return job_argv(
+        dataclasses.replace(job, arguments={k: v for k, v in job.arguments.items() if k != "--conf"}), local
+    )
 
 
-def run(work: Path, args: list[str], crash_at: str | None = None, worker: bool = False) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CDC_TEST_CRASH_AT"}
+def spark_submit_conf(job) -> str:
+    """Glue's `--conf` (`k=v --conf k=v ...`, the settings Glue gives spark-submit) as the local run's
+    spark-submit arguments (PYSPARK_SUBMIT_ARGS); the session's own settings win where both set one."""
+    conf = job.arguments.get("--conf")
+    return "".join(f"--conf {kv} " for kv in conf.split(" --conf ")) + "pyspark-shell" if conf else ""
+
+
+def run(work: Path, args: list[str], submit: str, crash_at: str | None = None, worker: bool = False):
+    env = {k: v for k, v in os.environ.items() if k not in ("CDC_TEST_CRASH_AT", "PYSPARK_SUBMIT_ARGS")}
     env |= {"CDC_SESSION_METASTORE": str(work / "metastore"), "CDC_SPARK_MASTER": "local[2]"}
+    if submit:
+        env["PYSPARK_SUBMIT_ARGS"] = submit
     if crash_at:
         env["CDC_TEST_CRASH_AT"] = crash_at
     script = [str(HERE / "session_catalog_worker.py"), str(work / "out.json")] if worker else [str(STREAMING_JOB)]
@@ -82,10 +92,11 @@ def commits(location: Path, table_format: str) -> int:
 
 @pytest.mark.parametrize("table_format", ["delta", "hudi"])
 def test_a_batch_killed_before_its_commit_is_applied_once_and_after_it_not_again_and_the_catalog_is_athenas(
-    delta_streaming_job, tmp_path, table_format
+    session_catalog_jobs, tmp_path, table_format
 ):
-    work = tmp_path
-    args = argv(delta_streaming_job, work, table_format)
+    work, job = tmp_path, session_catalog_jobs[table_format]
+    args, submit = argv(job, work), spark_submit_conf(job)
+    assert job.arguments["--datalake-formats"] == table_format and job.arguments["--enable-glue-datacatalog"] == "true"
     (work / "in").mkdir()
     w = Workload(seed=21, keys=10)
     for n in range(2):
@@ -96,21 +107,23 @@ def test_a_batch_killed_before_its_commit_is_applied_once_and_after_it_not_again
     location = work / "warehouse" / f"{args[args.index('--namespace') + 1]}.db" / TABLE
 
     # Killed with batch 0 planned (Spark's offset log) and nothing of it committed.
-    killed_at(run(work, args, "before-iceberg-commit@0"), "before-iceberg-commit")
+    killed_at(run(work, args, submit, "before-iceberg-commit@0"), "before-iceberg-commit")
     assert (spark_log(work, "offsets"), spark_log(work, "commits")) == ([0], [])
     assert not location.exists()
 
     # Restarted: batch 0 is applied from the offset log and committed; killed before Spark's commit log.
-    killed_at(run(work, args, "after-iceberg-commit@0"), "after-iceberg-commit")
+    killed_at(run(work, args, submit, "after-iceberg-commit@0"), "after-iceberg-commit")
     assert (spark_log(work, "offsets"), spark_log(work, "commits")) == ([0], [])
     assert commits(location, table_format) == 1
     killed = time.time()
 
     # Restarted again (a new process: the catalog must still know the tables): batch 0 re-run, then batch 1.
-    restarted = run(work, args, worker=True)
+    restarted = run(work, args, submit, worker=True)
     assert restarted.returncode == 0, restarted.stdout[-3000:] + restarted.stderr[-6000:]
     assert spark_log(work, "commits") == [0, 1]
     out: dict[str, Any] = json.loads((work / "out.json").read_text())
+    glue_conf = dict(kv.split("=", 1) for kv in submit.split()[1:-1:2])
+    assert glue_conf.items() <= out["conf"].items(), glue_conf
     rows = {r["id"]: r for r in out["tables"][TABLE]["rows"]}
     assert len(rows) == len(out["tables"][TABLE]["rows"]), "a key stored twice"
     assert {k: r["first_name"] for k, r in rows.items()} == w.expected

@@ -11,7 +11,7 @@ from typing import Any
 
 from stack_helpers import Stack, reconciled, run_script
 
-BATCH_CAP = 10_000  # --max_offsets_per_trigger of the job under test
+BATCH_CAP = 2_500  # --max_offsets_per_trigger of the job under test
 
 
 def reconciled_table(stack: Stack, table: str, rows: int, wait: float = 180) -> None:

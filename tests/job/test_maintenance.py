@@ -17,10 +17,11 @@ from cdclake.lake.maintenance import (
     table_health,
 )
 
+# Every action due after four micro-batches: four data files, delete files and snapshots above these.
 SMALL = MaintenancePolicy(
     max_small_files=3,
-    max_delete_files=3,
-    max_snapshots=6,
+    max_delete_files=1,
+    max_snapshots=3,
     retain_last_snapshots=2,
     snapshot_retention_minutes=0,
     min_input_files=2,
@@ -37,7 +38,7 @@ def fill(lake, batches: int, seed: int = 3) -> Workload:
 
 def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep_every_row(make_lake):
     lake = make_lake()
-    w = fill(lake, 8)
+    w = fill(lake, 4)
     t = lake.table()
     lake.assert_rows(w.expected)
     # Health, from the metadata tables, as each of them counts it.
@@ -46,9 +47,9 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     def count(meta: str) -> int:
         return lake.spark.sql(f"SELECT count(*) AS n FROM {t}.{meta}").first()["n"]
 
-    assert h.data_files == count("data_files") == 8  # one per MERGE
-    assert h.delete_files == count("delete_files") > 3  # updates and deletes of earlier rows
-    assert h.snapshots == count("snapshots") == 8
+    assert h.data_files == count("data_files") == 4  # one per MERGE
+    assert h.delete_files == count("delete_files") > 1  # updates and deletes of earlier rows
+    assert h.snapshots == count("snapshots") == 4
     assert h.manifests == count("manifests")
     assert h.small_data_files == h.data_files  # a few KB each, far below 75% of 128 MB
     assert h.data_records == lake.spark.sql(f"SELECT sum(record_count) AS n FROM {t}.data_files").first()["n"]
@@ -61,13 +62,13 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     assert not report.failed, report.line()
     after = report.after
     assert after is not None
-    assert (report.before.data_files, after.data_files) == (8, 1)
-    assert report.before.delete_files > 3 and after.delete_files == 0
+    assert (report.before.data_files, after.data_files) == (4, 1)
+    assert report.before.delete_files > 1 and after.delete_files == 0
     assert after.snapshots == SMALL.retain_last_snapshots
     lake.assert_rows(w.expected)
     line = report.line()
-    assert line.startswith(f"maintenance {lake.namespace}.inventory_customers: compact 8->1 data files")
-    assert "data files 8->1" in line and "snapshots 8->2" in line
+    assert line.startswith(f"maintenance {lake.namespace}.inventory_customers: compact 4->1 data files")
+    assert "data files 4->1" in line and "snapshots 4->2" in line
     props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {t}").collect()}
     assert all(props[k] == v for k, v in COMMIT_RETRY_PROPERTIES.items())
     # The stream goes on on the compacted table, and a second run finds nothing to do.

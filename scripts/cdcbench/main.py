@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         help="section a's methods (e.g. `mor` alone for a before/after comparison of the job); `avro` (not by "
         "default): the job (merge-on-read) on the same changes in the wire format avro, its schema versions in a "
         "moto server; "
-        "`fixed`: the fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py)",
+        "`fixed`: the fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py); "
+        "`formats` (not by default): the job with --table_format iceberg, delta and hudi on the same batches, each "
+        "format in a child process of its own (cdcbench/formats.py)",
     )
     ap.add_argument(
         "--batch-sizes",
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
     )
     args = ap.parse_args(argv)
-    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed")
+    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed", "formats")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
@@ -226,8 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     if "a" in sections:
         from . import apply
 
-        if set(cfg.methods) - {"fixed"}:
+        if set(cfg.methods) - {"fixed", "formats"}:
             emit(apply.run(spark, cfg, rss))
+        if "formats" in cfg.methods:
+            from . import formats
+
+            emit(formats.run(spark, cfg, args.glue_scripts.resolve()))
         if "fixed" in cfg.methods:
             from . import fixedcost
 

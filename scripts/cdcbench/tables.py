@@ -102,8 +102,9 @@ def _version0(keys: DataFrame) -> DataFrame:
     )
 
 
-def job_rows(keys: range, spark: SparkSession, table: str) -> DataFrame:
-    """Version-0 rows in the job's lake schema, as if applied from snapshot records."""
+def job_rows(keys: range, spark: SparkSession, table: str, columns: list[str] | None = None) -> DataFrame:
+    """Version-0 rows in the job's lake schema, as if applied from snapshot records: the table's
+    columns, or `columns` (a format's own system columns left out)."""
     v = _version0(spark.range(keys.start, keys.stop).withColumnRenamed("id", "key"))
     snapshot_seq = ((4 * 10**19 + 4) * 10**10) * 10  # mysql-bin.000004, pos 4, a snapshot read
     out = v.select(
@@ -123,7 +124,7 @@ def job_rows(keys: range, spark: SparkSession, table: str) -> DataFrame:
         F.timestamp_millis(F.lit(generator.BASE_MS - 60_000)).alias(CDC_SOURCE_TS),
         F.current_timestamp().alias(CDC_INGESTED_AT),
     )
-    return out.select(*spark.table(table).columns)
+    return out.select(*(columns or spark.table(table).columns))
 
 
 def create_job_table(

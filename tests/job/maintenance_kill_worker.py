@@ -62,7 +62,7 @@ def compact(work: Path, spark) -> None:
     )
     processor = BatchProcessor(spark, settings)
     w = Workload(seed=17, keys=30)
-    for batch_id in range(6):
+    for batch_id in range(3):  # three small files to compact, four snapshots to expire (with the properties commit)
         rows = [tuple(r[c] for c in RAW_SCHEMA.names) for r in w.batch(8)]
         processor.process(spark.createDataFrame(rows, RAW_SCHEMA), batch_id)
     ensure_commit_retries(spark, TABLE)  # a commit of its own: done before the test holds commits

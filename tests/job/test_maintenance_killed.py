@@ -102,7 +102,7 @@ def test_maintenance_killed_in_a_compaction_and_in_an_expiry_then_run_again_leav
     metadata = data.parent / "metadata"
     procs: list[subprocess.Popen] = []
     try:
-        # 1. Six batches written, then maintenance starts with a compaction; killed in its commit.
+        # 1. Three batches written, then maintenance starts with a compaction; killed in its commit.
         procs.append(p := start("compact", work, postgres, jar))
         wait_until(lambda: (work / "filled").exists(), p, work / "compact.log")
         before = metadata_location(postgres)

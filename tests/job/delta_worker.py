@@ -3,8 +3,8 @@ the lake holds as JSON: the suite's session is Iceberg's, and a process has one 
 
     python delta_worker.py OUT.json WORKDIR
 
-Real Debezium messages (tests/fixtures/debezium/mariadb, via cdc_events.Events), in five batches
-on one lake (table format delta, local catalog); `batches` says what each holds.
+Real Debezium messages (tests/fixtures/debezium/mariadb and postgres, via cdc_events.Events), in
+five batches on one lake (table format delta, local catalog); `batches` says what each holds.
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ from cdc_events import (  # noqa: E402
     Events,
     customer,
     email_became_int_schema,
+    load,
     row_fields,
     value_schema_of,
     with_row_fields,
 )
+
+PG_ROW = {"last_name": "Thomas", "email": "pg@example.com", "balance": "1.00", "created_at": "2026-11-21T23:53:06Z"}
 
 
 def order_lines_schema() -> dict[str, Any]:
@@ -57,6 +60,30 @@ def renamed_schema() -> dict[str, Any]:
         if f["field"] == "last_name":
             f["field"] = "surname"
     return schema
+
+
+def postgres_batches() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """PostgreSQL sources' events for batches 1 and 2 (tables named <schema>_<table>): customers'
+    inserts, then the captured REPLICA IDENTITY DEFAULT update (before=null) and delete (before holds
+    only the key); a TOAST row inserted, then the captured update whose unchanged TOASTed values are
+    Debezium's placeholder (the lake's values must stay); every column type of the all-types table."""
+    import type_matrix as tm
+
+    pg = Events(topic="pg.public.customers", db="inventory", schema="public", template_dir="postgres")
+    for i in (1, 2, 3):
+        pg.record("c", {"id": i}, {"id": i, "first_name": f"Pg{i}", **PG_ROW}, lsn=26000000 + i, offset=i - 1)
+    messages, _ = tm.load_fixtures("postgres")
+    first = pg.take() + tm.kafka_records("salesdb.public.all_types", messages)
+    first += tm.kafka_records("salesdb.public.toasty", [load("postgres/toast_c_insert.json")])
+    updated = [
+        load("postgres/u_update_replica_identity_default.json"),
+        load("postgres/d_delete_replica_identity_default.json"),
+    ]
+    for offset, m in enumerate(updated, start=3):
+        m["offset"] = offset
+    second = tm.kafka_records("pg.public.customers", updated)
+    second += tm.kafka_records("salesdb.public.toasty", [load("postgres/toast_u_update_unavailable_value.json")])
+    return first, second
 
 
 def batches() -> list[list[dict[str, Any]]]:
@@ -138,7 +165,8 @@ def batches() -> list[list[dict[str, Any]]]:
     key = {"order_id": 4, "line_no": 1}
     items.record("c", key, key | {"sku": "E"}, pos=800, value_schema=ol, key_schema=ORDER_LINES_KEY_SCHEMA)
     fifth += lines.take() + items.take()
-    return [first, second, third, fourth, fifth]
+    pg_first, pg_second = postgres_batches()
+    return [first + pg_first, second + pg_second, third, fourth, fifth]
 
 
 def read_back(spark: Any, name: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Delta and Hudi modules check the reconcile reader on the lake their one run alre
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -46,3 +47,36 @@ def read_differences(out: dict[str, Any], warehouse: Path, table_format: str) ->
         if mine != spark:
             found[name] = f"rows {mine} != {spark}"
     return found
+
+
+def postgres_type_differences(warehouse: Path, table_format: str) -> list[str]:
+    """The PostgreSQL all-types table as scripts/reconcile reads it, value by value against what the
+    database held (type_matrix: the same comparison as Iceberg's in test_types.py)."""
+    import type_matrix as tm
+
+    con = lake.connect()
+    try:
+        rows = lake.rows(con, lake.table_location(warehouse, "cdc", "public_all_types", table_format))
+    finally:
+        con.close()
+    if table_format == "hudi":  # no timestamp_ntz in Hudi 0.15: a `timestamp` is its wall-clock time in UTC
+        naive = [c.name for c in tm.PG_COLUMNS if c.kind == "datetime"]
+        rows = [r | {c: _utc_wall_clock(r[c]) for c in naive} for r in rows]
+    _, source = tm.load_fixtures("postgres")
+    return tm.differences("postgres", {r["id"]: r for r in rows}, source)
+
+
+def _utc_wall_clock(v: Any) -> Any:
+    """A UTC timestamp as its wall-clock time (other values, a non-UTC one included, as they are)."""
+    return v.replace(tzinfo=None) if isinstance(v, datetime) and v.utcoffset() == timedelta(0) else v
+
+
+def postgres_rows(out: dict[str, Any]) -> dict[str, Any]:
+    """What a worker's lake holds of the PostgreSQL customers and TOAST tables (delta_worker's
+    postgres_batches), in a form to compare with the source's rows."""
+    customers = {
+        r["id"]: (r["first_name"], r["email"], Decimal(str(r["balance"])), r["_cdc_op"])
+        for r in out["tables"]["public_customers"]["rows"]
+    }
+    toasty = {r["id"]: (r["note"], r["big"], r["blob"]) for r in out["tables"]["public_toasty"]["rows"]}
+    return {"customers": customers, "toasty": toasty}

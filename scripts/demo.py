@@ -123,9 +123,11 @@ def percentile(values: list[float], p: float) -> float:
 def show_history(location: Path, name: str, table_format: str) -> None:
     """The table's commits and schemas, as its format's metadata records them."""
     print(f"  {FORMAT_NAMES[table_format]} commits of {name}:")
-    for c in lake.commits(location):
+    commits = lake.commits(location)
+    width = max((len(c["operation"] or "") for c in commits), default=0)
+    for c in commits:
         when = datetime.fromtimestamp(c["timestamp_ms"] / 1000, UTC).strftime("%H:%M:%S")
-        print(f"    {when}  {c['operation'] or '':<9}  {c['summary']}")
+        print(f"    {when}  {c['operation'] or '':<{width}}  {c['summary']}".rstrip())
     print("  schema history:")
     for sid, cols in lake.schema_history(location):
         print(f"    schema {sid}: {', '.join(c for c in cols if not is_metadata_column(c))}")

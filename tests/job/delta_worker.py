@@ -63,7 +63,8 @@ def renamed_schema() -> dict[str, Any]:
 
 
 def postgres_batches() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """PostgreSQL sources' events for batches 1 and 2 (tables named <schema>_<table>): customers'
+    """PostgreSQL sources' events for batches 3 and 4 (tables named <schema>_<table>; those batches
+    write one table each, so these take the idle slot of --table_concurrency): customers'
     inserts, then the captured REPLICA IDENTITY DEFAULT update (before=null) and delete (before holds
     only the key); a TOAST row inserted, then the captured update whose unchanged TOASTed values are
     Debezium's placeholder (the lake's values must stay); every column type of the all-types table."""
@@ -166,7 +167,7 @@ def batches() -> list[list[dict[str, Any]]]:
     items.record("c", key, key | {"sku": "E"}, pos=800, value_schema=ol, key_schema=ORDER_LINES_KEY_SCHEMA)
     fifth += lines.take() + items.take()
     pg_first, pg_second = postgres_batches()
-    return [first + pg_first, second + pg_second, third, fourth, fifth]
+    return [first, second, third + pg_first, fourth + pg_second, fifth]
 
 
 def read_back(spark: Any, name: str) -> dict[str, Any]:

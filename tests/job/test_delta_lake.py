@@ -169,8 +169,8 @@ def test_reconciles_reader_gives_every_delta_tables_rows_and_history_as_spark_re
 
 
 def test_postgres_replica_identity_default_changes_and_toast_placeholders_keep_the_sources_rows(delta):
-    # Batch 2's captured update (before=null) and delete (before holds only the key) apply by key;
-    # the update whose TOASTed values are Debezium's placeholder keeps what batch 1 wrote.
+    # Batch 4's captured update (before=null) and delete (before holds only the key) apply by key;
+    # the update whose TOASTed values are Debezium's placeholder keeps what batch 3 wrote.
     insert = load("postgres/toast_c_insert.json")["value"]["payload"]["after"]
     assert postgres_rows(delta) == {
         "customers": {1: ("Sally", "sally.t@example.com", Decimal("11.25"), "u"), 3: ("Pg3", "pg@example.com", Decimal("1.00"), "c")},

@@ -201,11 +201,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
             print(
                 f"[demo] still running. Explore: CDC_STACK_DIR={s.state} scripts/local-stack status | "
                 "scripts/local-job logs | scripts/reconcile | scripts/apply-sql FILE"
-                + (
-                    ""
-                    if table_format == "iceberg"
-                    else " (the job's tables are in its in-memory catalog: do not restart it)"
-                )
+                + ("" if table_format == "iceberg" else f" | scripts/local-job stop, start --table-format {table_format}")
             )
         else:
             plumbing.stop(s, local_job.COMPONENT)

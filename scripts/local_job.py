@@ -31,6 +31,8 @@ from cdcstack import commands, plumbing, registry, sources
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
+# Where the job's Spark session keeps a persistent session catalog (cdclake.local.session.SESSION_METASTORE_ENV).
+SESSION_METASTORE_ENV = "CDC_SESSION_METASTORE"
 # The job's --table_format values (cdclake.common.settings.TableFormat), iceberg the default.
 TABLE_FORMATS = ("iceberg", "delta", "hudi")
 SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
@@ -83,6 +85,13 @@ def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = "
     ]  # fmt: skip
 
 
+def session_catalog_env(s: plumbing.StackConfig) -> dict[str, str]:
+    """Delta's and Hudi's catalog (Spark's session catalog) kept in the stack's state folder, as Glue's
+    Data Catalog keeps it on AWS: a job started again (stop/start, a crash drill) finds the tables the
+    one before created. Spark's in-memory catalog would forget them with the process."""
+    return {SESSION_METASTORE_ENV: str(s.path("metastore"))}
+
+
 def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
@@ -99,6 +108,8 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceber
         raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
     # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
     env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
+    if table_format != "iceberg":
+        env = {**(env or os.environ), **session_catalog_env(s)}
     proc = plumbing.launch(s, COMPONENT, job_command(s, extra, table_format), port=0, env=env)
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).

@@ -144,3 +144,18 @@ def test_make_demo_table_format_reaches_the_local_jobs_settings(
     assert command[1] == str(local_job.SCRIPT)
     settings = build_settings(parse_argv(command[2:]))
     assert settings.table_format == table_format and settings.source == "kafka"
+
+
+def test_a_local_delta_or_hudi_job_keeps_its_catalog_in_the_stacks_state_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job started again must find the tables the one before created: the session catalog goes to a
+    # folder of the stack's state, under the name the job's session reads.
+    import local_job
+    from cdclake.local.session import SESSION_METASTORE_ENV
+
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    s = sources.stack_config("mysql", "json")
+    env = local_job.session_catalog_env(s)
+    assert list(env) == [SESSION_METASTORE_ENV]
+    assert Path(env[SESSION_METASTORE_ENV]).parent == tmp_path

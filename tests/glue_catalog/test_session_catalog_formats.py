@@ -12,9 +12,9 @@ storage descriptor, SerDe, columns), and the catalog outlives the job's process,
 finds its tables. Not covered: Glue's client and API themselves, and S3.
 
 The template's job arguments for TableFormat=delta and hudi (Hudi's `--conf` passed to spark-submit).
-One small corpus (two files of real Debezium messages, one table) per format, three processes: the entry
-script killed before the commit of batch 0, the entry script killed after it (before Spark's commit log
-records it), then the job restarted on the checkpoint and the lake read back (session_catalog_worker).
+One small corpus (two files of real Debezium messages, one table) per format, two processes: the entry
+script killed after the commit of batch 0 (before Spark's commit log records it), then the job restarted
+on the checkpoint and the lake read back (session_catalog_worker).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def commits(location: Path, table_format: str) -> int:
 
 
 @pytest.mark.parametrize("table_format", ["delta", "hudi"])
-def test_a_batch_killed_before_its_commit_is_applied_once_and_after_it_not_again_and_the_catalog_is_athenas(
+def test_a_batch_killed_after_its_commit_is_not_applied_again_by_a_restarted_job_and_the_catalog_is_athenas(
     session_catalog_jobs, tmp_path, table_format
 ):
     work, job = tmp_path, session_catalog_jobs[table_format]
@@ -106,12 +106,9 @@ def test_a_batch_killed_before_its_commit_is_applied_once_and_after_it_not_again
             after_batch_0 = dict(w.expected)
     location = work / "warehouse" / f"{args[args.index('--namespace') + 1]}.db" / TABLE
 
-    # Killed with batch 0 planned (Spark's offset log) and nothing of it committed.
-    killed_at(run(work, args, submit, "before-iceberg-commit@0"), "before-iceberg-commit")
-    assert (spark_log(work, "offsets"), spark_log(work, "commits")) == ([0], [])
-    assert not location.exists()
-
-    # Restarted: batch 0 is applied from the offset log and committed; killed before Spark's commit log.
+    # Batch 0 committed to the table; killed before Spark's commit log records it. (A kill before the
+    # commit writes nothing to any table whatever its format: the restart re-runs the planned batch from
+    # Spark's offset log, as the Iceberg crash tests check; it is not repeated here per format.)
     killed_at(run(work, args, submit, "after-iceberg-commit@0"), "after-iceberg-commit")
     assert (spark_log(work, "offsets"), spark_log(work, "commits")) == ([0], [])
     assert commits(location, table_format) == 1

@@ -80,3 +80,27 @@ def postgres_rows(out: dict[str, Any]) -> dict[str, Any]:
     }
     toasty = {r["id"]: (r["note"], r["big"], r["blob"]) for r in out["tables"]["public_toasty"]["rows"]}
     return {"customers": customers, "toasty": toasty}
+
+
+def postgres_source_rows() -> dict[str, Any]:
+    """The source's rows of those tables after delta_worker's postgres_batches, as postgres_rows gives
+    a lake's: batch 4's captured update (before=null) and delete (before holds only the key) apply by
+    key, and the update whose TOASTed values are Debezium's placeholder keeps what batch 3 wrote."""
+    from cdc_events import load
+
+    insert = load("postgres/toast_c_insert.json")["value"]["payload"]["after"]
+    return {
+        "customers": {1: ("Sally", "sally.t@example.com", Decimal("11.25"), "u"), 3: ("Pg3", "pg@example.com", Decimal("1.00"), "c")},
+        "toasty": {1: ("one, changed", insert["big"], insert["blob"])},
+    }  # fmt: skip
+
+
+def infinite_timestamp_offsets() -> set[int]:
+    """Offsets of the captured PostgreSQL all-types rows with infinite timestamps, which no lake type holds."""
+    import type_matrix as tm
+
+    return {m["offset"] for m in tm.load_fixtures("postgres")[0] if tm.is_infinite_row(m)}
+
+
+def dead_letter_offsets(out: dict[str, Any], topic: str) -> set[int]:
+    return {d["offset"] for d in out["dead"] if d["topic"] == topic}

@@ -26,7 +26,10 @@ the lake is "caught up" exactly when it equals the source.
 Values are compared after one normalisation per type, so that a DECIMAL, a DATETIME(6), a TIME
 or a TIMESTAMP read from MariaDB and from Iceberg (through DuckDB, Athena's role here) agree
 when they are the same value (a Hudi timestamp, which holds a DATETIME's wall-clock time in UTC,
-included). `compare_rows` is the whole comparison, on rows already read.
+included). A PostgreSQL column whose Python value cannot stand for the lake's is read as text and
+compared in its kind's canonical form (`normalise_as`: intervals, times, bit strings, arrays, an
+unconstrained numeric), and money as numeric. `compare_rows` is the whole comparison, on rows
+already read.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -65,7 +69,7 @@ def normalise(value: Any) -> Any:
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, float):
-        return None if math.isnan(value) else f"{value:.6g}"
+        return "NaN" if math.isnan(value) else f"{value:.6g}"  # NaN is a value, never NULL
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(UTC).replace(tzinfo=None)
@@ -79,6 +83,90 @@ def normalise(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     return str(value)
+
+
+# A column read in a form that needs more than `normalise` to compare exactly: the source read
+# says so per column (PostgreSQL's interval and array columns), and both sides' values of the column
+# go through the same function.
+INTERVAL, JSON, TIME, TIMETZ, BITS, NUMBER = "interval", "json", "time", "timetz", "bits", "number"
+
+_ISO_DURATION = re.compile(
+    r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)W)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?"
+)
+
+
+def iso_duration(text: str) -> str:
+    """An ISO 8601 duration (PostgreSQL's `iso_8601` interval style, or Debezium's text of an interval)
+    as `months,days,microseconds`: one text per duration, whichever fields the writer left out.
+    Text that is no duration stays as it is (and differs)."""
+    m = _ISO_DURATION.fullmatch(text)
+    if not m or text in ("P", "PT"):
+        return text
+    y, mo, w, d, h, mi, sec = (g or "0" for g in m.groups())
+    micros = (int(h) * 3600 + int(mi) * 60) * 1_000_000 + int(Decimal(sec) * 1_000_000)
+    return f"{int(y) * 12 + int(mo)},{int(w) * 7 + int(d)},{micros}"
+
+
+def json_text(value: Any) -> Any:
+    """A JSON document (text, or a value already parsed) in one text: keys sorted, no spacing."""
+    try:
+        doc = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=normalise)
+
+
+def time_micros(text: str) -> str:
+    """`[-]H+:MM:SS[.f]` (a PostgreSQL time's text, up to 24:00:00; the lake's text) -> microseconds."""
+    m = re.fullmatch(r"(-?)(\d+):(\d\d):(\d\d(?:\.\d*)?)", text)
+    if not m:
+        return text
+    us = (int(m[2]) * 3600 + int(m[3]) * 60) * 1_000_000 + int(Decimal(m[4]) * 1_000_000)
+    return str(-us if m[1] else us)
+
+
+def utc_time_micros(text: str) -> str:
+    """A time with zone (PostgreSQL's `12:34:56.1+05:30`, Debezium's `07:04:56.1Z`) -> microseconds
+    after midnight UTC, modulo a day: the same instant of the day in either text."""
+    m = re.fullmatch(r"(\d+:\d\d:\d\d(?:\.\d*)?)(Z|[+-]\d\d(?::?\d\d)?(?::?\d\d)?)", text)
+    if not m:
+        return text
+    us = int(time_micros(m[1]))
+    if m[2] != "Z":
+        parts = [int(x) for x in re.findall(r"\d\d", m[2])] + [0, 0]
+        sign = 1 if m[2][0] == "+" else -1
+        us -= sign * (parts[0] * 3600 + parts[1] * 60 + parts[2]) * 1_000_000
+    return str(us % 86_400_000_000)
+
+
+def bit_string(value: Any) -> Any:
+    """A bit string (PostgreSQL's text of '0'/'1') as the lake holds it: big-endian bytes, in hex."""
+    if isinstance(value, str) and value and set(value) <= {"0", "1"}:
+        return int(value, 2).to_bytes((len(value) + 7) // 8, "big").hex()
+    return normalise(value)
+
+
+_AS_KIND = {INTERVAL: lambda v: iso_duration(str(v)), JSON: json_text, TIME: lambda v: time_micros(str(v))}
+_AS_KIND |= {TIMETZ: lambda v: utc_time_micros(str(v)), BITS: bit_string, NUMBER: lambda v: number(v)}
+
+
+def number(value: Any) -> Any:
+    """A numeric without a declared scale by its value: the connector sends it with trailing zeros
+    dropped (12.50 arrives as 12.5), so its display scale is not the lake's to keep."""
+    try:
+        d = Decimal(str(value))
+    except ArithmeticError:
+        return normalise(value)
+    return format(d.normalize(), "f") if d.is_finite() else str(d)
+
+
+def normalise_as(kind: str | None, value: Any) -> Any:
+    """`normalise`, or the column kind's own canonical form (`_AS_KIND`), applied to either side."""
+    if value is None or kind is None:
+        return normalise(value)
+    if kind not in _AS_KIND:
+        raise ValueError(f"unknown column kind {kind!r}")
+    return _AS_KIND[kind](value)
 
 
 def checksum(row: dict[str, Any]) -> str:
@@ -172,12 +260,15 @@ def compare_rows(
     keys: list[str],
     source_rows: list[dict[str, Any]],
     lake_rows: list[dict[str, Any]],
+    kinds: dict[str, str] | None = None,
 ) -> TableResult:
     """Compare the rows read from the source and from the lake, exactly, as multisets.
 
     `columns` are the source table's columns (the lake's `_cdc_*` metadata is not compared),
     `keys` its primary key (empty: keyless, whole rows are compared). Lake column names may differ
-    in case. Values are normalised (`normalise`) before they are compared. Pure: no database."""
+    in case. Values are normalised (`normalise`, or `normalise_as` the column's kind in `kinds`)
+    before they are compared. Pure: no database."""
+    kinds = kinds or {}
     res = TableResult(table, len(source_rows), len(lake_rows), list(keys))
     by_lower = {n.lower(): n for n in (lake_rows[0].keys() if lake_rows else [])}
     absent = [c for c in columns if c.lower() not in by_lower]
@@ -186,7 +277,7 @@ def compare_rows(
         return res
 
     def canon(row: dict[str, Any], names: dict[str, str] | None) -> dict[str, Any]:
-        return {c: normalise(row[names[c.lower()] if names else c]) for c in columns}
+        return {c: normalise_as(kinds.get(c), row[names[c.lower()] if names else c]) for c in columns}
 
     def item(row: dict[str, Any], cols: list[str]) -> tuple:
         return tuple((c, row[c]) for c in cols)
@@ -287,12 +378,36 @@ class Source:
                     out[t].append(c)
             return out
 
-    def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]]]:
+    def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]], dict[str, str]]:
+        """The table's rows; every MariaDB value compares by `normalise` (no column kinds)."""
         self.conn.commit()  # a fresh snapshot for every read under REPEATABLE READ
         with self.conn.cursor() as cur:
             cur.execute(f"SELECT * FROM `{table}`")
             names = [d[0] for d in cur.description]
-            return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()], {}
+
+
+# PostgreSQL types read as their text and compared in a kind's canonical form.
+_TEXT_KINDS = {"interval": INTERVAL, "time": TIME, "timetz": TIMETZ, "bit": BITS, "varbit": BITS}
+
+
+def _infinity_loaders(conn: Any) -> None:
+    """Dates and timestamps load as Python values, and PostgreSQL's +-infinity as its text (Python's
+    types have no infinity; the job dead-letters such a change, so the row is missing in the lake)."""
+    from psycopg.types import datetime as pgdt
+
+    for name, base in (("date", pgdt.DateLoader), ("timestamp", pgdt.TimestampLoader)):
+        conn.adapters.register_loader(name, _finite_or_text(base))
+    conn.adapters.register_loader("timestamptz", _finite_or_text(pgdt.TimestamptzLoader))
+
+
+def _finite_or_text(base: type) -> type:
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def load(self, data: Any) -> Any:
+            text = bytes(data).decode()
+            return text if text in ("infinity", "-infinity") else super().load(data)
+
+    return Loader
 
 
 class PostgresSource:
@@ -315,7 +430,7 @@ class PostgresSource:
                 user=os_user(),
                 dbname=database,
                 autocommit=True,
-                options="-c TimeZone=UTC",
+                options="-c TimeZone=UTC -c intervalstyle=iso_8601",
             )
         except psycopg.Error as exc:
             raise StackError(f"PostgreSQL: {exc}") from None
@@ -325,6 +440,7 @@ class PostgresSource:
 
         for name in ("json", "jsonb"):
             self.conn.adapters.register_loader(name, TextLoader)
+        _infinity_loaders(self.conn)
 
     def sends_ddl(self) -> bool:
         """Whether the DDL capture's triggers are installed (then the job follows drops and renames)."""
@@ -353,14 +469,39 @@ class PostgresSource:
                 out[t].append(c)
         return out
 
-    def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]]]:
+    def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]], dict[str, str]]:
+        """The table's rows, each column read in the form the connector's value takes in the lake:
+        money as numeric (not the locale's `$1,234.56`), arrays and hstore as JSON, intervals as
+        ISO 8601 text; with the columns that need `normalise_as` to compare (`kinds`)."""
         from psycopg import sql
 
+        types = self.conn.execute(
+            "SELECT a.attname, b.typname, b.typcategory, a.atttypmod FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+            "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
+            "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (sql.Identifier(self.schema, table).as_string(self.conn),),
+        ).fetchall()
+        exprs, kinds = [], {}
+        for name, typname, category, typmod in types:
+            col = sql.Identifier(name)
+            if typname == "money":
+                expr = sql.SQL("{}::numeric").format(col)
+            elif category == "A" or typname == "hstore":
+                expr, kinds[name] = sql.SQL("to_json({})::text").format(col), JSON
+            elif typname == "numeric" and typmod == -1:
+                expr, kinds[name] = col, NUMBER
+            elif typname in _TEXT_KINDS:  # Python's types cannot hold them all (24:00:00)
+                expr, kinds[name] = sql.SQL("{}::text").format(col), _TEXT_KINDS[typname]
+            else:
+                expr = col
+            exprs.append(sql.SQL("{} AS {}").format(expr, col))
         cur = self.conn.execute(
-            sql.SQL("SELECT * FROM {}.{}").format(sql.Identifier(self.schema), sql.Identifier(table))
+            sql.SQL("SELECT {} FROM {}.{}").format(
+                sql.SQL(", ").join(exprs), sql.Identifier(self.schema), sql.Identifier(table)
+            )
         )
         names = [d.name for d in cur.description or []]
-        return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()], kinds
 
 
 def read_lake_table(con: Any, location: Path) -> tuple[list[dict[str, Any]] | None, str]:
@@ -381,7 +522,7 @@ def compare(
     table_format: str = lake.ICEBERG,
 ) -> TableResult:
     lake_name = f"{source.lake_prefix}_{table}".lower()
-    columns, src_rows = source.rows(table)
+    columns, src_rows, kinds = source.rows(table)
     location = lake.table_location(paths.warehouse, local_job.NAMESPACE, lake_name, table_format)
     if not lake.exists(location):
         res = TableResult(table, len(src_rows), 0, list(keys))
@@ -395,7 +536,7 @@ def compare(
         res = TableResult(table, len(src_rows), 0, list(keys))
         res.problem = f"cannot be compared: the lake table {local_job.NAMESPACE}.{lake_name} {why}"
         return res
-    return compare_rows(table, columns, keys, src_rows, lake_rows)
+    return compare_rows(table, columns, keys, src_rows, lake_rows, kinds)
 
 
 def lake_only(

@@ -204,3 +204,41 @@ def test_hudi_column_changes_follow_each_column_by_its_id_across_commits():
         ("5", commit("id", "surname", "", "tier")),
     ]
     assert lake_reader.hudi_column_changes(commits) == [("4", "last_name -> surname"), ("5", "email dropped")]
+
+
+def _one_column(kind: str, source_value: object, lake_value: object) -> reconcile.TableResult:
+    s, d = [{"id": 1, "v": source_value}], [{"id": 1, "v": lake_value}]
+    return reconcile.compare_rows("t", ["id", "v"], ["id"], s, d, {"v": kind})
+
+
+def test_a_postgres_interval_matches_debeziums_iso_text_of_the_same_duration_and_no_other():
+    # PostgreSQL's iso_8601 style leaves zero fields out; Debezium writes them all.
+    assert _one_column(reconcile.INTERVAL, "P1M-2DT3H4M5.5S", "P0Y1M-2DT3H4M5.500000S").ok
+    assert _one_column(reconcile.INTERVAL, "PT-0.000001S", "P0Y0M0DT0H0M-0.000001S").ok
+    assert not _one_column(reconcile.INTERVAL, "P1M", "P0Y0M30DT0H0M0S").ok  # a month is not 30 days
+
+
+def test_array_and_hstore_columns_compare_as_json_documents():
+    assert _one_column(reconcile.JSON, "[1, null, -3]", "[1,null,-3]").ok
+    assert _one_column(reconcile.JSON, '{"b": "2", "a": "1"}', '{"a":"1","b":"2"}').ok
+    assert not _one_column(reconcile.JSON, '["1"]', "[1]").ok
+
+
+def test_times_compare_by_their_microseconds_also_past_23_59_and_with_zones_as_utc():
+    assert _one_column(reconcile.TIME, "24:00:00", "24:00:00.000000").ok
+    assert not _one_column(reconcile.TIME, "12:00:00.000001", "12:00:00.000000").ok
+    assert _one_column(reconcile.TIMETZ, "12:34:56.123456+05:30", "07:04:56.123456Z").ok
+    assert _one_column(reconcile.TIMETZ, "00:00:00+14", "10:00:00Z").ok
+    assert not _one_column(reconcile.TIMETZ, "12:34:56+05:30", "12:34:56Z").ok
+
+
+def test_a_bit_string_matches_the_lakes_big_endian_bytes():
+    assert _one_column(reconcile.BITS, "100000000001", bytes.fromhex("0801")).ok
+    assert not _one_column(reconcile.BITS, "100000000001", bytes.fromhex("0800")).ok
+
+
+def test_a_numeric_without_scale_compares_by_value_and_nan_never_equals_null():
+    assert _one_column(reconcile.NUMBER, Decimal("12.50"), "12.5").ok
+    assert not _one_column(reconcile.NUMBER, Decimal("12.51"), "12.5").ok
+    assert not _one_column(reconcile.NUMBER, Decimal("NaN"), None).ok
+    assert not compare([{**src(1), "name": float("nan")}], [{**lake(1), "Name": None}]).ok

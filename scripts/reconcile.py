@@ -108,12 +108,34 @@ def iso_duration(text: str) -> str:
 
 
 def json_text(value: Any) -> Any:
-    """A JSON document (text, or a value already parsed) in one text: keys sorted, no spacing."""
+    """A JSON document (text, or a value already parsed) in one text: keys sorted, no spacing, each
+    number by its value (1.50 is 1.5), each date-time or time text by its instant (PostgreSQL's
+    to_json writes `12:34:56` and `...+00:00` where the lake's text has `12:34:56.000000` and `Z`)."""
     try:
-        doc = json.loads(value) if isinstance(value, str) else value
+        doc = json.loads(value, parse_float=Decimal, parse_int=Decimal) if isinstance(value, str) else value
     except ValueError:
         return value
-    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=normalise)
+    return json.dumps(_json_canon(doc), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=normalise)
+
+
+_ISO_DATETIME = re.compile(r"\d{4,}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d(:?\d\d)?)?")
+
+
+def _json_canon(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _json_canon(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_json_canon(v) for v in node]
+    if isinstance(node, Decimal):
+        return f"#number:{number(node)}"
+    if isinstance(node, str) and _ISO_DATETIME.fullmatch(node):
+        try:
+            return f"#datetime:{normalise(datetime.fromisoformat(node.replace('Z', '+00:00')))}"
+        except ValueError:
+            return node
+    if isinstance(node, str) and re.fullmatch(r"\d\d:\d\d:\d\d(\.\d+)?", node):
+        return f"#time:{time_micros(node)}"
+    return node
 
 
 def time_micros(text: str) -> str:

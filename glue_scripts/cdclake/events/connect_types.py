@@ -29,7 +29,7 @@ PostgreSQL (tests/fixtures/debezium/*/all_types_*.json, tests/type_matrix.py).
 | io.debezium.time.Time (ms), MicroTime (us), NanoTime (ns), connect Time | string `[-]HH:MM:SS.ffffff` | Spark has no TIME type; MySQL TIME may exceed 24h or be negative (captured) |
 | bytes                                          | binary          | MySQL BINARY/VARBINARY/BLOB, PG bytea (captured) |
 | io.debezium.data.Bits (BIT(n), n > 1)          | binary          | big-endian, as the database shows it; the connector sends the bytes little-endian (captured) |
-| array (PG arrays), map                         | string (JSON)   | e.g. `[1,null,-3]`; the connector sends multi-dimensional PG arrays as nulls (captured) |
+| array (PG arrays), map                         | string (JSON)   | e.g. `[1,null,-3]`; elements decoded as PG's to_json writes them: numeric as numbers, date/timestamp/time as ISO text, bytea as `\\x` hex, json as JSON; the connector sends multi-dimensional PG arrays as nulls (captured) |
 | struct (e.g. io.debezium.data.geometry.Geometry/Point) | string (JSON) | `{"wkb": base64, "srid": n}` (Point adds x, y) (captured) |
 """
 
@@ -295,7 +295,53 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     logical = logical if isinstance(logical, str) else None  # not a logical name: the physical type decides
     params = _parameters(field)
     spec = _logical_spec(name, logical, params)
+    if spec is None and ctype == "array" and isinstance(field.get("items"), dict):
+        spec = _array_spec(name, field["items"], logical)
     return spec if spec is not None else _physical_spec(name, ctype, logical, params)
+
+
+# Array elements (PostgreSQL arrays) whose Connect encoding is not their value: the lake's JSON text
+# holds the values, as PostgreSQL's to_json writes them. Elements that are JSON text themselves
+# (exact decimal text, a json/jsonb value) are joined as they are; dates, timestamps, times,
+# decimals and bytes are decoded (bytes as PostgreSQL's `\\x` hex text); any other element is
+# already its value in the connector's JSON, which the lake keeps as sent.
+_JSON_NAME = "io.debezium.data.Json"
+_NTZ_TEXT = {"timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+
+
+def _array_spec(name: str, items: dict[str, Any], logical: str | None) -> ColumnSpec | None:
+    """An array column whose elements need decoding; None for one the lake keeps as sent."""
+    element = _column_spec({**items, "field": name})
+    raw_json = element.connect_name in (VARIABLE_SCALE_DECIMAL, _JSON_NAME) or (
+        element.connect_name == DECIMAL and element.spark_type == T.StringType()
+    )
+    if raw_json:
+        return ColumnSpec(
+            name,
+            T.ArrayType(element.parse_type),
+            T.StringType(),
+            (lambda c, e=element: _join_json(c, e.convert),),
+            logical,
+        )
+    if element.connect_name == BITS or items.get("type") not in ("bytes", "int32", "int64"):
+        return None  # strings, numbers, booleans, zoned times: the connector's JSON is the value
+    if items.get("type") == "bytes" and element.connect_name != DECIMAL:
+        element = replace(element, stages=(lambda c: F.concat(F.lit("\\x"), F.lower(F.hex(_unbase64(c)))),))
+    elif not element.stages:
+        return None  # plain integers
+    return ColumnSpec(
+        name,
+        T.ArrayType(element.parse_type),
+        T.StringType(),
+        (lambda c, e=element: F.to_json(F.transform(c, e.convert), _NTZ_TEXT),),
+        logical,
+    )
+
+
+def _join_json(array: Column, convert: Converter) -> Column:
+    """`[a,b,null]` from elements that are JSON text each (null stays JSON's null)."""
+    joined = F.array_join(F.transform(array, convert), ",", "null")
+    return F.when(array.isNull(), F.lit(None)).otherwise(F.concat(F.lit("["), joined, F.lit("]")))
 
 
 def _logical_spec(name: str, logical: str | None, params: dict[str, str]) -> ColumnSpec | None:

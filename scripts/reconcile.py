@@ -53,7 +53,7 @@ import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
-from cdclake.events.source_ddl import POSTGRES_DDL_TABLE
+from cdclake.events.source_ddl import POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE
 from cdcstack import commands, mariadb, postgres, sources
 from cdcstack.plumbing import DATABASE, StackConfig, StackError, live_record, os_user
 
@@ -474,15 +474,15 @@ class PostgresSource:
 
     def tables(self) -> dict[str, list[str]]:
         """Every table of the schema -> its primary key columns in key order ([] for a table without
-        one); not the DDL capture's log, whose rows are statements, not a lake table."""
+        one); not the DDL capture's log, whose rows are statements, nor the heartbeat table: no lake tables."""
         rows = self.conn.execute(
             "SELECT c.relname, a.attname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary "
             "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
             "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> %s "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname NOT IN (%s, %s) "
             "ORDER BY c.relname, k.ord",
-            (self.schema, POSTGRES_DDL_TABLE),
+            (self.schema, POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE),
         ).fetchall()
         out: dict[str, list[str]] = {}
         for t, c in rows:

@@ -70,6 +70,8 @@ SLOT = "salesdb_cdc"
 # DDL capture (docs/ARCHITECTURE.md, "Source DDL"): an event trigger writes each DDL command on a table
 # to a table of the captured schema, which the connector streams with the data changes.
 DDL_CAPTURE = ROOT / "sql" / "postgres" / "ddl_capture.sql"
+# The heartbeat table the connector's heartbeat.action.query writes (sql/postgres/heartbeat.sql).
+HEARTBEAT = ROOT / "sql" / "postgres" / "heartbeat.sql"
 SERVER_OS_USER = "postgres"  # PostgreSQL refuses to run as root; the Debian package creates this user
 
 
@@ -328,13 +330,15 @@ def bootstrap(s: StackConfig) -> None:
         """,
         database=DATABASE,
     )
-    install_ddl_capture(s)
+    install_shipped_sql(s, HEARTBEAT)
+    install_shipped_sql(s, DDL_CAPTURE)
 
 
-def install_ddl_capture(s: StackConfig) -> None:
-    """The shipped DDL capture, as on RDS (docs/DEPLOY.md): run by the superuser, idempotent."""
+def install_shipped_sql(s: StackConfig, script: Path) -> None:
+    """A shipped script of sql/postgres/ (the heartbeat table, the DDL capture), as on RDS
+    (docs/DEPLOY.md): run by the superuser, idempotent."""
     names = f"\\set schema {SCHEMA}\n\\set owner {OWNER_ROLE}\n\\set publication {PUBLICATION}\n"
-    run_sql(s, names + DDL_CAPTURE.read_text(), database=DATABASE)
+    run_sql(s, names + script.read_text(), database=DATABASE)
 
 
 def auto_conf_problems(s: StackConfig) -> list[str]:

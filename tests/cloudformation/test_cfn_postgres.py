@@ -134,14 +134,48 @@ def test_postgres_settings_are_not_copied_into_the_template_by_hand() -> None:
         assert f"{key}:" not in text, f"{key} is written in cdc-pipeline.yaml; it belongs in {SOURCE.name}"
 
 
-def test_the_connector_may_write_its_heartbeat_topic(pg_template: dict[str, Any], template: dict[str, Any]) -> None:
+def test_both_connectors_send_heartbeats_to_a_topic_their_role_may_write(
+    pg_template: dict[str, Any], template: dict[str, Any]
+) -> None:
     def topic_arns(t: dict[str, Any]) -> list[str]:
         policy = t["Resources"]["ConnectRole"]["Properties"]["Policies"][0]["PolicyDocument"]
         (topics,) = [s for s in policy["Statement"] if s["Sid"] == "Topics"]
         return [r["Fn::Sub"][0] for r in topics["Resource"]]
 
-    assert any(a.endswith("/${TopicPrefix}-heartbeat.*") for a in topic_arns(pg_template))
-    assert not any("heartbeat" in a for a in topic_arns(template))  # MySQL's policy is unchanged
+    for t, connector in ((pg_template, "PgConnector"), (template, "Connector")):
+        config = t["Resources"][connector]["Properties"]["ConnectorConfiguration"]
+        assert int(config["heartbeat.interval.ms"]) > 0
+        assert config["topic.heartbeat.prefix"] == {"Fn::Sub": "${TopicPrefix}-heartbeat"}
+        assert any(a.endswith("/${TopicPrefix}-heartbeat.*") for a in topic_arns(t))
+
+
+def test_the_postgres_heartbeat_writes_the_row_the_bootstrap_creates_in_the_captured_schema(
+    pg_template: dict[str, Any],
+) -> None:
+    config = pg_template["Resources"]["PgConnector"]["Properties"]["ConnectorConfiguration"]
+    assert config["heartbeat.action.query"]["Fn::Sub"].startswith('INSERT INTO "${PgSchema}".cdclake_heartbeat ')
+    script = pg_user_data(pg_template)[0]
+    # heartbeat.sql creates the table (in the schema the filtered publication takes), before the DDL
+    # capture and after the seed, which runs only into a schema without tables.
+    loop = script.index("for script in heartbeat ddl_capture; do")
+    assert loop > script.index("/opt/cdc/sql/postgres/$name")
+    assert "-v schema='${PgSchema}'" in script[loop:] and '-f "/opt/cdc/sql/postgres/$script.sql"' in script[loop:]
+    assert (templates.ROOT / "sql" / "postgres" / "heartbeat.sql").is_file()
+
+
+def test_an_alarm_watches_the_replication_slots_lag_of_the_postgres_source(
+    pg_template: dict[str, Any], template: dict[str, Any]
+) -> None:
+    alarm = pg_template["Resources"]["ReplicationSlotLag"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/RDS", "OldestReplicationSlotLag")
+    (dimension,) = alarm["Dimensions"]
+    assert dimension["Name"] == "DBInstanceIdentifier"
+    assert dimension["Value"] == {"Ref": "Database"}  # the demo database (the default variant)
+    assert (
+        alarm["Threshold"] == {"Ref": "MaxReplicationSlotLagMb"}
+        and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    )
+    assert "ReplicationSlotLag" not in template["Resources"]  # MySQL has no slot
 
 
 # ---------------------------------------------------------------- client bootstrap
@@ -154,7 +188,7 @@ def test_the_client_creates_the_replication_user_without_a_manual_step(pg_templa
     assert "dnf install -y -q postgresql${PgEngineVersion}" in script and "PGSSLMODE=require" in script
     assert "sql -d '${SourceDatabase}' -f \"/opt/cdc/sql/postgres/$name\"" in script
     # The DDL capture, after the seed (its table would count as one and skip the seed).
-    assert script.index("-f /opt/cdc/sql/postgres/ddl_capture.sql") > script.index("/opt/cdc/sql/postgres/$name")
+    assert script.index("for script in heartbeat ddl_capture") > script.index("/opt/cdc/sql/postgres/$name")
     assert variables == {"SeedFileList": {"Fn::Join": [",", {"Ref": "SeedSqlFiles"}]}}
     assert script.rstrip().splitlines()[-1].strip() == "signal 0"
     # Neither password is on a command line or in a statement: env vars and a SCRAM verifier.

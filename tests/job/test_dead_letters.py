@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from cdc_events import Events, customer, load
+from cdc_events import Events, connect_json, customer, load
 
 
 def test_malformed_records_go_to_dead_letters_with_reason_and_position_and_the_batch_log_names_each_reason(
@@ -77,3 +77,27 @@ def test_schemaless_json_events_use_the_documented_fallback(lake):
     assert row["first_name"] == "Updated"
     assert row["id"] == 1 and isinstance(row["id"], int)
     assert row["balance"] == customer(1)["balance"], "without a schema a decimal stays as the connector sent it"
+
+
+def test_heartbeats_of_both_connectors_are_neither_dead_letters_nor_a_lake_table(lake):
+    # A topic pattern may match the heartbeat topics (<prefix>-heartbeat.<prefix>, e.g. `salesdb.*`), and
+    # PostgreSQL's heartbeat table is in the captured schema's topic pattern: the job skips all three.
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1))
+    heartbeats = [
+        ("salesdb-heartbeat.salesdb", "mariadb/heartbeat_topic.json"),
+        ("salesdb-heartbeat.salesdb", "postgres/heartbeat_topic.json"),
+        ("salesdb.public.cdclake_heartbeat", "postgres/heartbeat_table_u.json"),
+    ]
+    records = ev.take()
+    for i, (topic, fixture) in enumerate(heartbeats):
+        message = load(fixture)
+        beat = Events(topic=topic, next_offset=i).raw(connect_json(message["key"]), connect_json(message["value"]))
+        records.append(beat)
+
+    report = lake.apply(records)
+
+    assert lake.ids() == [1]
+    assert report.records == 4 and report.dead == 0 and lake.dead_letters() == []
+    tables = [r["tableName"] for r in lake.spark.sql(f"SHOW TABLES IN glue_catalog.{lake.namespace}").collect()]
+    assert tables == ["inventory_customers"]

@@ -18,10 +18,15 @@ from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from ..common.records import RAW_COLUMNS
 from ..common.records import RAW_SCHEMA as RAW_SCHEMA  # re-exported: callers that build raw batches
 from .ordering import sequence_expr
-from .source_ddl import POSTGRES_DDL_TABLE
+from .source_ddl import POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE
 
-# Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location.
+# Record classification. Only CHANGE rows are applied; DEAD rows go to the dead-letter location;
+# HEARTBEAT rows (the connector's heartbeat topic, PostgreSQL's heartbeat table) are only counted.
 CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"
+HEARTBEAT = "heartbeat"
+# The value schema of a record on Debezium's heartbeat topic <topic.heartbeat.prefix>.<topic.prefix>,
+# which a topic pattern may match (a user's pattern such as `salesdb.*`).
+_HEARTBEAT_SCHEMA = '"name":"io.debezium.connector.common.Heartbeat"'
 
 _CORRUPT = "_corrupt"
 # Debezium source block: MySQL (file/pos/row), PostgreSQL (lsn), both (db, table, snapshot, ts_ms).
@@ -188,6 +193,7 @@ def _status_reason(op: Column, src: Column) -> Column:
         )
         # PostgreSQL's DDL log (source_ddl.py): its events are statements, never a lake table.
         .when(_postgres_ddl_log(src), F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")))
+        .when(_heartbeat(op, src), F.struct(F.lit(HEARTBEAT), F.lit(None).cast("string")))
         .when(op.isNull(), F.struct(F.lit(DEAD), F.lit("payload has no Debezium `op` field")))
         .when(
             ~op.isin("c", "r", "u", "d", "t"),
@@ -213,6 +219,15 @@ def _status_reason(op: Column, src: Column) -> Column:
 
 def _postgres_ddl_log(src: Column) -> Column:
     return F.coalesce((src["table"] == POSTGRES_DDL_TABLE) & src["lsn"].isNotNull(), F.lit(False))
+
+
+def _heartbeat(op: Column, src: Column) -> Column:
+    """A heartbeat: a record of the heartbeat topic (no `op`; its schema is looked at only then), or a
+    change of PostgreSQL's heartbeat table (sql/postgres/heartbeat.sql), which heartbeat.action.query
+    updates so that the replication slot advances while the captured tables are quiet."""
+    topic_record = op.isNull() & F.coalesce(F.col("_value_schema").contains(_HEARTBEAT_SCHEMA), F.lit(False))
+    table_row = F.coalesce((src["table"] == POSTGRES_HEARTBEAT_TABLE) & src["lsn"].isNotNull(), F.lit(False))
+    return topic_record | table_row
 
 
 def _streamed(src: Column) -> Column:

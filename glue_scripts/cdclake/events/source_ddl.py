@@ -284,6 +284,9 @@ def _table_name(tokens: list[_Tok], i: int, database: str) -> tuple[tuple[str, s
 # ------------------------------------------------------------------ PostgreSQL's DDL log
 # The table sql/postgres/ddl_capture.sql creates in a captured schema: its change events are DDL.
 POSTGRES_DDL_TABLE = "cdclake_ddl"
+# The one-row table sql/postgres/heartbeat.sql creates in a captured schema: the connector's
+# heartbeat.action.query updates it; its change events are heartbeats, never a lake table.
+POSTGRES_HEARTBEAT_TABLE = "cdclake_heartbeat"
 
 
 @dataclass(frozen=True)

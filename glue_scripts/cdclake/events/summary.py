@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from ..common.lake_contract import CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from .decode import SchemaGroup
-from .envelope import CHANGE, DEAD, SCHEMA_CHANGE, TOMBSTONE, TRUNCATE
+from .envelope import CHANGE, DEAD, HEARTBEAT, SCHEMA_CHANGE, TOMBSTONE, TRUNCATE
 
 TableId = tuple[str, str]  # (source db or schema, source table)
 # (value schema id, the schema's text or None) -> the text: from this batch's row when it has one
@@ -80,6 +80,7 @@ class BatchSummary:
     tombstones: int = 0
     schema_events: int = 0
     truncates: int = 0
+    heartbeats: int = 0  # the connector's heartbeats: counted, never applied
     dead: int = 0  # records that reach no table (classification), by reason below
     dead_reasons: dict[str, int] = field(default_factory=dict)
     # Change events per table, one group per (value schema, key schema), in order of first sight.
@@ -127,6 +128,8 @@ def _count(out: BatchSummary, r: SummaryRow) -> None:
         out.schema_events += n
     elif status == TRUNCATE:
         out.truncates += n
+    elif status == HEARTBEAT:
+        out.heartbeats += n
     elif status == DEAD:
         out.dead += n
         out.dead_reasons[r["_reason"]] = out.dead_reasons.get(r["_reason"], 0) + n

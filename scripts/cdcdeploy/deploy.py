@@ -10,11 +10,14 @@ left in progress -> start the Glue streaming job unless a run is already active.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +231,93 @@ def check_topic_pattern(parameters: list[str]) -> None:
         )
 
 
+# ---------------------------------------------------------------- the connector's name
+@dataclass(frozen=True)
+class DeployedConnector:
+    """What names the deployed connector and what replacing it depends on."""
+
+    plugin_hash: str  # DebeziumPluginHash
+    worker_hash: str  # the 12 hex digits ending the worker configuration's name
+    suffix: str  # ConnectorNameSuffix
+    slot: str  # PgSlotName
+    engine: str  # SourceEngine
+
+
+def deployed_connector(cfn: Any, stack_name: str) -> DeployedConnector | None:
+    """The deployed stack's connector facts, or None when there is no deployed stack yet."""
+    try:
+        stack = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+    except ClientError as exc:
+        if "does not exist" in str(exc):
+            return None
+        raise
+    if stack["StackStatus"] == "REVIEW_IN_PROGRESS":  # a change set was made, nothing deployed
+        return None
+    params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
+    body = cfn.get_template(StackName=stack_name, TemplateStage="Original")["TemplateBody"]
+    found = re.search(r"-worker-([0-9a-f]{12})", body if isinstance(body, str) else json.dumps(body))
+    return DeployedConnector(
+        plugin_hash=params.get("DebeziumPluginHash", ""),
+        worker_hash=found.group(1) if found else "",
+        suffix=params.get("ConnectorNameSuffix", ""),
+        slot=params.get("PgSlotName", ""),
+        engine=params.get("SourceEngine", "mysql"),
+    )
+
+
+def connector_name_overrides(
+    deployed: DeployedConnector | None, plugin_hash: str, worker_hash: str, parameters: list[str]
+) -> list[str]:
+    """The ConnectorNameSuffix to deploy with. A new plugin or worker configuration makes MSK Connect
+    replace the connector, which CloudFormation cannot do under the same name (the update rolls back):
+    the connector then gets a new name, derived from the old suffix and the new hashes (so never one
+    used before, whose stored offsets would be stale). PostgreSQL's new connector needs a new slot too
+    (the old connector holds its slot until it is deleted): without one given, refused with the fix."""
+    explicit = {k for k, sep, _ in (p.partition("=") for p in parameters) if sep}
+    values = parameter_values(parameters)
+    if deployed is None or (deployed.plugin_hash, deployed.worker_hash) == (plugin_hash, worker_hash):
+        return []  # the aws CLI keeps the deployed values of parameters not given
+    what = [
+        f"{name} {old or '?'} -> {new}"
+        for name, old, new in (
+            ("plugin", deployed.plugin_hash, plugin_hash),
+            ("worker", deployed.worker_hash, worker_hash),
+        )
+        if old != new
+    ]
+    if "ConnectorNameSuffix" not in explicit:
+        digest = hashlib.sha256(f"{deployed.suffix}:{plugin_hash}:{worker_hash}".encode()).hexdigest()
+        suffix = f"-{digest[:8]}"
+    elif (suffix := values["ConnectorNameSuffix"]) == deployed.suffix:
+        raise SystemExit(
+            f"[deploy] the connector's {', '.join(what)} changed: MSK Connect replaces it, which needs a new "
+            f"name, and ConnectorNameSuffix={suffix!r} is the deployed one. Leave the parameter out (deploy "
+            "derives a new suffix) or give a new one."
+        )
+    engine = values.get("SourceEngine", "mysql")
+    if engine == "postgres" and values.get("PgSlotName") == deployed.slot:
+        raise SystemExit(
+            f"[deploy] the connector's {', '.join(what)} changed: MSK Connect replaces it, and the new PostgreSQL "
+            f"connector needs a slot of its own while the old one still holds {deployed.slot}. Deploy again with "
+            f"--parameter PgSlotName={deployed.slot[:54]}_{suffix[1:]} (then drop the old slot: SELECT "
+            f"pg_drop_replication_slot('{deployed.slot}'); docs/DEPLOY.md, \"Upgrades\")."
+        )
+    print(
+        f"[deploy] the connector's {', '.join(what)} changed: it is replaced under the new name suffix {suffix} "
+        'and takes a new snapshot (docs/DEPLOY.md, "Upgrades")'
+    )
+    return [f"ConnectorNameSuffix={suffix}"]
+
+
+def connector_naming(
+    cfn: Any, stack_name: str, plugin_hash: str, parameters: list[str], worker_file: Path | None = None
+) -> list[str]:
+    """The deployed connector compared with the one about to be deployed (the built plugin, the worker
+    properties file): the name overrides a replacement needs, or SystemExit with the fix."""
+    worker = templates.worker_hash_of_file(worker_file) if worker_file else templates.worker_hash_of_file()
+    return connector_name_overrides(deployed_connector(cfn, stack_name), plugin_hash, worker, parameters)
+
+
 def run_preflight(session: Any, parameters: list[str], region: str) -> bool:
     """Your own network's checks (nothing in demo mode); prints each problem with its fix."""
     problems = preflight.run(session, parameter_values(parameters), region)
@@ -294,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
 
     cfn = session.client("cloudformation")
+    naming = connector_naming(cfn, args.stack_name, manifest["parameters"]["DebeziumPluginHash"], args.parameter)  # type: ignore[index]
     bucket = args.artifacts_bucket
     if not bucket:
         bootstrap = f"{args.stack_name}-bootstrap"
@@ -309,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     packaged = package(
         built["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
     )
-    overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter)  # type: ignore[arg-type]
+    overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter) + naming  # type: ignore[arg-type]
     try:
         deploy_and_wait(
             cfn,

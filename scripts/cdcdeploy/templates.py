@@ -154,13 +154,30 @@ def render_worker_configuration(resource: dict[str, Any], cfn_dir: Path) -> None
     spec = resource.get("Metadata", {}).get("Render", {})
     if "PropertiesFile" not in spec:
         raise RenderError("the AWS::KafkaConnect::WorkerConfiguration needs Metadata.Render.PropertiesFile")
-    content = (cfn_dir / spec["PropertiesFile"]).read_bytes()
+    content = worker_properties((cfn_dir / spec["PropertiesFile"]).read_bytes())
     props = resource["Properties"]
     props["PropertiesFileContent"] = base64.b64encode(content).decode("ascii")
     name = props["Name"]
     base = name["Fn::Sub"] if isinstance(name, dict) else name
-    props["Name"] = {"Fn::Sub": f"{base}-{hashlib.sha256(content).hexdigest()[:12]}"}
+    props["Name"] = {"Fn::Sub": f"{base}-{worker_hash(content)}"}
     resource["Metadata"]["Render"] = {"RenderedFrom": spec["PropertiesFile"]}
+
+
+def worker_properties(content: bytes) -> bytes:
+    """The worker properties MSK Connect gets: the file without its comments and blank lines, each
+    line trimmed, in order. A comment edit changes neither the content nor its hash, so it replaces
+    neither the worker configuration nor the connector that uses it."""
+    lines = [line.strip() for line in content.decode("utf-8").splitlines()]
+    return "".join(f"{line}\n" for line in lines if line and not line.startswith(("#", "!"))).encode("utf-8")
+
+
+def worker_hash(properties: bytes) -> str:
+    """The 12 hex digits that end the worker configuration's name: of `worker_properties` output."""
+    return hashlib.sha256(properties).hexdigest()[:12]
+
+
+def worker_hash_of_file(path: Path = CFN_DIR / "connector" / "msk-worker.properties") -> str:
+    return worker_hash(worker_properties(path.read_bytes()))
 
 
 # ---------------------------------------------------------------- Athena named queries

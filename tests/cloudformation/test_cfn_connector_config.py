@@ -89,12 +89,27 @@ def test_rendering_uses_the_shared_connector_config_module_when_present(tmp_path
 def test_worker_configuration_is_the_properties_file_named_by_its_hash(template: dict[str, Any]) -> None:
     (worker,) = resources_of(template, "AWS::KafkaConnect::WorkerConfiguration").values()
     props = worker["Properties"]
-    content = (templates.CFN_DIR / "connector" / "msk-worker.properties").read_bytes()
-    assert base64.b64decode(props["PropertiesFileContent"]) == content
-    assert re.fullmatch(r"\$\{AWS::StackName\}-worker-[0-9a-f]{12}", props["Name"]["Fn::Sub"])
-    lines = dict(line.split("=", 1) for line in content.decode().splitlines() if line and not line.startswith("#"))
+    source = (templates.CFN_DIR / "connector" / "msk-worker.properties").read_text()
+    content = base64.b64decode(props["PropertiesFileContent"]).decode()
+    # Every setting of the file, in order, and nothing else: its comments and blank lines are left out.
+    settings = [line for line in source.splitlines() if line.strip() and not line.startswith("#")]
+    assert content.splitlines() == settings
+    assert props["Name"]["Fn::Sub"] == "${AWS::StackName}-worker-" + templates.worker_hash_of_file()
+    lines = dict(line.split("=", 1) for line in content.splitlines())
     assert lines["key.converter"] == lines["value.converter"] == "org.apache.kafka.connect.json.JsonConverter"
     assert lines["key.converter.schemas.enable"] == lines["value.converter.schemas.enable"] == "true"
+
+
+def test_a_comment_edit_leaves_the_worker_configuration_and_its_name_unchanged(tmp_path: Path) -> None:
+    source = (templates.CFN_DIR / "connector" / "msk-worker.properties").read_bytes()
+    commented = b"# an operator's note\n\n" + source.replace(b"\n# ", b"\n#   reworded: ", 1) + b"\n   \n"
+    assert templates.worker_properties(commented) == templates.worker_properties(source)
+    edited = tmp_path / "msk-worker.properties"
+    edited.write_bytes(commented)
+    assert templates.worker_hash_of_file(edited) == templates.worker_hash_of_file()
+    # A changed setting is a new configuration with a new name.
+    edited.write_bytes(source + b"offset.flush.interval.ms=20000\n")
+    assert templates.worker_hash_of_file(edited) != templates.worker_hash_of_file()
 
 
 def test_the_connector_may_still_create_and_describe_its_schema_history_topic(template: dict[str, Any]) -> None:

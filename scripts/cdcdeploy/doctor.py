@@ -1,7 +1,8 @@
 """scripts/doctor STACK: check a deployed CDC lake end to end, one line per check, OK or the fix.
 
 In order: the stack's status, the connector's state and its last error, the streaming job's latest
-run, its last batch line (lag, dead letters), the lake tables in the Glue database, the dead-letter
+run, its last batch line (lag, dead letters), the lake tables in the Glue database, whether Lake
+Formation governs that database (and the stack grants the jobs what they need), the dead-letter
 prefix, the stack's alarms, and an Athena count of each lake table. Exit 1 when any check fails.
 Read-only: it starts, stops and changes nothing (the Athena counts write query results only).
 """
@@ -159,6 +160,40 @@ def check_tables(glue: Any, database: str) -> tuple[Result, list[str]]:
     return Result("tables", True, f"{len(tables)} in {database}: {shown}"), tables
 
 
+IAM_ONLY = "IAM_ALLOWED_PRINCIPALS"
+
+
+def lake_formation_governs(glue: Any, database: str) -> bool:
+    """Whether Lake Formation, not IAM alone, decides who may use the database's new tables: their
+    default permissions (set from the account's Lake Formation settings when the database was made)
+    do not give IAMAllowedPrincipals ALL."""
+    defaults = glue.get_database(Name=database)["Database"].get("CreateTableDefaultPermissions", [])
+    return not any(
+        p.get("Principal", {}).get("DataLakePrincipalIdentifier") == IAM_ONLY and "ALL" in p.get("Permissions", [])
+        for p in defaults
+    )
+
+
+def check_lake_formation(glue: Any, database: str, grants: str, stack: str) -> Result:
+    try:
+        governed = lake_formation_governs(glue, database)
+    except ClientError as exc:
+        if "EntityNotFound" not in str(exc):
+            raise
+        return Result("lakeformation", False, f"no Glue database {database}", "the stack creates it: check the stack")
+    if not governed:
+        return Result("lakeformation", True, f"{database}: IAM permissions alone (IAMAllowedPrincipals)")
+    if grants == "true":
+        return Result("lakeformation", True, f"Lake Formation governs {database}; the stack grants both job roles")
+    return Result(
+        "lakeformation",
+        False,
+        f"Lake Formation governs {database} and the stack grants the jobs nothing: their catalog calls fail",
+        f"scripts/deploy --stack-name {stack} --parameter LakeFormationGrants=true (as a Lake Formation "
+        "administrator); your Athena users need SELECT and DESCRIBE too (README, Troubleshooting on AWS)",
+    )
+
+
 def check_dead_letters(s3: Any, path: str, region: str) -> Result:
     bucket, _, prefix = path.removeprefix("s3://").partition("/")
     keys = [
@@ -262,6 +297,8 @@ def run(
         results.append(check_batch_line(logs, f"{prefix}/output", f"{prefix}/error", now_ms, run_started_ms))
     tables_result, tables = check_tables(glue, outputs["GlueDatabaseName"])
     results.append(tables_result)
+    grants = outputs.get("LakeFormationGrants", "false")
+    results.append(check_lake_formation(glue, outputs["GlueDatabaseName"], grants, stack))
     results.append(check_dead_letters(session.client("s3"), outputs["DeadLetterPath"], region))
     results.append(check_alarms(session.client("cloudwatch"), stack))
     results.append(

@@ -589,3 +589,25 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
     )
     arns = [r["Fn::Sub"][0] for r in statement["Resource"]]
     assert any(a.endswith("/${TopicPrefix}") for a in arns) and any(a.endswith("/${TopicPrefix}.*") for a in arns)
+
+
+def test_lake_formation_grants_both_job_roles_only_when_asked(raw_template: dict[str, Any]) -> None:
+    assert not resources_of(resolve_variant(raw_template), "AWS::LakeFormation::PrincipalPermissions")
+    granted = resources_of(
+        resolve_variant(raw_template, LakeFormationGrants="true"), "AWS::LakeFormation::PrincipalPermissions"
+    )
+    by_role: dict[str, dict[str, set[str]]] = {}
+    for r in granted.values():
+        props = r["Properties"]
+        role = props["Principal"]["DataLakePrincipalIdentifier"]["Fn::GetAtt"][0]
+        (kind,) = props["Resource"]
+        by_role.setdefault(role, {})[kind] = set(props["Permissions"])
+        assert props["PermissionsWithGrantOption"] == []
+        target = props["Resource"][kind]
+        assert target.get("Name", target.get("DatabaseName")) == {"Ref": "GlueDatabase"}
+        if kind == "Table":
+            assert target["TableWildcard"] == {}  # the tables the jobs create later too
+    assert set(by_role) == {"GlueJobRole", "MaintenanceJobRole"}
+    for grants in by_role.values():
+        assert grants["Database"] == {"DESCRIBE", "CREATE_TABLE", "ALTER"}
+        assert grants["Table"] == {"SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"}

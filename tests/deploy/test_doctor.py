@@ -73,7 +73,7 @@ def stack(aws: str) -> Iterator[dict[str, Any]]:
     # A streaming run stays RUNNING (moto would move it on to SUCCEEDED as it is read).
     state_manager.set_transition(model_name="glue::job_run", transition={"progression": "manual", "times": 10**6})
     glue.start_job_run(JobName=JOB)
-    glue.create_database(DatabaseInput={"Name": DB})
+    glue.create_database(DatabaseInput={"Name": DB, "CreateTableDefaultPermissions": IAM_ONLY})
     glue.create_table(DatabaseName=DB, TableInput={"Name": "salesdb_customer"})
     boto3.client("s3").create_bucket(Bucket=LAKE, CreateBucketConfiguration={"LocationConstraint": REGION})
     log_line(BATCH_LINE.format(dead=0))
@@ -88,6 +88,10 @@ def stack(aws: str) -> Iterator[dict[str, Any]]:
     athena_returns(aws, "30")
     yield outputs
     state_manager.unset_transition(model_name="glue::job_run")
+
+
+# What a database gets where Lake Formation leaves access to IAM (the account's default settings).
+IAM_ONLY = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]
 
 
 def log_line(message: str) -> None:
@@ -122,7 +126,9 @@ def failed(results: dict[str, doctor.Result]) -> list[str]:
 
 def test_a_healthy_deployment_passes_every_check_in_order(stack: dict[str, Any]) -> None:
     results = diagnose()
-    assert list(results) == ["stack", "connector", "job", "batches", "tables", "dead-letters", "alarms", "athena"]
+    assert list(results) == [
+        "stack", "connector", "job", "batches", "tables", "lakeformation", "dead-letters", "alarms", "athena"
+    ]  # fmt: skip
     assert failed(results) == [], [r.line() for r in results.values()]
     assert results["batches"].detail.endswith(
         "min ago: batch 7: 12 records (12 changes, 0 tombstones, 0 schema events, 0 dead letters), behind source 4.1 s"
@@ -196,3 +202,16 @@ def test_a_running_job_without_a_batch_line_since_its_start_is_diagnosed(stack: 
     assert failed(results) == ["batches"]
     assert results["batches"].detail.startswith(f"no batch line in {PREFIX}/output since the run started")
     assert f"{PREFIX}/error" in results["batches"].fix
+
+
+def test_a_database_lake_formation_governs_without_the_stacks_grants_is_diagnosed_with_the_parameter(
+    stack: dict[str, Any],
+) -> None:
+    glue = boto3.client("glue")
+    glue.update_database(Name=DB, DatabaseInput={"Name": DB, "CreateTableDefaultPermissions": []})
+    results = diagnose()
+    assert failed(results) == ["lakeformation"]
+    assert "Lake Formation governs cdc_lake" in results["lakeformation"].detail
+    assert "--parameter LakeFormationGrants=true" in results["lakeformation"].fix
+    # With the stack's grants the same database passes.
+    assert doctor.check_lake_formation(glue, DB, "true", STACK).ok

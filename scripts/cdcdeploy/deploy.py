@@ -318,9 +318,11 @@ def connector_naming(
     return connector_name_overrides(deployed_connector(cfn, stack_name), plugin_hash, worker, parameters)
 
 
-def run_preflight(session: Any, parameters: list[str], region: str) -> bool:
+def run_preflight(session: Any, parameters: list[str], region: str, assume_egress: bool = False) -> bool:
     """Your own network's checks (nothing in demo mode); prints each problem with its fix."""
-    problems = preflight.run(session, parameter_values(parameters), region)
+    if assume_egress:
+        print("[deploy] --assume-egress: the subnets' routes to AWS are not checked", file=sys.stderr)
+    problems = preflight.run(session, parameter_values(parameters), region, assume_egress)
     for problem in problems:
         print(f"[deploy] preflight: {problem.line()}", file=sys.stderr)
     if problems:
@@ -369,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plugin-zip", type=Path, help="connector plugin zip to ship instead of building one")
     parser.add_argument("--no-start-job", action="store_true", help="do not start the Glue streaming job")
+    parser.add_argument(
+        "--assume-egress",
+        action="store_true",
+        help="ExistingVpcId: the subnets reach AWS in a way preflight cannot judge (a proxy, routes it does not "
+        "know); skip its route and endpoint checks",
+    )
     arguments.add_wait(
         parser, "--wait-minutes", 180, "how long to wait for the pipeline stack after the aws CLI stops waiting"
     )
@@ -376,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
 
     check_topic_pattern(args.parameter)
     session = arguments.session(args)
-    if not run_preflight(session, args.parameter, args.region):
+    if not run_preflight(session, args.parameter, args.region, args.assume_egress):
         return 2
     built = build.build_templates(BUILD_DIR / "cloudformation")
     manifest = build.build_artifacts(BUILD_DIR, plugin_zip=args.plugin_zip, source_engine=source_engine(args.parameter))

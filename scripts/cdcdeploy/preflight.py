@@ -31,16 +31,16 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def check_subnets(ec2: Any, vpc_id: str, subnet_ids: list[str], subnet_az: str) -> tuple[list[Problem], dict | None]:
+def check_subnets(ec2: Any, vpc_id: str, subnet_ids: list[str], subnet_az: str) -> tuple[list[Problem], list[dict]]:
     """The VPC and subnets exist, belong together, span two zones, and the first is in subnet_az.
-    Returns the problems and the first (Glue) subnet when it exists."""
+    Returns the problems and the subnets found in the VPC, the first (Glue) subnet first when it is."""
     try:
         ec2.describe_vpcs(VpcIds=[vpc_id])
     except ClientError as exc:
         if "NotFound" not in _error_code(exc):
             raise
         return [Problem(f"ExistingVpcId={vpc_id}: no such VPC in this account and region",
-                        "pass the id of the VPC your database is in (aws ec2 describe-vpcs)")], None  # fmt: skip
+                        "pass the id of the VPC your database is in (aws ec2 describe-vpcs)")], []  # fmt: skip
     found = {
         s["SubnetId"]: s for s in ec2.describe_subnets(Filters=[{"Name": "subnet-id", "Values": subnet_ids}])["Subnets"]
     }
@@ -63,7 +63,7 @@ def check_subnets(ec2: Any, vpc_id: str, subnet_ids: list[str], subnet_az: str) 
             f"ExistingSubnetAz={subnet_az or '(empty)'}, but the first subnet {first['SubnetId']} (the Glue job's) is in "
             f"{first['AvailabilityZone']}",
             f"pass --parameter ExistingSubnetAz={first['AvailabilityZone']}"))  # fmt: skip
-    return problems, first
+    return problems, [found[s] for s in subnet_ids if s in found and found[s]["VpcId"] == vpc_id]
 
 
 def route_table_of(ec2: Any, subnet: dict) -> dict | None:
@@ -77,14 +77,55 @@ def route_table_of(ec2: Any, subnet: dict) -> dict | None:
     return main[0] if main else None
 
 
+# A default route through one of these leaves the VPC (a NAT gateway, a transit gateway, a firewall or
+# NAT appliance's network interface or instance); an internet gateway does not, for the interfaces of
+# Glue, Lambda and MSK Connect have no public address. A Gateway Load Balancer endpoint (vpce-, e.g.
+# AWS Network Firewall's) is a GatewayId.
+EGRESS_TARGETS = ("NatGatewayId", "TransitGatewayId", "NetworkInterfaceId", "InstanceId")
+
+
+def egress_route(table: dict | None) -> str | None:
+    """The target of the route table's active default route that leaves the VPC, if any."""
+    for r in (table or {}).get("Routes", []):
+        if r.get("DestinationCidrBlock") != "0.0.0.0/0" or r.get("State", "active") != "active":
+            continue
+        for key in EGRESS_TARGETS:
+            if r.get(key):
+                return str(r[key])
+        if str(r.get("GatewayId", "")).startswith("vpce-"):
+            return str(r["GatewayId"])
+    return None
+
+
+def check_connector_subnets(ec2: Any, subnets: list[dict], region: str, wire_format: str) -> list[Problem]:
+    """The connector runs in every subnet. With the wire format avro its converter calls the AWS Glue
+    Schema Registry (the glue API): each subnet needs a route out of the VPC or the glue interface endpoint."""
+    if wire_format != "avro":
+        return []
+    name = network.service_name(region, "glue")
+    vpcs = {s["VpcId"] for s in subnets}
+    endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": sorted(vpcs)}])["VpcEndpoints"]
+    if any(e["ServiceName"] == name and e.get("VpcEndpointType") == "Interface" for e in endpoints):
+        return []
+    lacking = [s["SubnetId"] for s in subnets if egress_route(route_table_of(ec2, s)) is None]
+    if not lacking:
+        return []
+    return [Problem(
+        f"WireFormat=avro: the connector runs in every subnet, and {', '.join(lacking)} has no route out of the VPC "
+        f"(NAT gateway, transit gateway, network interface) and the VPC no {name} interface endpoint: the Avro "
+        "converter cannot reach the AWS Glue Schema Registry",
+        f"create the endpoint (aws ec2 create-vpc-endpoint --vpc-endpoint-type Interface --private-dns-enabled "
+        f"--vpc-id {subnets[0]['VpcId']} --service-name {name} ...), add such a route, or pass --assume-egress "
+        "when they reach it in a way this check cannot see (a proxy)")]  # fmt: skip
+
+
 def check_glue_subnet_reaches_aws(ec2: Any, subnet: dict, region: str) -> list[Problem]:
-    """The Glue subnet reaches S3 (gateway endpoint on its route table, or NAT) and, without NAT, every
-    interface endpoint of network.INTERFACE_ENDPOINTS exists in the VPC. The schema-history topic
-    function runs there too and replies to CloudFormation through S3: without that route its resource
-    would wait an hour for a reply."""
+    """The Glue subnet reaches S3 (gateway endpoint on its route table, or a route out of the VPC) and,
+    without such a route, every interface endpoint of network.INTERFACE_ENDPOINTS exists in the VPC.
+    The schema-history topic function runs there too and replies to CloudFormation through S3: without
+    that route its resource would wait an hour for a reply."""
     table = route_table_of(ec2, subnet)
-    routes = (table or {}).get("Routes", [])
-    has_nat = any(r.get("NatGatewayId") and r.get("DestinationCidrBlock") == "0.0.0.0/0" for r in routes)
+    has_nat = egress_route(table) is not None
     endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [subnet["VpcId"]]}])["VpcEndpoints"]
     live = [e for e in endpoints if str(e.get("State", "available")).lower() == "available"]
     problems = []
@@ -100,7 +141,8 @@ def check_glue_subnet_reaches_aws(ec2: Any, subnet: dict, region: str) -> list[P
             problems.append(Problem(
                 f"the Glue subnet {subnet_id} has no route to S3 (the Glue job and the schema-history topic "
                 f"function's reply to CloudFormation need it): no {name} gateway endpoint on its route table "
-                f"{(table or {}).get('RouteTableId', '(none)')} and no NAT gateway route",
+                f"{(table or {}).get('RouteTableId', '(none)')} and no route out of the VPC (NAT gateway, transit "
+                "gateway, network interface)",
                 f"aws ec2 create-vpc-endpoint --vpc-id {subnet['VpcId']} --service-name {name} "
                 f"--route-table-ids {(table or {}).get('RouteTableId', '<route table>')}"))  # fmt: skip
     if has_nat:
@@ -113,7 +155,8 @@ def check_glue_subnet_reaches_aws(ec2: Any, subnet: dict, region: str) -> list[P
     ]
     if missing:
         problems.append(Problem(
-            f"the Glue subnet {subnet_id} has no NAT gateway route and the VPC lacks the interface endpoints "
+            f"the Glue subnet {subnet_id} has no route out of the VPC (NAT gateway, transit gateway, network "
+            f"interface) and the VPC lacks the interface endpoints "
             f"{', '.join(missing)}",
             "add a NAT gateway route to its route table, or create each endpoint: aws ec2 create-vpc-endpoint "
             f"--vpc-endpoint-type Interface --private-dns-enabled --vpc-id {subnet['VpcId']} --subnet-ids {subnet_id} "
@@ -160,16 +203,19 @@ def existing_network(values: dict[str, str]) -> bool:
     return bool(values.get("ExistingVpcId"))
 
 
-def run(session: Any, values: dict[str, str], region: str) -> list[Problem]:
-    """Every check for these parameter values (own-network mode only; demo mode has nothing to check)."""
+def run(session: Any, values: dict[str, str], region: str, assume_egress: bool = False) -> list[Problem]:
+    """Every check for these parameter values (own-network mode only; demo mode has nothing to check).
+    assume_egress: the subnets reach AWS in a way these checks cannot see; their routes are not judged."""
     if not existing_network(values):
         return []
     ec2 = session.client("ec2")
     vpc = values["ExistingVpcId"]
     subnets = [s.strip() for s in values.get("ExistingSubnetIds", "").split(",") if s.strip()]
-    problems, glue_subnet = check_subnets(ec2, vpc, subnets, values.get("ExistingSubnetAz", ""))
-    if glue_subnet is not None and glue_subnet["VpcId"] == vpc:
-        problems += check_glue_subnet_reaches_aws(ec2, glue_subnet, region)
+    problems, found = check_subnets(ec2, vpc, subnets, values.get("ExistingSubnetAz", ""))
+    if found and not assume_egress:
+        if found[0]["SubnetId"] == subnets[0]:
+            problems += check_glue_subnet_reaches_aws(ec2, found[0], region)
+        problems += check_connector_subnets(ec2, found, region, values.get("WireFormat", "json"))
     if values.get("ExistingDbSecretArn"):
         problems += check_secret(session.client("secretsmanager"), values["ExistingDbSecretArn"])
     if values.get("ExistingDbSecurityGroupId"):

@@ -90,6 +90,57 @@ def test_without_nat_a_missing_endpoint_is_named_with_the_command_that_creates_i
     assert "aws ec2 create-vpc-endpoint" in p.fix
 
 
+def route_out(values: dict[str, str], kind: str, subnet: int = 0) -> None:
+    """A default route out of the VPC through a transit gateway or a (firewall appliance's) network
+    interface, on a new route table of the subnet at that index."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    vpc, subnet_id = values["ExistingVpcId"], values["ExistingSubnetIds"].split(",")[subnet]
+    table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    for old in ec2.describe_route_tables(Filters=[{"Name": "association.subnet-id", "Values": [subnet_id]}])[
+        "RouteTables"
+    ]:
+        for a in old["Associations"]:
+            ec2.disassociate_route_table(AssociationId=a["RouteTableAssociationId"])
+    ec2.associate_route_table(RouteTableId=table, SubnetId=subnet_id)
+    if kind == "tgw":
+        tgw = ec2.create_transit_gateway(Description="to the inspection VPC")["TransitGateway"]["TransitGatewayId"]
+        ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", TransitGatewayId=tgw)
+    else:
+        eni = ec2.create_network_interface(SubnetId=subnet_id)["NetworkInterface"]["NetworkInterfaceId"]
+        ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", NetworkInterfaceId=eni)
+
+
+@pytest.mark.parametrize("kind", ["tgw", "eni"])
+def test_a_transit_gateway_or_network_interface_route_counts_as_a_way_out(aws: str, kind: str) -> None:
+    values = build_network()
+    assert problems(values)  # no route out, no endpoint
+    route_out(values, kind)
+    assert problems(values) == []
+
+
+def test_with_avro_every_connector_subnet_needs_a_way_to_the_schema_registry(aws: str) -> None:
+    values = build_network(nat=True) | {"WireFormat": "avro"}
+    second = values["ExistingSubnetIds"].split(",")[1]
+    (p,) = problems(values)  # the NAT route is on the first subnet's table only
+    assert f"{second} has no route out of the VPC" in p.what and "--assume-egress" in p.fix
+    assert network.service_name(REGION, "glue") in p.fix
+    route_out(values, "tgw", subnet=1)
+    assert problems(values) == []
+    assert problems(values | {"WireFormat": "json"}) == []  # the JSON converter calls no AWS API
+
+
+def test_assume_egress_leaves_routes_unjudged_and_deploy_says_so(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
+    values = build_network() | {"WireFormat": "avro"}
+    assert problems(values)
+    assert preflight.run(boto3.Session(region_name=REGION), values, REGION, assume_egress=True) == []
+    wrong_zone = values | {"ExistingSubnetAz": f"{REGION}c"}  # what it can judge it still checks
+    (p,) = preflight.run(boto3.Session(region_name=REGION), wrong_zone, REGION, assume_egress=True)
+    assert "ExistingSubnetAz" in p.what
+    params = [f"{k}={v}" for k, v in wrong_zone.items()]
+    assert not deploy.run_preflight(boto3.Session(region_name=REGION), params, REGION, assume_egress=True)
+    assert "--assume-egress: the subnets' routes to AWS are not checked" in capsys.readouterr().err
+
+
 def test_an_unreadable_secret_or_one_without_a_password_is_refused(aws: str) -> None:
     values = build_network(nat=True)
     gone = values | {"ExistingDbSecretArn": values["ExistingDbSecretArn"].replace("debezium-", "nothing-")}

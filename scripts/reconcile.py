@@ -34,6 +34,7 @@ already read.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -63,7 +64,7 @@ def normalise(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, bool):
-        return int(value)
+        return str(int(value))  # as the source's 0/1 (MySQL BOOLEAN, BIT(1)) normalises
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Decimal):
@@ -89,6 +90,7 @@ def normalise(value: Any) -> Any:
 # says so per column (PostgreSQL's interval and array columns), and both sides' values of the column
 # go through the same function.
 INTERVAL, JSON, TIME, TIMETZ, BITS, NUMBER = "interval", "json", "time", "timetz", "bits", "number"
+GEOMETRY = "geometry"
 
 _ISO_DURATION = re.compile(
     r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)W)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?"
@@ -182,6 +184,24 @@ def number(value: Any) -> Any:
     return format(d.normalize(), "f") if d.is_finite() else str(d)
 
 
+def geometry(value: Any) -> Any:
+    """A spatial value as `srid:wkb-hex`: the source's `ST_SRID:HEX(ST_AsWKB)` text, or the lake's
+    JSON (`{"wkb": base64, "srid": n | null, ...}`, a point's x and y beside them)."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            doc = json.loads(value)
+            return f"{int(doc.get('srid') or 0)}:{base64.b64decode(doc['wkb']).hex()}"
+        except (ValueError, KeyError, TypeError):
+            return value
+    if isinstance(value, str) and ":" in value:
+        srid, _, wkb = value.partition(":")
+        return f"{int(srid or 0)}:{wkb.lower()}"
+    return normalise(value)
+
+
+_AS_KIND[GEOMETRY] = geometry
+
+
 def normalise_as(kind: str | None, value: Any) -> Any:
     """`normalise`, or the column kind's own canonical form (`_AS_KIND`), applied to either side."""
     if value is None or kind is None:
@@ -214,6 +234,7 @@ class TableResult:
     extra: list[Any] = field(default_factory=list)  # in the lake, not in the source
     different: list[tuple[Any, list[str]]] = field(default_factory=list)  # key, columns
     duplicates: list[tuple[Any, int, int]] = field(default_factory=list)  # key or row, source count, lake count
+    values: list[tuple[str, Any, Any]] = field(default_factory=list)  # the first different row: column, source, lake
     problem: str = ""
     note: str = ""
     gone: bool = False  # no source table: the lake keeps the table of a dropped source table
@@ -248,10 +269,19 @@ class TableResult:
             parts.append(
                 f"{len(self.different)} rows differ, e.g. "
                 + "; ".join(f"{_show(k)}: {c}" for k, c in self.different[:3])
+                + " (first: "
+                + ", ".join(f"{c} source {_short(a)} lake {_short(b)}" for c, a, b in self.values[:4])
+                + ")"
             )
         if not parts:  # cannot happen with rows compared by compare_rows; counts still decide
             parts.append("row counts differ")
         return head + "DIFFERENT: " + ", ".join(parts)
+
+
+def _short(value: Any) -> str:
+    """A compared (normalised) value for the report, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show(item: Any) -> str:
@@ -337,6 +367,8 @@ def compare_rows(
             res.duplicates.append((k, len(s), len(d)))
         elif checksum(s[0]) != checksum(d[0]):
             res.different.append((k, [c for c in columns if s[0][c] != d[0][c]]))
+            if not res.values:
+                res.values = [(c, s[0][c], d[0][c]) for c in res.different[0][1]]
     return res
 
 
@@ -363,6 +395,10 @@ def gone_from_source(table: str, properties: dict[str, str], lake_rows: int, sen
             "the DROP TABLE (behind, or not reading the connector's schema-change topic or the PostgreSQL DDL log)"
         )
     return res
+
+
+_SPATIAL = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"}
+_SPATIAL |= {"geometrycollection"}
 
 
 class Source:
@@ -401,12 +437,28 @@ class Source:
             return out
 
     def rows(self, table: str) -> tuple[list[str], list[dict[str, Any]], dict[str, str]]:
-        """The table's rows; every MariaDB value compares by `normalise` (no column kinds)."""
+        """The table's rows, BIT(1) as its number (the lake's boolean) and spatial values as their
+        SRID and WKB (`GEOMETRY`); with the columns that need `normalise_as` to compare."""
         self.conn.commit()  # a fresh snapshot for every read under REPEATABLE READ
         with self.conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{table}`")
+            cur.execute(
+                "SELECT column_name, data_type, column_type FROM information_schema.columns "
+                "WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
+                (self.database, table),
+            )
+            exprs, kinds = [], {}
+            for name, data_type, column_type in cur.fetchall():
+                col = "`" + name.replace("`", "``") + "`"
+                if column_type.lower() == "bit(1)":
+                    exprs.append(f"{col} + 0 AS {col}")
+                elif data_type.lower() in _SPATIAL:
+                    exprs.append(f"CONCAT(ST_SRID({col}), ':', HEX(ST_AsWKB({col}))) AS {col}")
+                    kinds[name] = GEOMETRY
+                else:
+                    exprs.append(col)
+            cur.execute(f"SELECT {', '.join(exprs)} FROM `{table}`")
             names = [d[0] for d in cur.description]
-            return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()], {}
+            return names, [dict(zip(names, r, strict=True)) for r in cur.fetchall()], kinds
 
 
 # PostgreSQL types read as their text and compared in a kind's canonical form.

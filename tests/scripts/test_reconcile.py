@@ -3,6 +3,8 @@ counts decide, and each kind of difference is reported as what it is."""
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -70,7 +72,7 @@ def test_a_changed_value_is_reported_with_its_key_and_column():
     r = compare([src(1), src(2, balance="2.00")], [lake(1), lake(2, balance="2.01")])
     assert not r.ok
     assert r.different == [((("id", "2"),), ["balance"])]
-    assert "1 rows differ, e.g. id=2: ['balance']" in r.report()
+    assert "1 rows differ, e.g. id=2: ['balance'] (first: balance source '2.00' lake '2.01')" in r.report()
 
 
 def test_values_are_compared_after_normalisation_of_each_type():
@@ -242,3 +244,12 @@ def test_a_numeric_without_scale_compares_by_value_and_nan_never_equals_null():
     assert not _one_column(reconcile.NUMBER, Decimal("12.51"), "12.5").ok
     assert not _one_column(reconcile.NUMBER, Decimal("NaN"), None).ok
     assert not compare([{**src(1), "name": float("nan")}], [{**lake(1), "Name": None}]).ok
+
+
+def test_a_spatial_value_matches_the_lakes_wkb_and_srid_and_a_boolean_its_bit():
+    wkb = "0101000000000000000000f03f0000000000000040"  # POINT(1 2)
+    lake_json = json.dumps({"wkb": base64.b64encode(bytes.fromhex(wkb)).decode(), "srid": None, "x": 1.0, "y": 2.0})
+    assert _one_column(reconcile.GEOMETRY, f"0:{wkb.upper()}", lake_json).ok
+    assert not _one_column(reconcile.GEOMETRY, f"4326:{wkb.upper()}", lake_json).ok
+    assert compare([{**src(1), "name": 1}], [{**lake(1), "Name": True}]).ok  # BIT(1) + 0 vs boolean
+    assert not compare([{**src(1), "name": 0}], [{**lake(1), "Name": True}]).ok

@@ -13,7 +13,7 @@ PostgreSQL (tests/fixtures/debezium/*/all_types_*.json, tests/type_matrix.py).
 
 | Connect type / logical name                    | lake type       | note                            |
 |------------------------------------------------|-----------------|---------------------------------|
-| int8, int16, int32, io.debezium.time.Year      | int             | Iceberg has no tinyint/smallint; MySQL TINYINT..MEDIUMINT, INT, YEAR; PG smallint, integer (captured) |
+| int8, int16, int32, io.debezium.time.Year      | int             | Iceberg has no tinyint/smallint; MySQL TINYINT..MEDIUMINT, INT, YEAR; PG smallint, integer (captured). YEAR 0000 arrives from the binlog as 1900 (no YEAR value): 0 again |
 | int64                                          | bigint          | MySQL BIGINT, INT UNSIGNED; PG bigint (captured) |
 | float / double (also float32 / float64)        | float / double  | MySQL FLOAT, DOUBLE; PG real, double precision; NaN and +-Infinity arrive as strings and are kept (captured); also decimal.handling.mode=double |
 | boolean (BIT(1), BOOLEAN)                      | boolean         | (captured)                      |
@@ -60,6 +60,7 @@ Stages = tuple[Converter, ...]
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 BITS = "io.debezium.data.Bits"
+YEAR = "io.debezium.time.Year"
 MAX_DECIMAL_PRECISION = 38  # Spark's and Iceberg's limit
 _DATE_NAMES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 # logical name -> factor to microseconds
@@ -359,6 +360,12 @@ def _logical_spec(name: str, logical: str | None, params: dict[str, str]) -> Col
             T.StringType(),
             (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale")),),
             logical,
+        )
+    if logical == YEAR:
+        # The binlog's YEAR byte is the year minus 1900, and 0 stands for 0000: the connector's
+        # reader adds 1900 to it. 1900 is no YEAR value (1901-2155, 0000), so it can only be 0000.
+        return ColumnSpec(
+            name, T.IntegerType(), T.IntegerType(), (lambda c: F.when(c == 1900, 0).otherwise(c),), logical
         )
     if logical == BITS:
         length = int(params["length"]) if params.get("length", "").isdigit() else None

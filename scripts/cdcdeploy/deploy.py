@@ -17,13 +17,14 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from cdcdeploy import arguments, artifacts, build, preflight, stacks, templates
+from cdcdeploy import arguments, artifacts, build, connector_jvm, preflight, stacks, templates
 
 ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 BUILD_DIR = build.BUILD_DIR
@@ -318,6 +319,22 @@ def connector_naming(
     return connector_name_overrides(deployed_connector(cfn, stack_name), plugin_hash, worker, parameters)
 
 
+def report_connector_jvm(seen: connector_jvm.JavaSeen, engine: str) -> None:
+    fix = connector_jvm.fix_for(seen, engine)
+    if fix:
+        print(f"[deploy] the connector cannot run: {fix}", file=sys.stderr, flush=True)
+    else:
+        print(f"[deploy] connector workers run Java {seen.version}", flush=True)
+
+
+def watch_connector_jvm(logs: Any, stack_name: str, engine: str, every_s: float = 30.0) -> connector_jvm.Watch:
+    """While the stack deploys, the connector's log group is read for its workers' Java (a first deploy
+    that fails on it rolls back and deletes the group): the fix is printed as soon as it is seen."""
+    group = connector_jvm.log_group(stack_name, engine)
+    since = int(time.time() * 1000) - 3600_000  # a deploy resumed after the CLI stopped waiting
+    return connector_jvm.Watch(logs, group, since, lambda seen: report_connector_jvm(seen, engine), every_s)
+
+
 def run_preflight(session: Any, parameters: list[str], region: str, assume_egress: bool = False) -> bool:
     """Your own network's checks (nothing in demo mode); prints each problem with its fix."""
     if assume_egress:
@@ -409,13 +426,15 @@ def main(argv: list[str] | None = None) -> int:
         built["pipeline"], bucket, BUILD_DIR / "cloudformation" / "packaged.yaml", args.region, args.profile
     )
     overrides = parameter_overrides(manifest["parameters"], bucket, args.parameter) + naming  # type: ignore[arg-type]
+    engine = source_engine(args.parameter)
     try:
-        deploy_and_wait(
-            cfn,
-            args.stack_name,
-            args.wait_minutes * 60,
-            lambda: deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket),
-        )
+        with watch_connector_jvm(session.client("logs"), args.stack_name, engine):
+            deploy_and_wait(
+                cfn,
+                args.stack_name,
+                args.wait_minutes * 60,
+                lambda: deploy_stack(packaged, args.stack_name, args.region, args.profile, overrides, bucket),
+            )
     except stacks.StackNotReady as exc:
         print(f"[deploy] {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,119 @@
+"""scripts/deploy's check of the Java that runs the connector's workers (cdcdeploy/connector_jvm.py): read
+from the lines a real Kafka Connect worker and a real JVM write, and from a log group on a moto server
+while deploy waits."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+import runtime
+from cdcdeploy import connector_jvm, deploy
+from moto.server import ThreadedMotoServer
+
+REGION = "eu-west-1"
+
+
+def java() -> str:
+    found = shutil.which("java")
+    assert found, "java not found: make setup installs it"
+    return found
+
+
+def java_major() -> int:
+    out = subprocess.run([java(), "-XshowSettings:properties", "-version"], capture_output=True, text=True).stderr
+    version = re.search(r"java\.specification\.version = (\d+)", out)
+    assert version, out
+    return int(version.group(1))
+
+
+@pytest.fixture(scope="module")
+def worker_start_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """What a Kafka Connect 3.7 worker (the manifest's, as MSK Connect runs it) logs as it starts: its
+    config points at no broker, so it stops after its first lines."""
+    d = tmp_path_factory.mktemp("worker")
+    (d / "log4j.properties").write_text(
+        "log4j.rootLogger=INFO, out\nlog4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c{1})%n\n"
+    )
+    (d / "worker.properties").write_text("bootstrap.servers=127.0.0.1:1\n")
+    classpath = ":".join(str(j) for j in runtime.jars("kafka"))
+    cmd = [java(), f"-Dlog4j.configuration=file:{d / 'log4j.properties'}", "-cp", classpath,
+           "org.apache.kafka.connect.cli.ConnectStandalone", str(d / "worker.properties")]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "jvm.classpath" in line or len(lines) > 500:
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    return lines
+
+
+def test_the_workers_java_is_read_from_kafka_connects_start_lines(worker_start_lines: list[str]) -> None:
+    seen = connector_jvm.java_of(worker_start_lines)
+    assert seen is not None and seen.version == java_major()
+    assert "jvm.spec" in seen.evidence
+
+
+def test_a_class_too_new_for_the_jvm_names_the_jvms_version(tmp_path: Path) -> None:
+    # A real JVM refusing a class compiled for a newer Java (as Java 11 refuses Debezium 3's, version 61).
+    jar = next(j for j in runtime.jars("kafka") if j.name.startswith("kafka-clients-"))
+    with zipfile.ZipFile(jar) as zf:
+        data = bytearray(zf.read("org/apache/kafka/clients/admin/Admin.class"))
+    data[6:8] = (44 + java_major() + 1).to_bytes(2, "big")  # the class file's major version
+    (tmp_path / "org/apache/kafka/clients/admin").mkdir(parents=True)
+    (tmp_path / "org/apache/kafka/clients/admin/Admin.class").write_bytes(bytes(data))
+    out = subprocess.run([java(), "-cp", str(tmp_path), "org.apache.kafka.clients.admin.Admin"],
+                         capture_output=True, text=True).stderr  # fmt: skip
+    assert "UnsupportedClassVersionError" in out
+    seen = connector_jvm.java_of(out.splitlines())
+    assert seen is not None and seen.version == java_major()
+
+
+def test_java_11_workers_get_the_java_11_build_as_the_fix_and_17_none() -> None:
+    fix = connector_jvm.fix_for(connector_jvm.JavaSeen(11, "jvm.spec = ..., 11.0.25"), "mysql")
+    assert fix and "Java 11" in fix and "Debezium 2.7.4.Final" in fix and "--plugin-zip" in fix
+    assert connector_jvm.fix_for(connector_jvm.JavaSeen(17, "jvm.spec = ..., 17.0.15"), "mysql") is None
+
+
+@pytest.fixture
+def logs_server(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{host}:{port}")
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def test_deploy_reads_the_java_from_the_connectors_log_group_while_it_waits(
+    logs_server: str, worker_start_lines: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = boto3.client("logs", region_name=REGION)
+    group = connector_jvm.log_group("orders", "mysql")
+    with deploy.watch_connector_jvm(logs, "orders", "mysql", every_s=0.2) as watch:
+        time.sleep(0.5)  # the group does not exist yet: nothing seen, no error
+        assert watch.seen is None
+        logs.create_log_group(logGroupName=group)
+        logs.create_log_stream(logGroupName=group, logStreamName="worker-1")
+        now = int(time.time() * 1000)
+        events = [{"timestamp": now, "message": line.rstrip("\n")} for line in worker_start_lines if line.strip()]
+        logs.put_log_events(logGroupName=group, logStreamName="worker-1", logEvents=events)
+        deadline = time.monotonic() + 10
+        while watch.seen is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert watch.seen is not None and watch.seen.version == java_major()
+    assert f"[deploy] connector workers run Java {java_major()}" in capsys.readouterr().out

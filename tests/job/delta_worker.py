@@ -87,6 +87,26 @@ def postgres_batches() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return first, second
 
 
+def all_types_before_its_columns() -> list[dict[str, Any]]:
+    """The MariaDB all-types table as it was before every column but its key was added: a snapshot
+    read of row 5 (older than every captured change; partition 1, the captured ones are in 0). Batch 5's
+    captured messages then add a column of every lake type to this existing table (ALTER TABLE ADD
+    COLUMN, Delta's timestamp_ntz behind a table feature), update row 5 and delete it."""
+    import type_matrix as tm
+
+    messages, _ = tm.load_fixtures("mariadb")
+    m = json.loads(json.dumps(messages[0]))
+    value = m["value"]
+    for f in value["schema"]["fields"]:
+        if f["field"] in ("before", "after"):
+            f["fields"] = [c for c in f["fields"] if c["field"] == "id"]
+    m["key"]["payload"] = {"id": 5}
+    value["payload"].update(op="r", before=None, after={"id": 5})
+    value["payload"]["source"].update(snapshot="true", pos=4, row=0)
+    m["partition"], m["offset"] = 1, 0
+    return tm.kafka_records("salesdb.salesdb.all_types", [m])
+
+
 def batches() -> list[list[dict[str, Any]]]:
     cust = Events()
     lines = Events(topic="mdb.inventory.order_lines", table="order_lines")
@@ -101,7 +121,8 @@ def batches() -> list[list[dict[str, Any]]]:
         rec = log.record(op, {"id": (after or before)["id"]}, after, before)
         rec["key"] = None
 
-    # 1: inserts, an update and a delete of one table in one batch; a composite key; duplicates.
+    # 1: inserts, an update and a delete of one table in one batch; a composite key; duplicates; the
+    # all-types table with its key column only.
     for i in (1, 2, 3, 4):
         cust.record("c", {"id": i}, customer(i), pos=100 * i)
     cust.record("u", {"id": 2}, customer(2, "Bea"), pos=500)
@@ -114,7 +135,7 @@ def batches() -> list[list[dict[str, Any]]]:
     keyless("c", ann)
     keyless("c", ann)
     keyless("c", bob)
-    first = cust.take() + lines.take() + log.take()
+    first = cust.take() + lines.take() + log.take() + all_types_before_its_columns()
     # 2: batch 1 read again (same offsets), changes older than what the lake holds (an update of 1
     # older than its insert's row, an insert of the deleted 3 older than its delete), a newer
     # update; one copy of a duplicate deleted; a truncate of order_lines, then a line after it.
@@ -155,7 +176,8 @@ def batches() -> list[list[dict[str, Any]]]:
     del row["email"]
     cust.record("u", {"id": 5}, row, pos=1300, value_schema=dropped)
     fourth = cust.take()
-    # 5: every column type of the MariaDB all-types table, as captured from the connector.
+    # 5: every column type of the MariaDB all-types table, as captured from the connector: each one a
+    # column added to the table batch 1 created.
     import type_matrix as tm
 
     messages, _ = tm.load_fixtures("mariadb")

@@ -49,21 +49,23 @@ def read_differences(out: dict[str, Any], warehouse: Path, table_format: str) ->
     return found
 
 
-def postgres_type_differences(warehouse: Path, table_format: str) -> list[str]:
-    """The PostgreSQL all-types table as scripts/reconcile reads it, value by value against what the
+def type_differences(warehouse: Path, table_format: str, dialect: str = "postgres") -> list[str]:
+    """A source's all-types table as scripts/reconcile reads it, value by value against what the
     database held (type_matrix: the same comparison as Iceberg's in test_types.py)."""
     import type_matrix as tm
 
+    table = "public_all_types" if dialect == "postgres" else "salesdb_all_types"
     con = lake.connect()
     try:
-        rows = lake.rows(con, lake.table_location(warehouse, "cdc", "public_all_types", table_format))
+        rows = lake.rows(con, lake.table_location(warehouse, "cdc", table, table_format))
     finally:
         con.close()
     if table_format == "hudi":  # no timestamp_ntz in Hudi 0.15: a `timestamp` is its wall-clock time in UTC
-        naive = [c.name for c in tm.PG_COLUMNS if c.kind == "datetime"]
+        columns = tm.PG_COLUMNS if dialect == "postgres" else tm.MARIADB_COLUMNS
+        naive = [c.name for c in columns if c.kind == "datetime"]
         rows = [r | {c: _utc_wall_clock(r[c]) for c in naive} for r in rows]
-    _, source = tm.load_fixtures("postgres")
-    return tm.differences("postgres", {r["id"]: r for r in rows}, source)
+    _, source = tm.load_fixtures(dialect)
+    return tm.differences(dialect, {r["id"]: r for r in rows}, source)
 
 
 def _utc_wall_clock(v: Any) -> Any:

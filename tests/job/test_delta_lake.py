@@ -20,8 +20,8 @@ from lake_reads import (
     lake,
     postgres_rows,
     postgres_source_rows,
-    postgres_type_differences,
     read_differences,
+    type_differences,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -150,6 +150,22 @@ def test_real_column_types_map_to_the_same_lake_types_as_iceberg(delta):
     assert sorted(r["id"] for r in t["rows"]) == sorted(source)
 
 
+def test_columns_of_every_lake_type_added_to_an_existing_table_get_the_delta_features_they_need(delta):
+    # salesdb_all_types was created in batch 1 with its key column only; batch 5's captured messages
+    # added a column of every lake type. Delta holds a DATETIME (timestamp_ntz) added to an existing
+    # table only once its timestampNtz feature is enabled: first, in its own commit.
+    added = delta["reports"][4]["salesdb_all_types"]
+    assert "+c_datetime0 timestamp_ntz" in added["schema"] and "+c_bit12 binary" in added["schema"]
+    assert added["dead"] == 0
+    # Batch 1 created it, batch 2 read batch 1 again (a MERGE that changes nothing), batch 5 enabled the
+    # feature, then added the columns.
+    ops = operations(delta, "salesdb_all_types")
+    assert ops[:4] == ["CREATE TABLE", "MERGE", "MERGE", "SET TBLPROPERTIES"] and "ADD COLUMNS" in ops[4:]
+    props = table(delta, "salesdb_all_types")["properties"]
+    assert props["delta.feature.timestampNtz"] == "supported" and props["delta.columnMapping.mode"] == "name"
+    assert type_differences(Path(delta["warehouse"]), "delta", "mariadb") == []
+
+
 def test_the_maintenance_job_optimizes_and_vacuums_delta_tables_and_never_calls_iceberg_procedures(delta):
     # An Iceberg procedure or metadata table on a Delta table fails the action: exit code 1.
     assert delta["maintenance"]["exit"] == 0
@@ -184,6 +200,6 @@ def test_postgres_column_types_hold_the_values_the_database_held(delta):
     assert schema["c_numeric"] == "decimal(10,2)" and schema["c_numeric_huge"] == "string"
     assert schema["c_timestamptz"] == "timestamp" and schema["c_timestamp"] == "timestamp_ntz"
     assert schema["c_uuid"] == "string" and schema["c_jsonb"] == "string" and schema["c_int_array"] == "string"
-    assert postgres_type_differences(Path(delta["warehouse"]), "delta") == []
+    assert type_differences(Path(delta["warehouse"]), "delta") == []
     # The infinite timestamps no lake type holds are dead letters; the rest applied.
     assert dead_letter_offsets(delta, "salesdb.public.all_types") == infinite_timestamp_offsets()

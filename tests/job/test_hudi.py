@@ -24,8 +24,8 @@ from lake_reads import (
     lake,
     postgres_rows,
     postgres_source_rows,
-    postgres_type_differences,
     read_differences,
+    type_differences,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -191,6 +191,13 @@ def test_real_column_types_map_to_the_lake_types_with_datetime_as_a_utc_timestam
                 assert lake.replace("T", " ").startswith(src[column][:19]), (i, column, lake, src[column])
 
 
+def test_columns_of_every_lake_type_added_to_an_existing_table_hold_the_databases_values(hudi):
+    # salesdb_all_types was created in batch 1 with its key column only; batch 5 added the others.
+    added = hudi["reports"][4]["salesdb_all_types"]
+    assert "+c_datetime0 timestamp" in added["schema"] and "+c_bit12 binary" in added["schema"]
+    assert type_differences(Path(hudi["warehouse"]), "hudi", "mariadb") == []
+
+
 def test_reconciles_reader_gives_every_hudi_tables_rows_as_spark_reads_them(hudi):
     # scripts/reconcile's reader (hudi-rs into DuckDB), Hudi's columns left out. customers had a column
     # renamed and one dropped, then rows written: copy-on-write rewrote its file with the new columns.
@@ -267,6 +274,6 @@ def test_postgres_column_types_hold_the_values_the_database_held(hudi):
     assert schema["c_timestamptz"] == "timestamp" and schema["c_uuid"] == "string" and schema["c_jsonb"] == "string"
     # Hudi 0.15 cannot write timestamp_ntz: a PostgreSQL timestamp is the same wall-clock time in UTC.
     assert schema["c_timestamp"] == "timestamp" and schema["c_int_array"] == "string"
-    assert postgres_type_differences(Path(hudi["warehouse"]), "hudi") == []
+    assert type_differences(Path(hudi["warehouse"]), "hudi") == []
     # The infinite timestamps no lake type holds are dead letters; the rest applied.
     assert dead_letter_offsets(hudi, "salesdb.public.all_types") == infinite_timestamp_offsets()

@@ -61,6 +61,36 @@ def test_a_delta_table_maps_columns_by_name_and_carries_the_key_property_and_met
     assert "write.merge.mode" not in sql and "_cdc_copy" not in sql
 
 
+# Every lake type the job writes (events/connect_types.py): Delta gates timestamp_ntz alone behind a feature.
+LAKE_TYPES = [
+    T.IntegerType(),
+    T.LongType(),
+    T.FloatType(),
+    T.DoubleType(),
+    T.BooleanType(),
+    T.StringType(),
+    T.DecimalType(38, 10),
+    T.DateType(),
+    T.TimestampType(),
+    T.BinaryType(),
+]
+
+
+def test_delta_enables_the_timestamp_ntz_feature_before_such_a_column_is_added_and_no_other_type_needs_one() -> None:
+    enable = "ALTER TABLE t SET TBLPROPERTIES ('delta.feature.timestampNtz'='supported')"
+    assert Delta().features_sql("t", [T.IntegerType()], [T.StringType(), T.TimestampNTZType()]) == enable
+    assert Delta().features_sql("t", [T.TimestampNTZType()], [T.TimestampNTZType()]) is None  # has it already
+    assert Delta().features_sql("t", [T.IntegerType()], LAKE_TYPES) is None
+    for fmt in (Iceberg(), Hudi()):
+        assert fmt.features_sql("t", [T.IntegerType()], [*LAKE_TYPES, T.TimestampNTZType()]) is None
+    # Delta would enable it by itself at the creation: the job names it all the same.
+    created = Delta().create_table_sql(
+        "t", [("id", T.IntegerType()), ("at", T.TimestampNTZType())], ["id"], WriteMode.MERGE_ON_READ
+    )
+    assert "'delta.feature.timestampNtz'='supported'" in created
+    assert "delta.feature" not in Delta().create_table_sql("t", COLUMNS, ["id"], WriteMode.MERGE_ON_READ)
+
+
 def test_an_iceberg_table_is_format_v2_in_the_write_mode_and_a_keyless_one_numbers_copies() -> None:
     sql = Iceberg().create_table_sql("glue_catalog.cdc.t", COLUMNS, [], WriteMode.COPY_ON_WRITE, replace=True)
     assert sql.startswith("CREATE OR REPLACE TABLE glue_catalog.cdc.t (`id` int, `name` string, `_cdc_op`")

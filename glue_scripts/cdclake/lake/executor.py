@@ -234,6 +234,11 @@ class Executor:
     def _AlterSchema(self, s: table_plan.AlterSchema, ex: Execution) -> None:
         added = {n.lower() for n, _ in s.plan.add}
         fills = {n: e for n, e in ex.fills.items() if n.lower() in added}
+        # A column type behind a table feature (Delta's timestamp_ntz) needs the feature first.
+        existing = [t for n, t in s.plan.final if n.lower() not in added]
+        features = self.fmt.features_sql(ex.ident, existing, [t for _, t in s.plan.add])
+        if features:
+            self.sql(features)
         for statement in alter_sql(ex.ident, s.plan, fills, widen=self.fmt.widens_in_place):
             self.sql(statement)
         if s.plan.widen and not self.fmt.widens_in_place:

@@ -15,6 +15,8 @@ format, pure text (no Spark session):
     key_fields_sql    the statement that removes a key declared in the format's metadata, if any
     key_properties    the key as the format's own table properties (Hudi's record key), if any
     lake_type         the column type a decoded column's type is stored as (Hudi has no timestamp_ntz)
+    type_features     the table properties that enable the features columns of some types need (Delta:
+                      timestamp_ntz); features_sql enables them on an existing table before an ADD COLUMN
     system_columns    columns the format adds to every table (Hudi's `_hoodie_*`), not the lake's
     fixed_key         the format cannot change a table's key after its creation
     v2_writes         DataFrameWriterV2 (`writeTo`) can append to its tables; else `insertInto`
@@ -83,12 +85,28 @@ class Format:
     def lake_type(self, decoded: T.DataType) -> T.DataType:
         return decoded
 
+    def type_features(self, types: list[T.DataType]) -> dict[str, str]:
+        """The table properties that enable the format's features columns of `types` need."""
+        return {}
+
+    def features_sql(self, table: str, existing: list[T.DataType], added: list[T.DataType]) -> str | None:
+        """The statement that enables on `table` (columns of the `existing` types) the features the
+        `added` columns need, to run before their ADD COLUMN; None when it has them already."""
+        have = self.type_features(existing)
+        missing = {k: v for k, v in self.type_features(added).items() if have.get(k) != v}
+        return f"ALTER TABLE {table} SET TBLPROPERTIES ({properties_sql(missing)})" if missing else None
+
     def create_table_sql(
         self, table: str, columns: Columns, keys: list[str], write_mode: WriteMode, replace: bool = False
     ) -> str:
         """The lake table: key columns NOT NULL, the key named in the `cdc.primary-key` property.
         `replace`: replace an existing table in one commit."""
-        props = {**self.table_properties(write_mode), **self.key_properties(keys), KEY_PROPERTY: keys_text(keys)}
+        props = {
+            **self.table_properties(write_mode),
+            **self.type_features([t for _, t in columns]),
+            **self.key_properties(keys),
+            KEY_PROPERTY: keys_text(keys),
+        }
         create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
         # The metadata columns after the data columns; a table without a key numbers its copies (keyless.py).
         defs = column_defs(columns + META_COLUMNS + ([] if keys else [COPY_COLUMN]), keys)
@@ -190,10 +208,19 @@ DELTA_COLUMN_MAPPING = {
 }
 
 
+# The lake types (simpleString) a Delta table holds only with a table feature enabled, and the feature.
+DELTA_TYPE_FEATURES = {"timestamp_ntz": "timestampNtz"}
+
+
 class Delta(Format):
     """Delta Lake 3.3.0 (Glue 5.0's `--datalake-formats delta`): Delta's catalog as Spark's session
     catalog `spark_catalog`, over the Glue Data Catalog on AWS (Glue's Hive-compatible metastore)
     and over Spark's in-memory catalog locally, managed tables under the warehouse folder.
+
+    Of the lake types the job writes (connect_types.py), only timestamp_ntz is behind a Delta table
+    feature (`timestampNtz`, DELTA_TYPE_FEATURES): Delta enables it by itself on a CREATE TABLE with such
+    a column, never on an ADD COLUMN, so the job names it in both. It moves the table to Delta's
+    table-features protocol (reader 3, writer 7).
 
     Writes are copy-on-write (Delta's MERGE, UPDATE and DELETE rewrite the files they touch;
     `--write_mode` does not apply). Delta 3.3's type widening is a preview table feature limited to
@@ -229,6 +256,10 @@ class Delta(Format):
 
     def marker_properties(self) -> dict[str, str]:
         return {}
+
+    def type_features(self, types: list[T.DataType]) -> dict[str, str]:
+        names = sorted({f for t in types if (f := DELTA_TYPE_FEATURES.get(t.simpleString()))})
+        return {f"delta.feature.{name}": "supported" for name in names}
 
     def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
         """Delta's CREATE OR REPLACE TABLE ... AS SELECT over the table itself: one commit, the

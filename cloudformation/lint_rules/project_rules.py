@@ -512,6 +512,46 @@ class ConnectVersionLoadsThePlugin(CloudFormationLintRule):
         return matches
 
 
+def _strings(node: Any) -> Iterator[str]:
+    """Every string inside a property value (literals and the texts of intrinsic functions)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for v in node.values():
+            yield from _strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _strings(v)
+
+
+class MySqlClientUsesTls(CloudFormationLintRule):
+    id = "E9010"
+    shortdesc = "The client bootstrap's MySQL connections use TLS (caching_sha2_password)"
+    description = (
+        "RDS for MySQL 8.4's default authentication plugin is caching_sha2_password, whose full authentication "
+        "sends the password only over TLS (or with the server's RSA key): a `mysql` call of the client's "
+        "bootstrap without --ssl fails to log in as the master user"
+    )
+    source_url = "https://dev.mysql.com/doc/refman/8.4/en/caching-sha2-pluggable-authentication.html"
+    tags: ClassVar[list[str]] = ["resources", "ec2", "rds"]
+
+    def match(self, cfn: Template) -> list[RuleMatch]:
+        matches = []
+        for name, _, props in _resources(cfn, "AWS::EC2::Instance"):
+            for text in _strings(props.get("UserData")):
+                for line in re.sub(r"\\\n\s*", " ", text).splitlines():  # continued lines joined
+                    call = re.search(r"(?:^|[\s;(|])mysql\s", line)
+                    if call and not line.lstrip().startswith("#") and "--ssl" not in line:
+                        matches.append(
+                            RuleMatch(
+                                ["Resources", name, "Properties", "UserData"],
+                                f"{name}: `{line.strip()[:80]}` connects without --ssl; MySQL 8.4's "
+                                "caching_sha2_password logs in over TLS only: add --ssl",
+                            )
+                        )
+        return matches
+
+
 __all__ = [
     "ConnectVersionLoadsThePlugin",
     "CustomResourceFunctionReservesNoConcurrency",
@@ -522,4 +562,5 @@ __all__ = [
     "GlueJobVersion",
     "GlueStreamingTimeout",
     "JobTopicPatternMatchesConnector",
+    "MySqlClientUsesTls",
 ]

@@ -335,6 +335,34 @@ def watch_connector_jvm(logs: Any, stack_name: str, engine: str, every_s: float 
     return connector_jvm.Watch(logs, group, since, lambda seen: report_connector_jvm(seen, engine), every_s)
 
 
+# Names the stack builds from its own name, with the service's length limit: a longer stack name fails
+# the first deploy at that resource. Lambda: FunctionName at most 64 characters; MSK: ClusterName 64.
+NAME_LIMITS = {("AWS::Lambda::Function", "FunctionName"): 64, ("AWS::MSK::ServerlessCluster", "ClusterName"): 64}
+
+
+def longest_stack_name(template: dict[str, Any]) -> tuple[int, str]:
+    """The longest stack name every name of NAME_LIMITS fits with, and the resource that sets it."""
+    best = (128, "CloudFormation's own limit")  # a stack name has at most 128 characters
+    for logical_id, resource in template["Resources"].items():
+        for (kind, prop), limit in NAME_LIMITS.items():
+            name = resource.get("Properties", {}).get(prop) if resource.get("Type") == kind else None
+            text = name.get("Fn::Sub") if isinstance(name, dict) else None
+            if isinstance(text, str) and "${AWS::StackName}" in text:
+                room = limit - len(re.sub(r"\$\{[^}]+\}", "", text))
+                best = min(best, (room, f"{logical_id} ({prop} {text}, at most {limit} characters)"))
+    return best
+
+
+def check_stack_name(stack_name: str, template: dict[str, Any] | None = None) -> None:
+    """Refuse a stack name too long for a name the stack derives from it, before anything is built."""
+    longest, where = longest_stack_name(template or templates.render_template())
+    if len(stack_name) > longest:
+        raise SystemExit(
+            f"[deploy] --stack-name {stack_name!r} has {len(stack_name)} characters; the stack names {where} "
+            f"after it, so it may have at most {longest}: choose a shorter stack name."
+        )
+
+
 def run_preflight(session: Any, parameters: list[str], region: str, assume_egress: bool = False) -> bool:
     """Your own network's checks (nothing in demo mode); prints each problem with its fix."""
     if assume_egress:
@@ -399,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = arguments.parse(parser, argv)
 
+    check_stack_name(args.stack_name)
     check_topic_pattern(args.parameter)
     session = arguments.session(args)
     if not run_preflight(session, args.parameter, args.region, args.assume_egress):

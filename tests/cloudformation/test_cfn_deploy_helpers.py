@@ -228,3 +228,16 @@ def test_destroy_main_removes_pipeline_and_bootstrap_stacks(moto: None) -> None:
     glue.create_job(Name="cdc", Role="r", Command={"Name": "gluestreaming", "ScriptLocation": "s3://b/j.py"})
     assert destroy.main(["--stack-name", "cdc-lake", "--region", REGION, "--yes"]) == 0
     assert not destroy.stack_exists(cfn, "cdc-lake") and not destroy.stack_exists(cfn, "cdc-lake-bootstrap")
+
+
+def test_a_stack_name_too_long_for_the_lambda_names_is_refused_before_anything_is_built(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cdcdeploy import templates
+
+    longest, where = deploy.longest_stack_name(templates.render_template())
+    # "<stack>-schema-history-topic" must fit Lambda's 64 characters: 64 - 21.
+    assert longest == 43 and "SchemaHistoryTopicFunction" in where
+    deploy.check_stack_name("s" * 43)
+    with pytest.raises(SystemExit, match=r"has 44 characters.*at most 43: choose a shorter stack name"):
+        deploy.main(["--region", REGION, "--stack-name", "s" * 44])

@@ -188,3 +188,14 @@ def test_a_custom_resource_function_reserving_concurrency_or_a_java_11_connect_i
     # Both connectors (MySQL and PostgreSQL) could be deployed on 2.7.1.
     assert sorted(e.split(":")[0] for e in java11) == ["E9009 Connector", "E9009 PgConnector"]
     assert all("'2.7.1' (Java 11)" in e for e in java11)
+
+
+# ---------------------------------------------------------------- E9010: MySQL 8.4's caching_sha2_password
+def test_a_client_bootstrap_mysql_call_without_tls_is_an_error(raw_template: dict[str, Any]) -> None:
+    assert not [e for e in lint_template(raw_template) if e.startswith("E9010")]
+    broken = copy.deepcopy(raw_template)
+    user_data = broken["Resources"]["ClientInstance"]["Properties"]["UserData"]["Fn::If"][2]["Fn::Base64"]["Fn::Sub"]
+    assert '--user="$admin_user" --ssl --batch' in user_data[0]
+    user_data[0] = user_data[0].replace(" --ssl --batch", " --batch")
+    (err,) = [e for e in lint_template(broken) if e.startswith("E9010")]
+    assert "ClientInstance" in err and "connects without --ssl" in err

@@ -611,3 +611,32 @@ def test_lake_formation_grants_both_job_roles_only_when_asked(raw_template: dict
     for grants in by_role.values():
         assert grants["Database"] == {"DESCRIBE", "CREATE_TABLE", "ALTER"}
         assert grants["Table"] == {"SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"}
+
+
+def test_the_connector_role_grants_both_internal_topic_prefixes_aws_names(template: dict[str, Any]) -> None:
+    # AWS's MSK Connect pages name __amazon_msk_connect_* (the default offset storage topic) and
+    # __msk_connect_* (the configs, status and offsets topics of "State management").
+    policy = template["Resources"]["ConnectRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    by_sid = {s["Sid"]: [r["Fn::Sub"][0] for r in s["Resource"] if "Fn::Sub" in r] for s in policy["Statement"]}
+    for prefix in ("__amazon_msk_connect_*", "__msk_connect_*"):
+        assert any(a.endswith(f":topic/${{Name}}/${{Uuid}}/{prefix}") for a in by_sid["Topics"]), prefix
+        assert any(a.endswith(f":group/${{Name}}/${{Uuid}}/{prefix}") for a in by_sid["Groups"]), prefix
+
+
+def test_deploys_cost_table_has_a_row_for_every_billed_resource_of_the_template(template: dict[str, Any]) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
+    table = text.split("## Cost", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    billed = {
+        "AWS::MSK::ServerlessCluster": ["MSK Serverless cluster", "MSK Serverless partitions"],
+        "AWS::KafkaConnect::Connector": ["MSK Connect"],
+        "AWS::EC2::NatGateway": ["NAT gateway + its public IPv4"],
+        "AWS::KMS::Key": ["KMS key, 2 secrets"],
+    }
+    jobs = {"gluestreaming": "Glue streaming job", "glueetl": "Glue maintenance job"}
+    for r in template["Resources"].values():
+        names = billed.get(r["Type"], [])
+        if r["Type"] == "AWS::Glue::Job":
+            names = [jobs[r["Properties"]["Command"]["Name"]]]
+        for name in names:
+            assert name in rows, f"{r['Type']}: no row {name!r} in DEPLOY.md's cost table ({rows})"

@@ -66,6 +66,7 @@ def test_lake_tables_are_copy_on_write_hudi_tables_keyed_by_the_primary_key_and_
     customers = table(hudi, "customers")["properties"]
     assert customers["primaryKey"] == "id" and customers["preCombineField"] == "_cdc_seq"
     assert customers["type"] == "cow" and customers["cdc.primary-key"] == "id"
+    assert customers["athena_enable_native_hudi_connector_implementation"] == "true"  # Athena's Hudi 0.15 reader
     assert table(hudi, "order_items")["properties"]["primaryKey"] == "order_id,line_no"
     # Hudi's own columns are read past: the lake's columns are the source's and the _cdc_* ones.
     assert table(hudi, "customers")["meta"] and not [

@@ -169,6 +169,8 @@ def test_a_hudi_table_is_keyed_by_the_primary_key_and_ordered_by_the_source_posi
     )
     assert "USING hudi" in sql and "'type'='cow'" in sql and "'primaryKey'='id,name'" in sql
     assert "'preCombineField'='_cdc_seq'" in sql and "'cdc.primary-key'='id,name'" in sql
+    # Athena reads it with its Hudi 0.15.0 connector (the version Glue 5.0 writes), not its default 0.14.0.
+    assert "'athena_enable_native_hudi_connector_implementation'='true'" in sql
     markers = Hudi().markers_sql("ns.t__cdc_deletes", "`_cdc_key` string", "ns.t")
     assert "primaryKey" not in markers and "preCombineField" not in markers  # every marker is kept
     with pytest.raises(ValueError, match=r"record key is fixed and Hudi 0\.15 has no REPLACE TABLE"):

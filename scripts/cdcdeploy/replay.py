@@ -50,6 +50,23 @@ def replay_arguments(
     return args
 
 
+def resume_arguments(lake_root: str, table: str, replay_id: str, job_defaults: dict[str, str]) -> dict[str, str]:
+    """The argument overrides of a resume run (README, "A table set aside"): run once over the table's
+    set-aside folder, which the job reads from the table's mark under the stream's own
+    `--dead_letter_path` (kept), with a checkpoint of its own; the job removes the mark when the
+    table applies."""
+    prefix = lake_root.rstrip("/") + "/"
+    args = {
+        "--source": "files",
+        "--run_once": "true",
+        "--resume_table": table,
+        "--checkpoint_location": f"{prefix}checkpoints/replays/{replay_id}/",
+    }
+    if job_defaults.get("--raw_zone_path"):
+        args["--raw_zone_path"] = f"{prefix}raw/replays/{replay_id}/"
+    return args
+
+
 def wait_for_run(glue: Any, job_name: str, run_id: str, timeout_s: float, poll_s: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -65,17 +82,22 @@ def replay(
     glue: Any,
     job_name: str,
     lake_bucket: str,
-    files_path: str,
+    files_path: str | None,
     replay_id: str,
     namespace: str | None = None,
     restart: bool = True,
     timeout_s: float = 3 * 3600,
     poll_s: float = 30,
+    resume: str | None = None,
 ) -> dict[str, Any]:
-    """Stop the stream, run the replay, start the stream again (also when the replay failed, unless
-    restart=False). Returns what happened: stopped run ids, the replay run, the restarted run id."""
+    """Stop the stream, run the replay (or, with `resume`, the resume run of that table), start the
+    stream again (also when the replay failed, unless restart=False). Returns what happened: stopped
+    run ids, the replay run, the restarted run id."""
     defaults = glue.get_job(JobName=job_name)["Job"].get("DefaultArguments", {})
-    arguments = replay_arguments(f"s3://{lake_bucket}", files_path, replay_id, defaults, namespace)
+    if resume:
+        arguments = resume_arguments(f"s3://{lake_bucket}", resume, replay_id, defaults)
+    else:
+        arguments = replay_arguments(f"s3://{lake_bucket}", files_path or "", replay_id, defaults, namespace)
     stopped = stop_job(glue, job_name, timeout_s=timeout_s, poll_s=poll_s)
     run_id = glue.start_job_run(JobName=job_name, Arguments=arguments)["JobRunId"]
     try:
@@ -88,7 +110,10 @@ def replay(
 def main(argv: list[str] | None = None) -> int:
     parser = arguments.parser("scripts/replay", __doc__)
     parser.add_argument(
-        "files_path", help="s3://<lake bucket>/dead-letters/... or s3://<lake bucket>/raw/... to replay"
+        "files_path", nargs="?", help="s3://<lake bucket>/dead-letters/... or s3://<lake bucket>/raw/... to replay"
+    )
+    parser.add_argument(
+        "--resume", metavar="TABLE", help="resume a lake table that was set aside (its name): replay its changes"
     )
     parser.add_argument("--namespace", help="write into this Glue database instead (a rebuild beside the live tables)")
     parser.add_argument(
@@ -99,20 +124,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-restart", action="store_true", help="leave the streaming job stopped afterwards")
     arguments.add_wait(parser, "--timeout-minutes", 180, "give up waiting for the replay run after this long")
     args = arguments.parse(parser, argv)
+    if bool(args.files_path) == bool(args.resume):
+        print("[replay] give a folder to replay or --resume <table>, not both", file=sys.stderr)
+        return 2
     session = arguments.session(args)
     outputs = stack_outputs(session.client("cloudformation"), args.stack_name)
     job, bucket = outputs["JobName"], outputs["LakeBucketName"]
     try:
         result = replay(
             session.client("glue"), job, bucket, args.files_path, args.replay_id, args.namespace,
-            restart=not args.no_restart, timeout_s=args.timeout_minutes * 60,
+            restart=not args.no_restart, timeout_s=args.timeout_minutes * 60, resume=args.resume,
         )  # fmt: skip
     except ValueError as exc:
         print(f"[replay] {exc}", file=sys.stderr)
         return 2
     run = result["replay_run"]
     print(f"[replay] stopped {len(result['stopped'])} streaming run(s); replay run {run['Id']}: {run['JobRunState']}")
-    print(f"[replay] its rejects, if any: {result['arguments']['--dead_letter_path']}")
+    rejects = result["arguments"].get("--dead_letter_path", "the stream's dead-letter path")
+    print(f"[replay] its rejects, if any: {rejects}")
     if result["restarted"]:
         print(f"[replay] streaming job {job} started again: run {result['restarted']}")
     elif not args.no_restart:

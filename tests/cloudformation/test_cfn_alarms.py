@@ -180,6 +180,21 @@ def test_dead_letters_and_a_stopped_table_are_counted_from_the_jobs_own_lines(
     assert not watch.note(TableReport("glue_catalog.cdc.salesdb_t", events=2, dead=2))
 
 
+def test_a_table_set_aside_is_counted_by_the_stopped_table_filter_and_not_as_a_dead_letter_batch(
+    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    why = "io.delta.exceptions.DeltaTableFeatureException: [DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT] ..."
+    aside = TableReport("spark_catalog.cdc.salesdb_t", events=3, dead=3, set_aside=why, set_aside_since=9)
+    aside.set_aside_folder = "s3://lake/dl/_set_aside/cdc.salesdb_t/since-9-ab/batch-9-ab"
+    report = BatchReport(batch_id=9, records=3, changes=3, dead=3, set_aside=3, tables=[aside])
+    error, batch_line = job_log_lines(capsys, [(logging.ERROR, aside.set_aside_line(9)), (logging.INFO, report.line())])
+    stop, dead = metric_filter(template, "StoppedTables"), metric_filter(template, "DeadLetterBatches")
+    assert [phrase_matches(stop["FilterPattern"], x) for x in (error, batch_line)] == [True, False]
+    assert [phrase_matches(dead["FilterPattern"], x) for x in (error, batch_line)] == [False, False]
+    assert "salesdb_t" in error and why in error and "scripts/replay --resume salesdb_t" in error
+    assert "STOPPED-FOLLOWING[set aside since batch 9: io.delta.exceptions.DeltaTableFeatureException" in batch_line
+
+
 @pytest.mark.parametrize(
     ("name", "metric"), [("DeadLetters", "DeadLetterBatches"), ("TableStoppedFollowing", "StoppedTables")]
 )

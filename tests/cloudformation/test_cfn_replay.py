@@ -98,6 +98,22 @@ def test_the_stream_is_started_again_when_the_replay_fails(glue: Any, monkeypatc
     assert result["restarted"] is not None
 
 
+def test_resume_runs_the_job_once_for_the_table_keeping_the_streams_dead_letter_path(glue: Any) -> None:
+    streaming = glue.start_job_run(JobName=JOB)["JobRunId"]
+    stubber = stub_stop(glue, [streaming])
+    result = replay.replay(glue, JOB, LAKE, None, "r5", poll_s=0, timeout_s=30, resume="salesdb_customer")
+    stubber.assert_no_pending_responses()
+    assert result["arguments"] == {
+        "--source": "files",
+        "--run_once": "true",
+        "--resume_table": "salesdb_customer",
+        "--checkpoint_location": f"s3://{LAKE}/checkpoints/replays/r5/",
+    }
+    # The job finds the table's mark, and the folder it names, under the stream's --dead_letter_path.
+    assert result["replay_run"]["Arguments"]["--dead_letter_path"] == DEFAULTS["--dead_letter_path"]
+    assert result["restarted"] is not None
+
+
 def test_no_restart_leaves_the_stream_stopped(glue: Any) -> None:
     result = replay.replay(glue, JOB, LAKE, FOLDER, "r3", restart=False, poll_s=0, timeout_s=30)
     assert result["restarted"] is None

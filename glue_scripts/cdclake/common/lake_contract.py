@@ -112,6 +112,9 @@ RENAMED_PREFIX = "cdc.renamed."
 BACKFILL_PREFIX = "cdc.backfill."
 # On a marker table: the lake table it belongs to.
 MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
+# A table set aside (jobs/batch.py): its batches failed in a way running them again does not cure, so
+# its changes go to the dead letters until it is resumed. The value: `SetAsideMark.to_json`.
+SET_ASIDE_PROPERTY = "cdc.set-aside"
 # The drop mark: set together, removed together.
 SOURCE_DROP_PROPERTIES = (SOURCE_DROPPED_PROPERTY, SOURCE_DROPPED_POSITION_PROPERTY)
 
@@ -142,6 +145,7 @@ class TableState:
     # the key before it; `key_batch` is the fingerprint of the batch that changed it.
     key_position: int | None = None
     key_batch: str | None = None
+    set_aside: SetAsideMark | None = None  # the table is set aside (SET_ASIDE_PROPERTY)
 
     @classmethod
     def from_properties(cls, columns: list[tuple[str, T.DataType]], props: dict[str, str]) -> TableState:
@@ -156,7 +160,39 @@ class TableState:
             int(dropped) if dropped else None,
             int(key_position) if key_position else None,
             props.get(KEY_BATCH_PROPERTY),
+            SetAsideMark.from_json(props[SET_ASIDE_PROPERTY]) if props.get(SET_ASIDE_PROPERTY) else None,
         )
+
+
+# ------------------------------------------------------------------ a table set aside
+SET_ASIDE_FOLDER = "_set_aside"  # under --dead_letter_path; `_`: Spark's file listing skips it
+MARK_FILE = "_mark.json"
+
+
+@dataclass(frozen=True)
+class SetAsideMark:
+    """Why and since when a table is set aside, and the folder its changes go to meanwhile."""
+
+    table: str  # the lake table, `<catalog>.<namespace>.<name>`
+    reason: str
+    batch_id: int  # the batch that set it aside
+    folder: str  # `<dead_letter_path>/_set_aside/<namespace>.<name>/since-<batch id>-<digest>`
+    at: str  # when, UTC ISO 8601
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"table": self.table, "reason": self.reason, "batch": self.batch_id, "folder": self.folder, "at": self.at}
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SetAsideMark:
+        d = json.loads(text)
+        return cls(d["table"], d["reason"], int(d["batch"]), d["folder"], d["at"])
+
+
+def set_aside_root(dead_letter_path: str, table: str) -> str:
+    """The folder of a table's set-aside changes and its mark (`MARK_FILE`): one per lake table."""
+    return f"{dead_letter_path.rstrip('/')}/{SET_ASIDE_FOLDER}/{'.'.join(table.split('.')[-2:])}"
 
 
 # ------------------------------------------------------------------ policies (job arguments)

@@ -21,6 +21,10 @@ class TableReport:
     truncated: bool = False
     source_dropped: str = ""  # what a DROP TABLE at the source did: "kept, marked" or "dropped"
     stopped_batches: int = 0  # batches in a row whose every change of the table was dead-lettered
+    # Set aside (jobs/batch.py): why, since which batch, and the folder its changes went to.
+    set_aside: str = ""
+    set_aside_since: int | None = None
+    set_aside_folder: str = ""
     seconds: float = 0.0
 
     def line(self) -> str:
@@ -35,7 +39,21 @@ class TableReport:
             s += f" dead {self.dead}"
         if self.stopped_batches:
             s += f" STOPPED-FOLLOWING[every change dead-lettered in {self.stopped_batches} batches in a row]"
+        if self.set_aside:
+            s += f" STOPPED-FOLLOWING[set aside since batch {self.set_aside_since}: {self.set_aside[:120]}]"
         return s + f" {self.seconds:.1f}s"
+
+    def set_aside_line(self, batch_id: int) -> str:
+        """The ERROR line of a table set aside (`STOPPED_PHRASE`), in every batch it stays so."""
+        name = self.table.split(".")[-1]
+        now = "set aside" if self.set_aside_since == batch_id else f"set aside since batch {self.set_aside_since}"
+        return (
+            f"table {self.table} {STOPPED_PHRASE}: {now}; running its batch again would fail again: "
+            f"{self.set_aside}. Its {self.dead} change(s) of batch {batch_id} went to the dead letters at "
+            f"{self.set_aside_folder}, and so will its later ones, while every other table goes on. Fix the cause, "
+            f"then resume it: scripts/replay --resume {name} (locally: the job with --resume_table {name}; README, "
+            '"A table set aside")'
+        )
 
     def stopped_line(self) -> str:
         """The ERROR line of a table that stopped following the source (`STOPPED_PHRASE`)."""
@@ -92,19 +110,22 @@ class BatchReport:
     tables: list[TableReport] = field(default_factory=list)
     behind_seconds: float | None = None
     seconds: float = 0.0
+    set_aside: int = 0  # of `dead`: changes of tables set aside (their own folders, not the batch's)
 
     def dead_letter_reasons(self) -> str:
         """Every reason of the batch's dead letters with its count: the batch's own (records that
         reach no table), then each table's, so the log says why without opening the files."""
         parts = [f"{k} ({v})" for k, v in sorted(self.dead_reasons.items())]
         for t in self.tables:
-            parts += [f"{t.table.split('.')[-1]}: {k} ({v})" for k, v in sorted(t.dead_reasons.items())]
+            if not t.set_aside:
+                parts += [f"{t.table.split('.')[-1]}: {k} ({v})" for k, v in sorted(t.dead_reasons.items())]
         return "; ".join(parts)
 
     def dead_letter_line(self) -> str:
         """The WARNING line of a batch that wrote dead letters (`DEAD_LETTERS_PHRASE`)."""
         return (
-            f"batch {self.batch_id}: {self.dead} record(s) {DEAD_LETTERS_PHRASE} at {self.dead_letter_folder}: "
+            f"batch {self.batch_id}: {self.dead - self.set_aside} record(s) {DEAD_LETTERS_PHRASE} at "
+            f"{self.dead_letter_folder}: "
             f"{self.dead_letter_reasons()}"
         )
 

@@ -267,7 +267,19 @@ ARGS: tuple[Arg, ...] = (
         "(rebuild or backfill a table from it with `--source files`).",
     ),
     Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds.", parse=integer(0)),
-    Arg("run_once", "false", "`true`: process what is available now, commit, exit 0.", parse=parse_bool),
+    Arg(
+        "run_once",
+        "false",
+        "`true`: process what is available now, commit, exit 0 (3 when a table was set aside, README: A table set aside).",
+        parse=parse_bool,
+    ),
+    Arg(
+        "resume_table",
+        "",
+        "Resume a lake table that was set aside (its name, e.g. `salesdb_customer`; with `--source files` and "
+        "`--run_once true`): replay its set-aside changes (from `--files_path`, by default the folder its mark "
+        "names), then remove its mark unless it fails again.",
+    ),
     Arg("shuffle_partitions", "8", "spark.sql.shuffle.partitions for the batch work.", parse=integer(1)),
     Arg(
         "table_concurrency",
@@ -432,12 +444,17 @@ class Settings:
     raw_zone_path: str = _default("raw_zone_path")
     trigger_interval_seconds: int = _default("trigger_interval_seconds")
     run_once: bool = _default("run_once")
+    resume_table: str = _default("resume_table")
     shuffle_partitions: int = _default("shuffle_partitions")
     table_concurrency: int = _default("table_concurrency")
     maintenance_every_batches: int = _default("maintenance_every_batches")
     maintenance_interval_minutes: int = _default("maintenance_interval_minutes")
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     extra: dict[str, str] = field(default_factory=dict)
+
+    def lake_table(self, name: str) -> str:
+        """A lake table's identifier from its name (`--resume_table`)."""
+        return f"{self.catalog_name}.{self.namespace}.{name.rsplit('.', 1)[-1].lower()}"
 
     def table_identifier(self, db: str, table: str) -> str:
         """Fully qualified target table for a source table, e.g. glue_catalog.cdc.salesdb_customer."""
@@ -578,7 +595,11 @@ def _check_source(v: dict[str, Any]) -> None:
                 re.compile(v["kafka_topic_pattern"])
             except re.error as e:
                 raise ArgumentError(f"--kafka_topic_pattern is not a valid regex: {e}") from None
-    if v["source"] == Source.FILES and not v["files_path"]:
+    if v["resume_table"] and (v["source"] != Source.FILES or not v["run_once"]):
+        raise ArgumentError(
+            "--resume_table replays the table's set-aside changes once: give --source files --run_once true"
+        )
+    if v["source"] == Source.FILES and not v["files_path"] and not v["resume_table"]:
         raise ArgumentError("--files_path is required with --source files")
 
 

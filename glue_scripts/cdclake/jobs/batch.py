@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import reduce
+from typing import TypeVar
 
 from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..common.lake_contract import SchemaChangePolicy
+from ..common.failures import REPEATS, Failure, Kind, after_attempts, classify_exception
+from ..common.lake_contract import SchemaChangePolicy, SetAsideMark
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
 from ..events.decode import SchemaGroup, as_leaf, cut_at
@@ -35,8 +38,10 @@ from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
+from ..lake.set_aside import SetAsideStore, table_records
 from ..lake.table_plan import TableDDL
 from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor, release
+from ..local.faults import TableFault
 from .concurrency import concurrency, run_bounded
 
 log = logging.getLogger("cdclake")
@@ -49,14 +54,26 @@ class SchemaChangeError(RuntimeError):
 
 _UNCACHED = ("key", "value", "_payload_json")
 
+Item = tuple[tuple[str, str], list[SchemaGroup]]  # a source table and its schema groups
+R = TypeVar("R")
+
 
 class BatchProcessor:
     """Applies micro-batches to the lake. Keeps a cache of table schemas across batches, so a
     steady stream makes no catalog call except the MERGE itself.
 
-    `writes`: how each table's changes are written (table_writer.Writes: the MERGEs by default)."""
+    `writes`: how each table's changes are written (table_writer.Writes: the MERGEs by default).
+    `fault`: tests only (local/faults.py). `resume`: the lake table a resume run replays (its mark is
+    not followed in this run; job.py clears it when the run did not set the table aside again)."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, writes: Writes | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        writes: Writes | None = None,
+        fault: TableFault | None = None,
+        resume: str | None = None,
+    ) -> None:
         self.spark = spark
         self.settings = settings
         self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
@@ -65,6 +82,10 @@ class BatchProcessor:
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         self.tables.executor.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
+        self.store = SetAsideStore(spark, settings.dead_letter_path)
+        self._aside: dict[str, SetAsideMark] = self.store.marks()  # tables set aside, by lake table
+        self._fault, self.resume = fault, resume
+        self.set_aside_in_run: dict[str, str] = {}  # lake table -> why, of the batches this process ran
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
         """The value schema of a group: from this batch when it is new, else from an earlier one."""
@@ -135,31 +156,12 @@ class BatchProcessor:
             # (no Spark action unless a group has events on both sides).
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, follow)
-        items = sorted(tables.items())
-        workers = concurrency(s.table_concurrency, self.spark.sparkContext.defaultParallelism)
-
-        def plan(item: tuple[tuple[str, str], list[SchemaGroup]]) -> PlannedTable:
-            table, groups = item
-            return self._writer.plan(batch, table, groups, truncated.get(table), statements.get(table))
-
-        def execute(planned: PlannedTable) -> TableOutcome:
-            return self._writer.execute(batch, planned)
-
-        if s.schema_change_policy == SchemaChangePolicy.FAIL:
-            # Every table planned before any is written: a lossy change fails the batch first.
-            planned = run_bounded(plan, items, workers, inheritable_thread_target)
-            _fail_on_lossy_change(planned)
-            outcomes = run_bounded(execute, planned, workers, inheritable_thread_target)
-        else:
-            outcomes = run_bounded(lambda item: execute(plan(item)), items, workers, inheritable_thread_target)
+        outcomes = self._apply_tables(batch, sorted(tables.items()), truncated, statements)
         dead += self._writer.count_written(batch)
         for outcome in outcomes:
-            report.tables.append(outcome.report)
-            report.dead += outcome.report.dead
-            if self._follow.note(outcome.report):
-                log.error(outcome.report.stopped_line())
-            dead += outcome.dead_letters
-        report.tables += self._without_changes(batch, tables, truncated, statements)
+            dead += self._take(batch, report, outcome)
+        for outcome in self._without_changes(batch, tables, truncated, statements):
+            dead += self._take(batch, report, outcome)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
@@ -168,21 +170,184 @@ class BatchProcessor:
         if summary.newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - summary.newest_source_ts)
 
+    def _apply_tables(
+        self,
+        batch: ClassifiedBatch,
+        items: list[Item],
+        truncated: dict[tuple[str, str], int],
+        statements: dict[tuple[str, str], TableDDL],
+    ) -> list[TableOutcome]:
+        """Every table of the batch, up to --table_concurrency at once; a table that fails for
+        good comes back set aside, any other failure fails the batch (concurrency.py)."""
+        workers = concurrency(self.settings.table_concurrency, self.spark.sparkContext.defaultParallelism)
+
+        def plan(item: Item) -> tuple[Item, PlannedTable | TableOutcome]:
+            return item, self._guarded(batch, item, lambda: self._plan(batch, item, truncated, statements))
+
+        def execute(planned: tuple[Item, PlannedTable | TableOutcome]) -> TableOutcome:
+            item, p = planned
+            if isinstance(p, TableOutcome):
+                return p
+            return self._guarded(batch, item, lambda: self._execute(batch, p))
+
+        if self.settings.schema_change_policy == SchemaChangePolicy.FAIL:
+            # Every table planned before any is written: a lossy change fails the batch first.
+            planned = run_bounded(plan, items, workers, inheritable_thread_target)
+            _fail_on_lossy_change([p for _, p in planned if isinstance(p, PlannedTable)])
+            outcomes = run_bounded(execute, planned, workers, inheritable_thread_target)
+        else:
+            outcomes = run_bounded(lambda item: execute(plan(item)), items, workers, inheritable_thread_target)
+        aside = {o.report.table for o in outcomes if o.set_aside is not None}
+        if aside:  # what a table set aside decoded before it failed is not counted
+            release([w for w in batch.written if w.ident in aside])
+            batch.written = [w for w in batch.written if w.ident not in aside]
+        return outcomes
+
+    def _plan(
+        self,
+        batch: ClassifiedBatch,
+        item: Item,
+        truncated: dict[tuple[str, str], int],
+        statements: dict[tuple[str, str], TableDDL],
+    ) -> PlannedTable | TableOutcome:
+        (table, groups), ident = item, self.settings.table_identifier(*item[0])
+        mark = self._marked(ident)
+        if mark is not None:
+            return self._set_aside(batch, ident, table, groups, mark)
+        return self._writer.plan(batch, table, groups, truncated.get(table), statements.get(table))
+
+    def _execute(self, batch: ClassifiedBatch, planned: PlannedTable) -> TableOutcome:
+        if self._fault is not None and self._fault.hits(planned.ident):
+            self._fault.fail(self.spark, planned.ident)
+        return self._writer.execute(batch, planned)
+
     def _without_changes(
         self,
         batch: ClassifiedBatch,
         tables: dict[tuple[str, str], list[SchemaGroup]],
         truncated: dict[tuple[str, str], int],
         statements: dict[tuple[str, str], TableDDL],
-    ) -> list[TableReport]:
+    ) -> list[TableOutcome]:
         """Truncates and statements of tables that have no change events in the batch."""
         out = []
         for table in sorted((set(truncated) | set(statements)) - set(tables)):
-            planned = self._writer.plan(batch, table, [], truncated.get(table), statements.get(table))
-            tr = self._writer.execute(batch, planned).report
-            if tr.schema or tr.truncated or tr.source_dropped:
-                out.append(tr)
+            item: Item = (table, [])
+
+            def run(item: Item = item) -> TableOutcome:
+                p = self._plan(batch, item, truncated, statements)
+                return p if isinstance(p, TableOutcome) else self._execute(batch, p)
+
+            o = self._guarded(batch, item, run)
+            tr = o.report
+            if tr.schema or tr.truncated or tr.source_dropped or o.set_aside is not None:
+                out.append(o)
         return out
+
+    # ------------------------------------------------------------------ tables set aside
+    def _marked(self, ident: str) -> SetAsideMark | None:
+        """The table's mark: this process's (or the dead-letter path's, read at start), else its table
+        property (read with its state). None in the run that resumes it."""
+        if ident == self.resume:
+            return None
+        mark = self._aside.get(ident)
+        if mark is None:
+            state = self.tables.state(ident)
+            mark = state.set_aside if state is not None else None
+        return mark
+
+    def _guarded(self, batch: ClassifiedBatch, item: Item, fn: Callable[[], R]) -> R | TableOutcome:
+        """`fn()`; when it fails for good, the table's outcome set aside instead; other failures raise."""
+        try:
+            return fn()
+        except Exception as e:
+            (table, groups), ident = item, self.settings.table_identifier(*item[0])
+            failure = self._judge(batch, ident, e)
+            if failure.kind != Kind.PERMANENT:
+                raise
+            return self._set_aside(batch, ident, table, groups, None, failure)
+
+    def _judge(self, batch: ClassifiedBatch, ident: str, e: Exception) -> Failure:
+        """What the table's failure is; an unknown one counts this attempt (durably, set_aside.py)."""
+        self.forget(ident)  # the catalog is the truth again
+        failure, note = classify_exception(e), ""
+        if failure.kind == Kind.UNKNOWN:
+            attempts = self.store.count_attempt(ident, batch.fingerprint)
+            failure = after_attempts(failure, attempts)
+            note = f", attempt {attempts} of {REPEATS} before the table is set aside"
+        if failure.kind != Kind.PERMANENT:
+            log.error(
+                "table %s failed in batch %d (%s%s): %s; the batch fails and runs again",
+                ident, batch.batch_id, failure.kind, note, failure.reason,
+            )  # fmt: skip
+        return failure
+
+    def _set_aside(
+        self,
+        batch: ClassifiedBatch,
+        ident: str,
+        table: tuple[str, str],
+        groups: list[SchemaGroup],
+        mark: SetAsideMark | None,
+        failure: Failure | None = None,
+    ) -> TableOutcome:
+        """The table's outcome set aside: its records of the batch as dead letters, its mark (a new
+        one when `failure` set it aside now). A resume run keeps the mark it replays."""
+        events = sum(g.events for g in groups)
+        keep = ident == self.resume and (mark := mark or self.store.mark(ident)) is not None
+        new = mark is None
+        if mark is None:
+            at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            reason = failure.reason if failure is not None else "set aside"
+            mark = self.store.new_mark(ident, reason, batch.batch_id, batch.fingerprint, at)
+        reason = f"table set aside since batch {mark.batch_id}: {mark.reason}"
+        report = TableReport(ident, events=events, dead=events, dead_reasons={reason: events} if events else {})
+        report.set_aside, report.set_aside_since = mark.reason, mark.batch_id
+        dead = [table_records(batch.full, table, groups, reason, batch.batch_id)]
+        return TableOutcome(report, dead, set_aside=mark, new=new, keep=keep)
+
+    def _take(self, batch: ClassifiedBatch, report: BatchReport, outcome: TableOutcome) -> list[DataFrame]:
+        """A table's outcome into the batch's report; its dead letters for the batch's folder. A table
+        set aside has its changes written to its own folder and its mark kept, here, before the
+        batch's offsets are committed."""
+        tr, mark = outcome.report, outcome.set_aside
+        report.tables.append(tr)
+        report.dead += tr.dead
+        if mark is None:
+            if self._follow.note(tr):
+                log.error(tr.stopped_line())
+            return outcome.dead_letters
+        report.set_aside += tr.dead
+        if outcome.keep:
+            tr.set_aside_folder = mark.folder
+        else:
+            tr.set_aside_folder = self.store.write_changes(
+                reduce(DataFrame.unionByName, outcome.dead_letters), mark, batch.batch_id, batch.fingerprint
+            )
+        if outcome.new:
+            self._keep_mark(mark)
+        self.set_aside_in_run[tr.table] = mark.reason
+        log.error(tr.set_aside_line(batch.batch_id))
+        return []
+
+    def _keep_mark(self, mark: SetAsideMark) -> None:
+        """The mark in the dead-letter path (what a restarted job reads) and as the table's property
+        (what users see; a table the lake does not have, or that refuses it, keeps only the file)."""
+        self.store.write_mark(mark)
+        self._aside[mark.table] = mark
+        try:
+            if self.tables.executor.table_exists(mark.table):
+                self.tables.executor.mark_set_aside(mark.table, mark.to_json())
+        except Exception as e:  # the table may be what refuses statements
+            log.warning("table %s: the set-aside property could not be set (%s); the mark file holds it", mark.table, e)
+        self.forget(mark.table)
+
+    def forget_mark(self, ident: str) -> None:
+        """A resumed table: its mark removed from the dead-letter path, the property and this process."""
+        self.store.clear_mark(ident)
+        self._aside.pop(ident, None)
+        if self.tables.executor.table_exists(ident):
+            self.tables.executor.mark_set_aside(ident, None)
+        self.forget(ident)
 
 
 def _fail_on_lossy_change(planned: list[PlannedTable]) -> None:

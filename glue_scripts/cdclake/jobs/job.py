@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -43,14 +44,30 @@ def stream_maintainer(settings: Settings) -> StreamMaintainer | None:
     return StreamMaintainer(settings.maintenance, cadence, maintain=maintain)
 
 
-def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None = None) -> None:
-    """Start the streaming query and block until it ends (run_once: when caught up).
+# A run-once run that ended with a table set aside (its batches committed, the table's changes in the
+# dead letters): the exit code says so, the log names the table and why.
+EXIT_SET_ASIDE = 3
 
-    `crash`: tests only (faults.py). Spark writes a batch's offsets to the checkpoint's offset log
+
+def run_stream(
+    spark: SparkSession,
+    settings: Settings,
+    crash: faults.CrashPoint | None = None,
+    fault: faults.TableFault | None = None,
+) -> dict[str, str]:
+    """Start the streaming query and block until it ends (run_once: when caught up). Returns the
+    tables set aside in the batches it ran, with why.
+
+    `crash`, `fault`: tests only (faults.py). Spark writes a batch's offsets to the checkpoint's offset log
     before it calls `each_batch` and the batch to its commit log after `each_batch` returns, so
     these two points are the two sides of the Iceberg commit: a restart re-runs the batch from
     its logged offsets either way."""
-    processor = BatchProcessor(spark, settings)
+    resume = settings.lake_table(settings.resume_table) if settings.resume_table else None
+    processor = BatchProcessor(spark, settings, fault=fault, resume=resume)
+    if resume is not None:
+        settings = _resume_input(processor, settings, resume)
+        if settings is None:
+            return {}
     maintainer = stream_maintainer(settings)
 
     in_batch = threading.Event()
@@ -81,8 +98,16 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
         settings.checkpoint_location,
         "run once" if settings.run_once else f"every {settings.trigger_interval_seconds}s",
     )
-    # Poll rather than block, so that a SIGTERM stops the query between batches: the batch under
-    # way finishes and is committed first (a stop inside one would only make the restart re-run it).
+    _until_stopped(query, in_batch)
+    if resume is not None:
+        _finish_resume(processor, resume)
+    return processor.set_aside_in_run
+
+
+def _until_stopped(query: Any, in_batch: threading.Event) -> None:
+    """Wait for the query to end. Poll rather than block, so that a SIGTERM stops the query between
+    batches: the batch under way finishes and is committed first (a stop inside one would only make
+    the restart re-run it)."""
     stop_requested = threading.Event()
     previous = _on_sigterm(stop_requested.set)
     try:
@@ -95,6 +120,29 @@ def run_stream(spark: SparkSession, settings: Settings, crash: faults.CrashPoint
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _resume_input(processor: BatchProcessor, settings: Settings, table: str) -> Settings | None:
+    """What a resume run reads: `--files_path`, else the folder the table's mark names; None (and a
+    line saying so) when the table is not set aside."""
+    mark = processor.store.mark(table)
+    state = processor.tables.state(table)
+    mark = mark or (state.set_aside if state is not None else None)
+    if mark is None:
+        log.info("table %s is not set aside: nothing to resume", table)
+        return None
+    files = settings.files_path or mark.folder
+    log.info("resuming table %s (set aside in batch %d: %s) from %s", table, mark.batch_id, mark.reason, files)
+    return replace(settings, files_path=files)
+
+
+def _finish_resume(processor: BatchProcessor, table: str) -> None:
+    """The table's mark removed, unless the replay set it aside again (then it stays, with its folder)."""
+    if table in processor.set_aside_in_run:
+        log.error("table %s is still set aside: %s", table, processor.set_aside_in_run[table])
+        return
+    processor.forget_mark(table)
+    log.info("table %s resumed: its set-aside changes are applied and its mark removed; start the stream", table)
 
 
 def _start_query(spark: SparkSession, settings: Settings, each_batch: Callable[[DataFrame, int], None]) -> Any:
@@ -155,7 +203,11 @@ def main(
     if crash:
         log.warning("TEST fault injection armed: %s=%s (tests only; unset it to run normally)", faults.ENV, crash.point)
     spark = (session_factory or local_session)(settings)
-    run_stream(spark, settings, crash)
+    aside = run_stream(spark, settings, crash, faults.table_fault_from_env(os.environ))
+    if aside:
+        for table, why in sorted(aside.items()):
+            log.error("table %s was set aside in this run: %s", table, why)
+        return EXIT_SET_ASIDE
     return 0
 
 

@@ -37,7 +37,11 @@ def batch_folder(base: str, batch_id: int, fingerprint: str) -> str:
 
 def write_dead_letters(dead: DataFrame, base: str, batch_id: int, fingerprint: str) -> str:
     """Write dead letters of one batch; returns the folder written."""
-    path = batch_folder(base, batch_id, fingerprint)
+    return write_folder(dead, batch_folder(base, batch_id, fingerprint))
+
+
+def write_folder(dead: DataFrame, path: str) -> str:
+    """Dead letters into one folder, replacing what a run of the same batch left there."""
     dead.coalesce(1).write.mode("overwrite").json(path)
     return path
 

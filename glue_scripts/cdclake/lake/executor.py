@@ -34,6 +34,7 @@ from ..common.lake_contract import (
     KEY_POSITION_PROPERTY,
     KEY_PROPERTY,
     PROPERTY_PREFIX,
+    SET_ASIDE_PROPERTY,
     SOURCE_DROP_PROPERTIES,
     SOURCE_DROPPED_POSITION_PROPERTY,
     SOURCE_DROPPED_PROPERTY,
@@ -363,6 +364,17 @@ class Executor:
         self.sql(drop_markers_sql(ex.ident))
         self.markers.forget(ex.ident)
         log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
+
+    # -------------------------------------------------------------- a table set aside (jobs/batch.py)
+    def mark_set_aside(self, ident: str, mark: str | None) -> None:
+        """Set (a `SetAsideMark` as JSON) or clear (None) the table's set-aside property."""
+        if mark is None:
+            self._unset_properties(ident, [SET_ASIDE_PROPERTY])
+        else:
+            self._set_properties(ident, {SET_ASIDE_PROPERTY: mark})
+
+    def table_exists(self, ident: str) -> bool:
+        return bool(self.spark.catalog.tableExists(ident))
 
     # -------------------------------------------------------------- reads before planning
     def has_rows_after(self, ident: str, seq: int) -> bool:

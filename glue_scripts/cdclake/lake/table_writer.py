@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..common.lake_contract import CDC_OP
+from ..common.lake_contract import CDC_OP, SetAsideMark
 from ..common.report import TableReport
 from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
@@ -48,6 +48,11 @@ class ClassifiedBatch:
 class TableOutcome:
     report: TableReport
     dead_letters: list[DataFrame] = field(default_factory=list)
+    # A table set aside (jobs/batch.py): its mark; `new`: set aside by this batch; `keep`: its
+    # changes are the ones a resume replays, already in the mark's folder.
+    set_aside: SetAsideMark | None = None
+    new: bool = False
+    keep: bool = False
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""TEST-ONLY fault injection: the job kills itself with SIGKILL at a named point of a batch.
+"""TEST-ONLY fault injection: the job kills itself with SIGKILL at a named point of a batch, or a
+named table fails every batch (`TableFault`, below).
 
 Recovery has to be proven at the two moments a crash can separate, not found by timing luck:
 
@@ -22,6 +23,10 @@ import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("cdclake")
 
@@ -57,3 +62,31 @@ def from_env(environ: Mapping[str, str]) -> CrashPoint | None:
             f"{ENV}={value!r} is not a crash point; use one of {', '.join(POINTS)}, optionally @<batch id> (tests only)"
         )
     return CrashPoint(point, int(batch) if at else None)
+
+
+# ------------------------------------------------------------------ a table that fails every time
+FAIL_TABLE_ENV = "CDC_TEST_FAIL_TABLE"
+# A column no lake table has: analysing a query of it is Spark's own AnalysisException.
+FAULT_COLUMN = "test_fault_no_such_column"
+
+
+@dataclass(frozen=True)
+class TableFault:
+    """TEST-ONLY: the named lake tables (`<table>` names, comma-separated in CDC_TEST_FAIL_TABLE)
+    fail every batch they have changes in, before anything of theirs is written, with the error Spark
+    raises for a statement on the table it cannot analyse (a permanent failure: jobs/batch.py sets
+    such a table aside). Cleared by starting the job without the variable."""
+
+    tables: frozenset[str]
+
+    def hits(self, ident: str) -> bool:
+        return ident.rsplit(".", 1)[-1] in self.tables
+
+    def fail(self, spark: SparkSession, ident: str) -> None:
+        log.warning("TEST fault injection (%s): table %s fails", FAIL_TABLE_ENV, ident)
+        spark.table(ident).select(FAULT_COLUMN)  # raises AnalysisException (a missing table: not found)
+
+
+def table_fault_from_env(environ: Mapping[str, str]) -> TableFault | None:
+    names = frozenset(n.strip() for n in environ.get(FAIL_TABLE_ENV, "").split(",") if n.strip())
+    return TableFault(names) if names else None

@@ -123,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-restart", action="store_true", help="leave the streaming job stopped afterwards")
     arguments.add_wait(parser, "--timeout-minutes", 180, "give up waiting for the replay run after this long")
+    given = parser.parse_args(argv)
+    if bool(given.files_path) == bool(given.resume):
+        parser.error("give files_path (a folder to replay) or --resume TABLE, one of them")
     args = arguments.parse(parser, argv)
-    if bool(args.files_path) == bool(args.resume):
-        print("[replay] give a folder to replay or --resume <table>, not both", file=sys.stderr)
-        return 2
     session = arguments.session(args)
     outputs = stack_outputs(session.client("cloudformation"), args.stack_name)
     job, bucket = outputs["JobName"], outputs["LakeBucketName"]

@@ -65,7 +65,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("scripts/destroy", ["--region", ""], "--region (or AWS_REGION) is required"),
     ("scripts/doctor", [], "the following arguments are required: stack"),
     ("scripts/doctor", ["cdc-lake", "--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/replay", [], "the following arguments are required: files_path"),
+    ("scripts/replay", [], "give files_path (a folder to replay) or --resume TABLE, one of them"),
     ("scripts/replay", ["OUT", "--timeout-minutes", "soon"], "argument --timeout-minutes: 'soon' is not a number"),
     ("scripts/glue-container", ["--dry-run", "--", "--sourc", "files"], "unknown argument --sourc"),
     ("scripts/setup-local", ["--bogus"], "unknown argument --bogus: it takes no arguments"),

@@ -71,3 +71,11 @@ def test_iceberg_reads_are_row_based_on_glue_and_locally():
     for catalog_type in ("glue", "hadoop"):
         conf = catalog_conf(build_settings({**MSK, "catalog_type": catalog_type}))
         assert conf["spark.sql.iceberg.vectorization.enabled"] == "false"
+
+
+def test_batches_keep_spark_35_null_semantics_on_spark_4_for_every_format():
+    # Under Spark 4's default ANSI mode a record whose text does not convert failed its whole batch
+    # (tests/job: the decoder's dead letters, the envelope split) instead of becoming a dead letter.
+    for table_format in ("iceberg", "delta", "hudi"):
+        conf = catalog_conf(build_settings({**MSK, "table_format": table_format}))
+        assert conf["spark.sql.ansi.enabled"] == "false", table_format

@@ -16,4 +16,8 @@ def catalog_conf(s: Settings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
+        # Spark 4 (Glue 6.0) turns ANSI mode on by default: an out-of-range index or a value a cast
+        # cannot convert then fails the whole batch instead of giving the NULL the decoder turns into
+        # a dead letter. AWS's Glue 6.0 migration page gives this setting to keep Spark 3.5's semantics.
+        "spark.sql.ansi.enabled": "false",
     }

@@ -179,20 +179,25 @@ def _decimal_stages(precision: int, scale: int) -> Stages:
         return F.hex(_unbase64(b64))
 
     def to_unscaled(h: Column) -> Column:
+        """The unscaled integer as signed decimal text. |v| = NOT(v) + 1 is added in digits: as a
+        decimal(38,0) sum it would overflow for a value beyond the type, and Spark 4 fails the batch
+        when it negates such a sum (Spark 3.5 gave NULL, a dead letter)."""
         negative = F.substring(h, 1, 1) >= F.lit("8")
         inverted = F.translate(h, "0123456789ABCDEF", "FEDCBA9876543210")  # bitwise NOT, digit by digit
-        value = F.when(negative, -(_unsigned_hex_to_decimal(inverted) + 1)).otherwise(_unsigned_hex_to_decimal(h))
-        return F.when(F.length(h) > 0, value)
+        magnitude = F.when(negative, _increment_digits(_unsigned_hex_to_decimal(inverted).cast("string"))).otherwise(
+            _unsigned_hex_to_decimal(h).cast("string")
+        )
+        return F.when(F.length(h) > 0, F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), magnitude))
 
     def to_decimal(unscaled: Column) -> Column:
-        digits = F.abs(unscaled).cast("string")
+        digits = F.regexp_replace(unscaled, "^-", "")
         if scale > 0:
             # lpad also truncates longer strings, so pad only short ones
             padded = F.when(F.length(digits) > scale, digits).otherwise(F.lpad(digits, scale + 1, "0"))
             digits = F.concat(
                 padded.substr(F.lit(1), F.length(padded) - scale), F.lit("."), F.substring(padded, -scale, scale)
             )
-        text = F.concat(F.when(unscaled < 0, F.lit("-")).otherwise(F.lit("")), digits)
+        text = F.concat(F.when(unscaled.startswith("-"), F.lit("-")).otherwise(F.lit("")), digits)
         return text.cast(cast_type(T.DecimalType(precision, scale)))
 
     return (to_hex, to_unscaled, to_decimal)

@@ -26,6 +26,7 @@ import duckdb
 # The job's lake-table contract (names of its metadata columns, properties, marker tables).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "glue_scripts"))
 from cdclake.common.lake_contract import MARKER_SUFFIX
+from cdclake.common.names import source_name
 from cdclake.lake.formats import HUDI_META_COLUMNS
 
 ICEBERG, DELTA, HUDI = "iceberg", "delta", "hudi"
@@ -226,7 +227,9 @@ def hudi_snapshot(location: Path) -> Any:
             )
     schema = table.get_schema_with_meta_fields()
     data = pa.Table.from_batches(table.read(), schema) if commits else schema.empty_table()
-    return data.drop_columns([c for c in data.column_names if c in HUDI_META_COLUMNS])
+    data = data.drop_columns([c for c in data.column_names if c in HUDI_META_COLUMNS])
+    # Under the source's names: the job escapes those Avro refuses (common/names.py).
+    return data.rename_columns([source_name(c) for c in data.column_names])
 
 
 def snapshots(location: Path) -> list[dict[str, Any]]:
@@ -319,7 +322,7 @@ def schema_history(location: Path) -> list[tuple[int, list[str]]]:
             for n, (_, meta) in enumerate(_hudi_commits(_hudi_table(location)))
             if (meta.get("extraMetadata") or {}).get("schema")
         ]
-        found = [(n, [c for c in cols if c not in HUDI_META_COLUMNS]) for n, cols in found]
+        found = [(n, [source_name(c) for c in cols if c not in HUDI_META_COLUMNS]) for n, cols in found]
     else:
         meta = current_metadata(location)
         data = json.loads(meta.read_text()) if meta else {}

@@ -54,6 +54,7 @@ import lake  # first: puts the job's package (cdclake) on the path
 import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
+from cdclake.common.names import lake_table_name
 from cdclake.events.source_ddl import POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE
 from cdcstack import commands, mariadb, postgres, sources
 from cdcstack.plumbing import DATABASE, StackConfig, StackError, live_record, os_user
@@ -595,7 +596,7 @@ def compare(
     keys: list[str],
     table_format: str = lake.ICEBERG,
 ) -> TableResult:
-    lake_name = f"{source.lake_prefix}_{table}".lower()
+    lake_name = lake_table_name(f"{source.lake_prefix}_{table}")
     columns, src_rows, kinds = source.rows(table)
     location = lake.table_location(paths.warehouse, local_job.NAMESPACE, lake_name, table_format)
     if not lake.exists(location):
@@ -622,7 +623,7 @@ def lake_only(
 ) -> list[TableResult]:
     """Lake tables of the source database whose source table does not exist (dropped at the source)."""
     prefix = f"{source.lake_prefix}_".lower()
-    expected = {f"{prefix}{t}".lower() for t in names}
+    expected = {lake_table_name(f"{prefix}{t}") for t in names}
     out = []
     for name in lake.list_tables(paths.warehouse, local_job.NAMESPACE, table_format):
         if not name.startswith(prefix) or name in expected:

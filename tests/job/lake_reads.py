@@ -12,6 +12,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import lake
+from cdclake.common.names import source_name
 
 # Columns compared value by value: those whose JSON form (Spark's read-back) and Python form
 # (DuckDB's) say the same thing without a per-type conversion; decimals through Decimal.
@@ -37,12 +38,13 @@ def read_differences(out: dict[str, Any], warehouse: Path, table_format: str) ->
         except lake.LakeReadError as exc:
             found[name] = f"refused: {exc}"
             continue
-        names = [n for n, _, _ in t["schema"]]
+        # The reader gives the source's names: Spark reads Hudi's escaped ones (common/names.py).
+        names = [source_name(n) for n, _, _ in t["schema"]]
         if got and list(got[0]) != names:
             found[name] = f"columns {list(got[0])} != {names}"
             continue
         cols = [(n, ty) for n, ty, _ in t["schema"] if ty in _PLAIN or ty.startswith("decimal")]
-        mine = sorted(repr([_value(r[n], ty) for n, ty in cols]) for r in got)
+        mine = sorted(repr([_value(r[source_name(n)], ty) for n, ty in cols]) for r in got)
         spark = sorted(repr([_value(r.get(n), ty) for n, ty in cols]) for r in t["rows"])
         if mine != spark:
             found[name] = f"rows {mine} != {spark}"

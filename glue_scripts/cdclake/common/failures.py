@@ -74,6 +74,7 @@ TRANSIENT_PHRASES = (
 PERMANENT_CLASSES = frozenset(
     {
         "AnalysisException",  # Spark's, on the table's statements (Delta's and Hudi's extend it)
+        "UnsupportedName",  # a source name no table format holds (common/names.py)
         "ExtendedAnalysisException",
         "ParseException",
         "DeltaTableFeatureException",

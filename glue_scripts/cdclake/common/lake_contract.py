@@ -110,6 +110,9 @@ RENAMED_AT_PROPERTY = "cdc.renamed-at"
 RENAMED_PREFIX = "cdc.renamed."
 # A source default not yet given to rows written before its column existed: `cdc.backfill.<column>`.
 BACKFILL_PREFIX = "cdc.backfill."
+# A column the table format holds under another name (common/names.py): `cdc.source-name.<lake name>`
+# = the source's name.
+SOURCE_NAME_PREFIX = "cdc.source-name."
 # On a marker table: the lake table it belongs to.
 MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
 # A table set aside (jobs/batch.py): its batches failed in a way running them again does not cure, so
@@ -124,8 +127,18 @@ def backfill_property(column: str) -> str:
 
 
 def keys_text(keys: list[str]) -> str:
-    """KEY_PROPERTY's value."""
+    """KEY_PROPERTY's value: the names comma-separated, or a JSON list when a name holds a comma or
+    starts with `[` (a source allows both in a quoted name)."""
+    if any("," in k or k.startswith("[") for k in keys):
+        return json.dumps(keys, ensure_ascii=False)
     return ",".join(keys)
+
+
+def keys_of(text: str) -> list[str]:
+    """`keys_text` read back."""
+    if text.startswith("["):
+        return [str(k) for k in json.loads(text)]
+    return [k for k in text.split(",") if k]
 
 
 def is_metadata_column(name: str) -> bool:
@@ -154,7 +167,7 @@ class TableState:
         key_position = props.get(KEY_POSITION_PROPERTY)
         return cls(
             columns,
-            [k for k in props.get(KEY_PROPERTY, "").split(",") if k],
+            keys_of(props.get(KEY_PROPERTY, "")),
             {k[len(BACKFILL_PREFIX) :]: v for k, v in props.items() if k.startswith(BACKFILL_PREFIX)},
             loads(props.get(COLUMN_CHANGES_PROPERTY)),
             int(dropped) if dropped else None,

@@ -15,6 +15,7 @@ from typing import Any
 
 from .lake_contract import SOURCE_DROPPED_PROPERTY, DropPolicy, KeylessTablePolicy, SchemaChangePolicy, WriteMode
 from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
+from .names import lake_table_name
 
 
 class Source(StrEnum):
@@ -458,8 +459,7 @@ class Settings:
 
     def table_identifier(self, db: str, table: str) -> str:
         """Fully qualified target table for a source table, e.g. glue_catalog.cdc.salesdb_customer."""
-        name = self.table_name_template.format(db=db, table=table)
-        name = re.sub(r"[^0-9A-Za-z_]", "_", name).lower()
+        name = lake_table_name(self.table_name_template.format(db=db, table=table))
         return f"{self.catalog_name}.{self.namespace}.{name}"
 
 

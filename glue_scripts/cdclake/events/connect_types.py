@@ -112,6 +112,14 @@ class ColumnSpec:
     connect_name: str | None = None
     # The column's default in the source, encoded like a value (e.g. a Decimal as base64).
     default: Any = None
+    # The field's name in the events when the lake names the column otherwise (`name`: a name the
+    # table format cannot hold as it is, formats.Format.column_name); None: the same name.
+    field: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The column's name in the events."""
+        return self.field or self.name
 
     def convert(self, c: Column) -> Column:
         """All stages in one expression (for single values and tests)."""

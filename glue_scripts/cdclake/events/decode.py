@@ -127,6 +127,7 @@ def _infer(spark: SparkSession, classified: DataFrame, g: SchemaGroup) -> list[T
 
 
 def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
+    """The key's fields as the Kafka key names them (`source`)."""
     if group.key_schema is not None:
         return [column_spec(f) for f in json.loads(schema_json(group.key_schema))["fields"]]
     by_name = {c.name.lower(): c for c in group.columns or []}
@@ -212,9 +213,9 @@ def _parsed(rows: DataFrame, group: SchemaGroup, raw_keep: list[str]) -> DataFra
     """The group's records with their row image (`_img`) and Kafka key (`_key`) parsed."""
     assert group.columns is not None
     image_type = T.StructType(
-        [T.StructField(c.name, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
+        [T.StructField(c.source, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
     )
-    key_type = T.StructType([T.StructField(c.name, c.parse_type) for c in _key_specs(group)])
+    key_type = T.StructType([T.StructField(c.source, c.parse_type) for c in _key_specs(group)])
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
     image_json = F.when(F.col(CDC_OP) == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
@@ -235,9 +236,9 @@ def _converted(df: DataFrame, group: SchemaGroup, carry: list[str]) -> DataFrame
     key_lower = {k.lower() for k in group.keys}
     raws = []
     for i, spec in enumerate(group.columns):
-        raw = F.col("_img").getField(spec.name)
+        raw = F.col("_img").getField(spec.source)
         if spec.name.lower() in key_lower:
-            raw = F.coalesce(raw, F.col("_key").getField(spec.name))
+            raw = F.coalesce(raw, F.col("_key").getField(spec.source))
         raws.append(raw.alias(f"__r{i}"))
     img_ok = F.col("_img").isNotNull().alias("__img")
     corrupt = F.col("_img").getField(_CORRUPT).isNotNull().alias("__corrupt")
@@ -261,7 +262,7 @@ def _decode_error(group: SchemaGroup) -> Column:
         F.when(
             F.col(f"__r{i}").isNotNull() & F.col(f"__v{i}").cast(cast_type(spec.spark_type)).isNull(),
             F.lit(
-                f"{spec.name} ({spec.connect_name or spec.parse_type.simpleString()} value does not fit "
+                f"{spec.source} ({spec.connect_name or spec.parse_type.simpleString()} value does not fit "
                 f"{spec.spark_type.simpleString()})"
             ),
         )

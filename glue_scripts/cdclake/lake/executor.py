@@ -150,6 +150,8 @@ class Executor:
 
     # -------------------------------------------------------------- column renames and drops
     def _RenameColumn(self, s: table_plan.RenameColumn, ex: Execution) -> None:
+        # The source name of an escaped name first (formats.Format.name_properties).
+        self._name_properties(ex.ident, [s.new])
         # Metadata only: Iceberg columns have ids, Delta's tables map names (formats.DELTA_COLUMN_MAPPING).
         self.sql(f"ALTER TABLE {ex.ident} RENAME COLUMN {quote(s.old)} TO {quote(s.new)}")
 
@@ -167,6 +169,11 @@ class Executor:
 
     def _RecordColumnChanges(self, s: table_plan.RecordColumnChanges, ex: Execution) -> None:
         self._set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: table_plan.dumps(list(s.changes))})
+
+    def _name_properties(self, ident: str, lake_names: list[str]) -> None:
+        props = self.fmt.name_properties(lake_names)
+        if props:
+            self._set_properties(ident, props)
 
     def _set_properties(self, ident: str, props: dict[str, str]) -> None:
         self.sql(f"ALTER TABLE {ident} SET TBLPROPERTIES ({properties_sql(props)})")
@@ -240,6 +247,7 @@ class Executor:
         features = self.fmt.features_sql(ex.ident, existing, [t for _, t in s.plan.add])
         if features:
             self.sql(features)
+        self._name_properties(ex.ident, [n for n, _ in s.plan.add])
         for statement in alter_sql(ex.ident, s.plan, fills, widen=self.fmt.widens_in_place):
             self.sql(statement)
         if s.plan.widen and not self.fmt.widens_in_place:

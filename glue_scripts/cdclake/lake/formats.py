@@ -18,6 +18,8 @@ format, pure text (no Spark session):
     type_features     the table properties that enable the features columns of some types need (Delta:
                       timestamp_ntz); features_sql enables them on an existing table before an ADD COLUMN
     system_columns    columns the format adds to every table (Hudi's `_hoodie_*`), not the lake's
+    column_name       the lake name of a source column (Hudi: Avro's rule, common/names.py), and
+                      name_properties the table properties that record the source names of such columns
     fixed_key         the format cannot change a table's key after its creation
     v2_writes         DataFrameWriterV2 (`writeTo`) can append to its tables; else `insertInto`
 
@@ -28,8 +30,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ..common.lake_contract import CDC_SEQ, KEY_PROPERTY, MARKERS_OF_PROPERTY, WriteMode, keys_text
+from ..common.lake_contract import (
+    CDC_SEQ,
+    KEY_PROPERTY,
+    MARKERS_OF_PROPERTY,
+    SOURCE_NAME_PREFIX,
+    WriteMode,
+    keys_text,
+)
 from ..common.maintenance_policy import MaintenancePolicy
+from ..common.names import UnsupportedName as UnsupportedName  # raised here, for the batch to classify
+from ..common.names import avro_column_name, source_name
 from ..common.settings import CatalogType, Settings, TableFormat
 from ..common.sqltext import properties_sql, quote
 from ..events.decode import COPY_COLUMN, META_COLUMNS
@@ -85,6 +96,14 @@ class Format:
     def lake_type(self, decoded: T.DataType) -> T.DataType:
         return decoded
 
+    def column_name(self, source: str) -> str:
+        """The lake name of source column `source`: the name itself (Iceberg; Delta maps names)."""
+        return source
+
+    def name_properties(self, lake_names: list[str]) -> dict[str, str]:
+        """The properties that record the source name of each of `lake_names` that differs from it."""
+        return {SOURCE_NAME_PREFIX + n: source_name(n) for n in lake_names if source_name(n) != n}
+
     def type_features(self, types: list[T.DataType]) -> dict[str, str]:
         """The table properties that enable the format's features columns of `types` need."""
         return {}
@@ -104,6 +123,7 @@ class Format:
         props = {
             **self.table_properties(write_mode),
             **self.type_features([t for _, t in columns]),
+            **self.name_properties([n for n, _ in columns]),
             **self.key_properties(keys),
             KEY_PROPERTY: keys_text(keys),
         }
@@ -363,6 +383,11 @@ class Hudi(Format):
         from pyspark.sql import types as T
 
         return T.TimestampType() if isinstance(decoded, T.TimestampNTZType) else decoded
+
+    def column_name(self, source: str) -> str:
+        """Avro's name rule (Hudi writes through Avro): a name it refuses, one of Hudi's own columns'
+        names or one that looks escaped is escaped (common/names.py); UnsupportedName when too long."""
+        return avro_column_name(source, HUDI_META_COLUMNS)
 
     def key_properties(self, keys: list[str]) -> dict[str, str]:
         return {"primaryKey": ",".join(keys), "preCombineField": CDC_SEQ} if keys else {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from ..common.lake_contract import (
     ColumnChange,
     TableState,
 )
+from ..common.names import UnsupportedName
 from ..common.report import TableReport
 from ..common.settings import Settings
 from ..common.sqltext import table_properties
@@ -236,6 +238,10 @@ class LakeTables:
         # rows now.
         self._renames_read: list[TableRename] = []
         self._renames_loaded = False  # the ones recorded by the lake tables (a job started again)
+        # The source table each lake table name stands for in this process: names.lake_table_name folds
+        # case and characters, so two source tables can map to one name (`claim`).
+        self._sources: dict[str, tuple[str, str]] = {}
+        self._claims = threading.Lock()
 
     # ------------------------------------------------------------------ cached state
     def state(self, ident: str) -> TableState | None:
@@ -261,6 +267,19 @@ class LakeTables:
         else:
             self._states.pop(ident, None)
         self.executor.markers.forget(ident)
+
+    def claim(self, ident: str, table: tuple[str, str]) -> None:
+        """Lake table `ident` is source table `table`'s; UnsupportedName when another source table
+        (`Orders` beside `orders`, `a b` beside `a_b`) has it in this process: the two would write
+        into one lake table."""
+        with self._claims:
+            holder = self._sources.setdefault(ident, table)
+        if holder != table:
+            raise UnsupportedName(
+                f"source tables {'.'.join(holder)} and {'.'.join(table)} both map to lake table {ident} (lake "
+                "table names are lower case, with `_` for every character but an ASCII letter, digit or `_`): "
+                "rename one of them at the source; the lake follows the RENAME TABLE"
+            )
 
     def renames_to_follow(self, renames: list[TableRename], tables: list[tuple[str, str]]) -> list[TableRename]:
         """The batch's renames added to the ones read before, all in source order: what the batch's
@@ -318,6 +337,9 @@ class LakeTables:
             self.executor.move_table(old, new, props)
             self.forget(new)
             self._states[old] = None
+            with self._claims:
+                self._sources.pop(old, None)
+                self._sources[new] = r.new
             self._moves_done.add((r.seq, r.old, r.new))
             log.warning("table %s: renamed from %s at the source; the lake table moved with its rows", new, old)
             out.append(TableReport(new, schema=f"renamed from {old.rsplit('.', 1)[-1]}"))

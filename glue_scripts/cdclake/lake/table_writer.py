@@ -15,20 +15,21 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..common.lake_contract import CDC_OP, SetAsideMark
+from ..common.names import duplicate_by_case
 from ..common.report import TableReport
 from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
 from .executor import Execution, Executor, Writes, Written, decoded_rows
-from .formats import Format, table_format
+from .formats import Format, UnsupportedName, table_format
 from .lake_tables import LakeTables
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
 
@@ -101,6 +102,32 @@ def group_facts(groups: list[SchemaGroup], fmt: Format | None = None) -> list[Gr
     ]
 
 
+def lake_named(table: str, groups: list[SchemaGroup], statements: TableDDL | None, fmt: Format) -> TableDDL | None:
+    """The resolved groups' columns and keys, and the statements' columns, under their lake names
+    (formats.Format.column_name; the groups in place, each column keeping its event name). Raises
+    UnsupportedName for a name no lake table holds: two columns differing only by case."""
+    for g in groups:
+        if g.columns is None or any(c.field is not None for c in g.columns):
+            continue  # not resolved, or named already
+        pair = duplicate_by_case([c.name for c in g.columns])
+        if pair:
+            raise UnsupportedName(
+                f"table {table}: columns {pair[0]!r} and {pair[1]!r} differ only by case, and Spark, the catalog "
+                "and Athena match column names case-insensitively: rename one of them at the source"
+            )
+        names = {c.name.lower(): fmt.column_name(c.name) for c in g.columns}
+        g.columns = [c if names[c.name.lower()] == c.name else replace(c, name=names[c.name.lower()], field=c.name)
+                     for c in g.columns]  # fmt: skip
+        g.keys = None if g.keys is None else [names.get(k.lower(), k) for k in g.keys]
+    if statements is None or not statements.changes:
+        return statements
+    changes = [
+        replace(c, old=fmt.column_name(c.old), new=None if c.new is None else fmt.column_name(c.new))
+        for c in statements.changes
+    ]
+    return replace(statements, changes=changes)
+
+
 class TableWriter:
     def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables) -> None:
         self.spark = spark
@@ -128,10 +155,12 @@ class TableWriter:
         table's column changes, and (for a DROP TABLE read) whether the lake has newer rows."""
         started = time.monotonic()
         ident = self.settings.table_identifier(*table)
+        self.tables.claim(ident, table)
         events = sum(g.events for g in groups)
         resolve_groups(self.spark, batch.cached, groups)
-        state, memory = self.tables.state(ident), self.tables.memory(ident)
         fmt = self.executor.fmt
+        statements = lake_named(ident, groups, statements, fmt)
+        state, memory = self.tables.state(ident), self.tables.memory(ident)
         cuts = cut_positions(state, group_facts(groups, fmt), statements, self.policies, memory)
         # Events on both sides of a column's drop or rename may share a schema: cut them apart.
         groups = cut_at(batch.cached, groups, cuts)

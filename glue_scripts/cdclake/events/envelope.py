@@ -54,7 +54,15 @@ _PAYLOAD = T.StructType(
         # Schema-change events: which tables the statement changed (`"db"."table"`), and how.
         T.StructField(
             "tableChanges",
-            T.ArrayType(T.StructType([T.StructField("type", T.StringType()), T.StructField("id", T.StringType())])),
+            T.ArrayType(
+                T.StructType(
+                    [
+                        T.StructField("type", T.StringType()),
+                        T.StructField("id", T.StringType()),
+                        T.StructField("table", T.StringType()),  # the table after it, as JSON text
+                    ]
+                )
+            ),
         ),
         T.StructField(_CORRUPT, T.StringType()),
     ]

@@ -26,8 +26,14 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pyspark.sql import types as T
 
 from ..common.lake_contract import DROP, KEPT, RENAME, ColumnChange
+from ..common.sqltext import sql_string
+from .connect_types import mysql_string_default
 
 SET_ASIDE_SUFFIX = "__dropped"
 
@@ -328,3 +334,119 @@ def postgres_statement(after: str) -> PostgresStatement:
         key_changed="key" in kinds,
         statement=str(row.get("statement") or ""),
     )
+
+
+# ------------------------------------------------------------------ columns a MySQL statement defines
+@dataclass(frozen=True)
+class StatementColumn:
+    """A column as a schema-change statement defines it: its lake type, and the SQL literal of the
+    value the source gives rows it already has (None: no backfill, as for the row events)."""
+
+    name: str
+    spark_type: T.DataType
+    default_sql: str | None
+
+
+_INT16 = ("TINYINT", "TINYINT UNSIGNED", "SMALLINT")
+_INT32 = ("SMALLINT UNSIGNED", "MEDIUMINT", "MEDIUMINT UNSIGNED", "INT", "INTEGER", "YEAR")
+_INT64 = ("INT UNSIGNED", "INTEGER UNSIGNED", "BIGINT")
+_TEXT = ("CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET", "JSON", "NCHAR",
+         "NVARCHAR", "NATIONAL CHAR", "NATIONAL VARCHAR", "CHARACTER", "CHARACTER VARYING")  # fmt: skip
+_BYTES = ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
+_GEOMETRY = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+             "GEOMETRYCOLLECTION", "GEOMCOLLECTION")  # fmt: skip
+
+
+def mysql_lake_type(column: dict[str, Any]) -> T.DataType | None:
+    """The lake type the MySQL connector's row events give a column (decimal.handling.mode precise,
+    bigint.unsigned.handling.mode precise, time.precision.mode adaptive_time_microseconds:
+    connect_types.py), from its definition in a schema-change event's `tableChanges`; None when the
+    definition does not tell it exactly (the column is then left to the table's next row event)."""
+    name = str(column.get("typeName") or "").upper()
+    length, scale = column.get("length"), column.get("scale")
+    if name in _INT16 + _INT32:
+        return T.IntegerType()  # int16 and int32 are both int in the lake
+    if name in _INT64:
+        return T.LongType()
+    if name in ("DECIMAL", "NUMERIC", "DEC", "FIXED", "BIGINT UNSIGNED", "DECIMAL UNSIGNED", "NUMERIC UNSIGNED"):
+        precision, digits = (20, 0) if name == "BIGINT UNSIGNED" else (length if length else 10, scale or 0)
+        return T.StringType() if precision > 38 else T.DecimalType(max(precision, digits, 1), digits)
+    if name in ("FLOAT",) and length is None:
+        return T.FloatType()
+    if name in ("DOUBLE", "DOUBLE PRECISION"):
+        return T.DoubleType()
+    if name in ("BOOLEAN", "BOOL") or (name == "BIT" and (length or 1) == 1):
+        return T.BooleanType()
+    if name == "BIT" or name in _BYTES:
+        return T.BinaryType()
+    if name in _TEXT or name in _GEOMETRY or name == "TIME":
+        return T.StringType()
+    if name == "DATE":
+        return T.DateType()
+    if name == "DATETIME":
+        return T.TimestampNTZType()
+    if name == "TIMESTAMP":
+        return T.TimestampType()
+    return None
+
+
+_EPOCH = ("1970-01-01", "1970-01-01 00:00:00", "1970-01-01T00:00:00Z")
+_DATE_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_DATETIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?")
+_TIME_TEXT = re.compile(r"(-?)(\d{1,3}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?")
+NO_BACKFILL = "no backfill"  # a default the source gives rows it has, that the job does not backfill
+
+
+def mysql_default_sql(column: dict[str, Any], lake_type: T.DataType) -> str | None:
+    """The SQL literal of the value rows the table had get when the statement adds `column`, as
+    the first row event's Connect default would give it (evolution.default_sql): NO_BACKFILL for
+    none (no default, binary values, a CURRENT_TIMESTAMP-like default the connector sends as the
+    epoch), None when the statement's text does not tell the value exactly."""
+    text = column.get("defaultValueExpression")
+    if text is None or isinstance(lake_type, T.BinaryType):
+        return NO_BACKFILL
+    text, kind = str(text), lake_type.simpleString()
+    if isinstance(lake_type, T.DateType | T.TimestampNTZType | T.TimestampType) and text in _EPOCH:
+        return NO_BACKFILL
+    try:
+        if isinstance(lake_type, T.IntegerType | T.LongType):
+            return f"CAST({int(text)} AS {kind})"
+        if isinstance(lake_type, T.DecimalType):
+            return f"CAST({sql_string(format(Decimal(text), 'f'))} AS {kind})"
+    except (ValueError, InvalidOperation):
+        return None
+    if isinstance(lake_type, T.FloatType | T.DoubleType) and re.fullmatch(r"-?\d+(\.\d*)?([eE][-+]?\d+)?", text):
+        return f"CAST({sql_string(text)} AS {kind})"
+    if isinstance(lake_type, T.BooleanType):
+        value = {"1": True, "TRUE": True, "B'1'": True, "0": False, "FALSE": False, "B'0'": False}.get(text.upper())
+        return None if value is None else f"CAST({'TRUE' if value else 'FALSE'} AS boolean)"
+    if isinstance(lake_type, T.DateType) and _DATE_TEXT.fullmatch(text) and not text.startswith("0000"):
+        return f"DATE {sql_string(text)}"
+    if isinstance(lake_type, T.TimestampNTZType) and _DATETIME_TEXT.fullmatch(text) and not text.startswith("0000"):
+        return f"CAST({sql_string(text)} AS timestamp_ntz)"
+    name = str(column.get("typeName") or "").upper()
+    if name == "TIME":
+        m = _TIME_TEXT.fullmatch(text)
+        if m is None:
+            return None
+        sign, h, mi, s, frac = m.groups()
+        return sql_string(f"{sign}{int(h):02d}:{mi}:{s}.{(frac or '').ljust(6, '0')}")
+    if isinstance(lake_type, T.StringType) and (name in _TEXT):
+        return sql_string(mysql_string_default(text))
+    return None  # a zoned TIMESTAMP's literal (the server's time zone), a geometry, a decimal as text
+
+
+def mysql_statement_columns(table: dict[str, Any]) -> tuple[list[StatementColumn], list[str]]:
+    """The columns of a `tableChanges[].table` whose lake type and default the definition tells
+    exactly, and the names of the others (left to the table's next row event). Columns the source
+    computes (AUTO_INCREMENT, generated) are among the others: their values come with row events."""
+    known, unknown = [], []
+    for c in table.get("columns") or []:
+        name = str(c.get("name"))
+        lake_type = None if c.get("generated") or c.get("autoIncremented") else mysql_lake_type(c)
+        default = None if lake_type is None else mysql_default_sql(c, lake_type)
+        if lake_type is None or default is None:
+            unknown.append(name)
+        else:
+            known.append(StatementColumn(name, lake_type, None if default == NO_BACKFILL else default))
+    return known, unknown

@@ -147,7 +147,9 @@ class BatchProcessor:
         dead: list[DataFrame] = []
         if summary.dead:
             dead.append(as_dead_letters(batch.full.where(F.col("_status") == DEAD), F.col("_reason"), batch.batch_id))
-        statements, renames = read_statements(batch.cached) if summary.schema_events else ({}, [])
+        statements, renames = (
+            read_statements(batch.cached, self.tables.executor.fmt.lake_type) if summary.schema_events else ({}, [])
+        )
         tables, truncated = summary.tables, summary.truncated
         if renames:
             report.tables += self.tables.rename_tables(renames)

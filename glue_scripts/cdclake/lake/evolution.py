@@ -209,9 +209,11 @@ def carried_properties(spark: SparkSession, table: str, reserved: frozenset[str]
     return {k: v for k, v in table_properties(spark, table).items() if k not in reserved}
 
 
-# Temporal defaults are not backfilled: Debezium cannot send CURRENT_TIMESTAMP-style defaults
-# (it sends the epoch instead), so the value existing source rows got is unknown.
-_NO_BACKFILL = (T.DateType, T.TimestampType, T.TimestampNTZType, T.BinaryType)
+# Binary defaults are not backfilled. A temporal default at the epoch is not either: Debezium sends
+# CURRENT_TIMESTAMP-style defaults as the epoch, so the value existing source rows got is unknown
+# (any other date or time default is a constant, which they got).
+_NO_BACKFILL = (T.BinaryType,)
+_TEMPORAL = (T.DateType, T.TimestampType, T.TimestampNTZType)
 
 
 def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
@@ -221,9 +223,13 @@ def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
     for them, so the lake has to do the same to stay equal to the source."""
     if spec.default is None or isinstance(spec.spark_type, _NO_BACKFILL):
         return None
-    value = spark.range(1).select(spec.convert(F.lit(spec.default)).cast(spec.spark_type).alias("v")).first()["v"]
-    if value is None:
+    v = spec.convert(F.lit(spec.default)).cast(spec.spark_type)
+    epoch = F.unix_micros(v.cast("timestamp")) == 0 if isinstance(spec.spark_type, _TEMPORAL) else F.lit(False)
+    # A temporal value as the session's text: read back by the same session, so zone-independent.
+    row = spark.range(1).select(v.alias("v"), v.cast("string").alias("text"), epoch.alias("epoch")).first()
+    if row["v"] is None or row["epoch"]:
         return None
+    value = row["text"] if isinstance(spec.spark_type, _TEMPORAL) else row["v"]
     return f"CAST({_literal(value)} AS {spec.spark_type.simpleString()})"
 
 

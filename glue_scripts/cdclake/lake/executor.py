@@ -216,6 +216,7 @@ class Executor:
             expr = default_sql(self.spark, spec)
             if expr is not None:
                 ex.fills[name] = expr
+        ex.fills.update(dict(s.literals))
 
     def _CreateTable(self, s: table_plan.CreateTable, ex: Execution) -> None:
         keys = list(s.keys)

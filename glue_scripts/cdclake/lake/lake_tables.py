@@ -13,10 +13,12 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..common.lake_contract import (
     ALL_METADATA_COLUMNS,
@@ -45,6 +47,7 @@ from .table_plan import (
     Rekey,
     RenameColumn,
     SetKey,
+    StatementSchema,
     TableDDL,
     TablePlan,
     UnmarkDropped,
@@ -100,10 +103,13 @@ def _mark_order(mark: str | None) -> tuple[int, int]:
     return int(seq), int(offset or 0)
 
 
-def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableDDL], list[TableRename]]:
-    """Column renames/drops and table drops of the batch's statements, per table, and the table
-    renames in source order: MySQL's schema-change events and the rows of PostgreSQL's DDL log (one
-    more Spark action, only in batches that have schema-change events)."""
+def read_statements(
+    classified: DataFrame, lake_type: Callable[[T.DataType], T.DataType] = lambda t: t
+) -> tuple[dict[tuple[str, str], TableDDL], list[TableRename]]:
+    """Column renames/drops, the columns after each ALTER TABLE and table drops of the batch's
+    statements, per table, and the table renames in source order: MySQL's schema-change events and
+    the rows of PostgreSQL's DDL log (one more Spark action, only in batches that have schema-change
+    events). `lake_type`: the table format's type of a decoded column (formats.Format.lake_type)."""
     rows = (
         classified.where(F.col("_ddl").isNotNull() | F.col("_pg_ddl").isNotNull())
         .select(
@@ -125,11 +131,13 @@ def read_statements(classified: DataFrame) -> tuple[dict[tuple[str, str], TableD
         if r["_pg_ddl"] is not None:
             renames += _postgres_statement(out, r)
         else:
-            renames += _mysql_statement(out, r)
+            renames += _mysql_statement(out, r, lake_type)
     return dict(out), renames
 
 
-def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[TableRename]:
+def _mysql_statement(
+    out: dict[tuple[str, str], TableDDL], r: Row, lake_type: Callable[[T.DataType], T.DataType]
+) -> list[TableRename]:
     """One schema-change event of the MySQL connector: its table changes into `out`, its renames."""
     seq = int(r[CDC_SEQ])
     for change in r["_ddl_tables"] or []:
@@ -143,6 +151,8 @@ def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Table
                 out[(db, tbl)].changes += [
                     ColumnChange(k, o, n, seq) for k, o, n in source_ddl.column_changes(r["_ddl"])
                 ]
+                if schema := _statement_schema(change["table"], seq, db, tbl, lake_type):
+                    out[(db, tbl)].schemas.append(schema)
                 if source_ddl.changes_primary_key(r["_ddl"]):
                     out[(db, tbl)].key_seqs.append(seq)
                 if computed := source_ddl.computed_columns(r["_ddl"]):
@@ -159,6 +169,31 @@ def _mysql_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Table
         TableRename(old, new, seq, int(r["offset"]), step)
         for step, (old, new) in enumerate(source_ddl.table_renames(r["_ddl"], r["_src_db"] or ""))
     ]
+
+
+def _statement_schema(
+    text: str | None, seq: int, db: str, tbl: str, lake_type: Callable[[T.DataType], T.DataType]
+) -> StatementSchema | None:
+    """The table after an ALTER TABLE (`tableChanges[].table`): the columns whose lake type and
+    default it tells exactly; the others are named in a log line and left to the next row event."""
+    try:
+        table = json.loads(text) if text else None
+    except ValueError:
+        table = None
+    if not isinstance(table, dict):
+        return None
+    known, unknown = source_ddl.mysql_statement_columns(table)
+    if unknown:
+        log.info(
+            "source table %s.%s: column(s) %s of the ALTER TABLE at position %d are left to the table's next "
+            "row event (the statement does not tell their lake type or default exactly)",
+            db,
+            tbl,
+            ", ".join(unknown),
+            seq,
+        )
+    columns = tuple(replace(c, spark_type=lake_type(c.spark_type)) for c in known)
+    return StatementSchema(seq, columns, tuple(str(k) for k in table.get("primaryKeyColumnNames") or ()))
 
 
 def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[TableRename]:

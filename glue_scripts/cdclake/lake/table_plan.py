@@ -36,7 +36,7 @@ from ..common.lake_contract import (
     loads,
 )
 from ..events import source_ddl
-from .evolution import Columns, SchemaPlan, plan_schema
+from .evolution import Columns, SchemaPlan, can_widen, exact_change, fits, plan_schema
 
 NO_KEY = "record has no JSON key (does the table have a primary key?)"
 
@@ -50,6 +50,18 @@ class TableDDL:
     drop_ts: float | None = None
     create_seq: int | None = None
     key_seqs: list[int] = field(default_factory=list)  # ALTER TABLE statements that set a primary key
+    schemas: list[StatementSchema] = field(default_factory=list)  # the table after each ALTER TABLE
+
+
+@dataclass(frozen=True)
+class StatementSchema:
+    """The table's columns after an ALTER TABLE statement (MySQL's `tableChanges`), those whose lake
+    type and default the statement tells exactly: applied when the statement is read, as the first
+    row event after it would (a schema group of no events, `GroupFacts.statement`)."""
+
+    seq: int
+    columns: tuple[source_ddl.StatementColumn, ...]
+    keys: tuple[str, ...]  # the primary key after it
 
 
 def newest_drop(statements: TableDDL | None, state: TableState | None) -> int | None:
@@ -77,6 +89,8 @@ class GroupFacts:
     deletes: bool = False
     updates: bool = False
     toasted: bool = False
+    statement: bool = False  # no events: the table's columns after a statement (StatementSchema)
+    fills: tuple[tuple[str, str], ...] = ()  # a statement's columns: the SQL literal existing rows get
 
 
 @dataclass(frozen=True)
@@ -185,6 +199,7 @@ class ColumnDefaults:
     index, the group's column). The executor turns each into a SQL literal (one row through Spark)."""
 
     candidates: tuple[tuple[str, int, str], ...]
+    literals: tuple[tuple[str, str], ...] = ()  # column -> SQL literal, from a statement (StatementSchema)
 
 
 @dataclass(frozen=True)
@@ -344,6 +359,7 @@ def plan_table(
         truncate = None
     p.column_changes()
     p.replace_if_recreated(groups)
+    groups = groups + p.statement_groups(len(groups))
     p.set_aside_readded(groups)
     p.set_aside_before_creation(groups)
     good = p.screen(groups)
@@ -585,11 +601,14 @@ class _Planner:
             carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
             if source_ddl.kept_drop(recorded, k.old) == k and any(_has_column(g, k.old) for g in carried):
                 recorded.append(self._set_aside(k, done))
-        if not done:
+        if len(recorded) == len(state.column_changes):
             return
+        # Recorded also when the lake had no such column (the name's new column is added in this
+        # batch): a later batch must not take that new column for the kept one.
         self._record(recorded)
-        self.add(ColumnsChanged(Level.WARNING, "; ".join(done)))
-        self.report(", ".join(done))
+        if done:
+            self.add(ColumnsChanged(Level.WARNING, "; ".join(done)))
+            self.report(", ".join(done))
         assert self.state is not None
         self._known = list(self.state.column_changes)
 
@@ -638,12 +657,67 @@ class _Planner:
                     msg = f"table {self.table}: {f.events} event(s) older than the table's drop at the source ignored"
                     self.add(Note(Level.WARNING, msg))
                     continue
+            if f.statement:
+                g = self._statement_view(g)
+                if g is not None:
+                    good.append(g)
+                continue
             reason = f.error or self._key_problem(f, groups)
             if reason:
                 self.add(DeadLetter(f.index, reason))
             else:
                 good.append(g)
-        return good
+        return _in_source_order(good)
+
+    # -------------------------------------------------------------- columns a statement defines
+    def statement_groups(self, first: int) -> list[GroupFacts]:
+        """The batch's ALTER TABLE statements of a table the lake has, each as a schema group of no
+        events (numbered from `first`): the columns they add or retype reach the lake in this batch,
+        also when no row event of the table follows. Not around a DROP TABLE (the row events decide)."""
+        st, state = self.statements, self.state
+        if st is None or state is None or st.drop_seq or st.create_seq or state.dropped_seq:
+            return []
+        return [
+            GroupFacts(
+                index=first + i,
+                max_seq=x.seq,
+                events=0,
+                min_seq=x.seq,
+                columns=tuple((c.name, c.spark_type) for c in x.columns),
+                keys=x.keys,
+                defaults=frozenset(c.name for c in x.columns if c.default_sql is not None),
+                statement=True,
+                fills=tuple((c.name, c.default_sql) for c in x.columns if c.default_sql is not None),
+            )
+            for i, x in enumerate(sorted(st.schemas, key=lambda x: x.seq))
+        ]
+
+    def _statement_view(self, g: _Group) -> _Group | None:
+        """What a statement's group may change: the lake's key must be its key (a key change is left
+        to the row events), and a column the lake has only to a type its events would widen or
+        rewrite it to (any other is left to the events, which dead-letter a lossy change)."""
+        state = self.state
+        assert state is not None
+        if _lower(g.lake_keys()) != _lower(state.keys):
+            return None
+        lake = {n.lower(): t for n, t in state.columns}
+        evolve = self.policies.schema_change != SchemaChangePolicy.DEAD_LETTER
+        # A column the source dropped after the statement is not added (also when the lake keeps drops).
+        gone = {c.old.lower() for c in self.known() if c.kind in (DROP, KEPT) and c.seq > g.facts.max_seq}
+        keep = {
+            n
+            for n, t in g.facts.columns or ()
+            if n not in g.ignored
+            and (n.lower() not in gone or n in g.renamed)
+            and (
+                (old := lake.get(g.renamed.get(n, n).lower())) is None
+                or fits(t, old)  # type: ignore[arg-type]
+                or can_widen(old, t)  # type: ignore[arg-type]
+                or (evolve and exact_change(old, t))  # type: ignore[arg-type]
+            )
+        }
+        facts = replace(g.facts, columns=tuple((n, t) for n, t in g.facts.columns or () if n in keep))
+        return _Group(facts, g.renamed, g.ignored)
 
     def _key_problem(self, g: GroupFacts, groups: list[GroupFacts]) -> str | None:
         """Why the group cannot be applied for its key (None: it can)."""
@@ -673,6 +747,9 @@ class _Planner:
             return False
         defaults = self._defaults(plan, good)
         self._evolve(plan, keys, defaults)
+        good = [g for g in good if not g.facts.statement]
+        if not good:
+            return False
         self.add(_write(good, plan.final, keys, truncate))
         if truncate is not None:
             self.plan.truncated = True
@@ -742,7 +819,8 @@ class _Planner:
                                        f"following: {reasons}"))  # fmt: skip
             if state is not None:
                 self.plan.lossy += sorted(set(plan.lossy.values()))
-        self.add(*[DeadLetter(run[i].facts.index, r, loud=i not in plan.lossy) for i, r in plan.rejected.items()])
+        self.add(*[DeadLetter(run[i].facts.index, r, loud=i not in plan.lossy) for i, r in plan.rejected.items()
+                   if not run[i].facts.statement])  # fmt: skip
         return plan, [g for i, g in enumerate(run) if i not in plan.rejected]
 
     def _defaults(self, plan: SchemaPlan, good: list[_Group]) -> set[str]:
@@ -754,14 +832,19 @@ class _Planner:
         else:
             new = {n.lower() for n, _ in plan.add}
         out: dict[str, tuple[str, int, str]] = {}
+        literals: dict[str, str] = {}
         for g in reversed(good):
+            fills = dict(g.facts.fills)
             for spec, _ in g.facts.columns or ():
                 name = g.renamed.get(spec, spec)
                 if name.lower() in new and name not in out and spec not in g.ignored and spec in g.facts.defaults:
                     out[name] = (name, g.facts.index, spec)
+                    if g.facts.statement:
+                        literals[name] = fills[spec]
             new -= {n.lower() for n, _ in g.lake_columns()}
         if out:
-            self.add(ColumnDefaults(tuple(out.values())))
+            candidates = tuple(c for n, c in out.items() if n not in literals)
+            self.add(ColumnDefaults(candidates, tuple(literals.items())))
         return {n.lower() for n in out}
 
     def _evolve(self, plan: SchemaPlan, keys: list[str], defaults: set[str]) -> None:
@@ -828,6 +911,15 @@ class _Planner:
                 self.add(MarkDropped(statements.drop_seq, statements.drop_ts))
                 self.plan.state = replace(state, dropped_seq=statements.drop_seq)
                 self.plan.source_dropped = "kept, marked"
+
+
+def _in_source_order(good: list[_Group]) -> list[_Group]:
+    """The groups of events in their order, each statement's group before the first of them newer."""
+    out = [g for g in good if not g.facts.statement]
+    for st in sorted((g for g in good if g.facts.statement), key=lambda g: g.facts.max_seq):
+        newer = (i for i, g in enumerate(out) if not g.facts.statement and g.facts.max_seq > st.facts.max_seq)
+        out.insert(next(newer, len(out)), st)
+    return out
 
 
 def _write(good: list[_Group], columns: Columns, keys: list[str], truncate: int | None) -> Write:

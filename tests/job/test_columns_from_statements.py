@@ -83,7 +83,7 @@ UNKNOWN = ("zero", "ts")
 
 
 def test_columns_added_to_a_table_with_no_later_change_arrive_with_their_defaults_on_every_row(lake):
-    before, alters, after = parts("ddl_add")
+    before, alters, _ = parts("ddl_add")
     lake.apply(before)
     report = lake.apply(alters)
     assert report.dead == 0

@@ -182,6 +182,34 @@ def test_a_column_dropped_and_added_again_or_renamed_onto_a_dropped_name_reconci
     reconciled_table(job, "readd_t", rows=4)
 
 
+def test_columns_added_to_a_table_that_never_changes_again_reach_the_lake_with_their_defaults(job: Stack) -> None:
+    job.sql(
+        "CREATE TABLE quiet_add_t (id INT PRIMARY KEY, name VARCHAR(20));"
+        "INSERT INTO quiet_add_t VALUES (1, 'a'), (2, 'b'), (3, 'c')"
+    )
+    reconciled_table(job, "quiet_add_t", rows=3)
+    # No row event of the table follows: the statements alone bring the columns and their values.
+    job.sql(
+        "ALTER TABLE quiet_add_t ADD COLUMN tier VARCHAR(16) NOT NULL DEFAULT 'it''s gold',"
+        " ADD COLUMN qty INT NOT NULL DEFAULT 7, ADD COLUMN since DATE NOT NULL DEFAULT '2024-01-01',"
+        " ADD COLUMN at_dt DATETIME(3) DEFAULT '2024-01-02 03:04:05.250', ADD COLUMN price DECIMAL(10,2) DEFAULT 1.50,"
+        " ADD COLUMN flag BOOLEAN NOT NULL DEFAULT TRUE, ADD COLUMN t TIME DEFAULT '01:02:03';"
+        "ALTER TABLE quiet_add_t MODIFY COLUMN qty BIGINT NOT NULL DEFAULT 7;"
+        "ALTER TABLE quiet_add_t ADD COLUMN gone INT DEFAULT 1; ALTER TABLE quiet_add_t DROP COLUMN gone;"
+        "ALTER TABLE quiet_add_t ADD COLUMN gone VARCHAR(4) NOT NULL DEFAULT 'back';"
+        "ALTER TABLE quiet_add_t ADD COLUMN lvl VARCHAR(8) DEFAULT 'one'; ALTER TABLE quiet_add_t RENAME COLUMN lvl TO level"
+    )
+    reconciled_table(job, "quiet_add_t", rows=3)
+    assert st.dead_letters(job, "salesdb.salesdb.quiet_add_t") == []
+    columns = lake_columns(job, "salesdb_quiet_add_t")
+    assert columns[:9] == ["id", "name", "tier", "qty", "since", "at_dt", "price", "flag", "t"]
+    assert columns[-2:] == ["gone", "level"]
+    # The next change of the table finds the columns as it would have made them.
+    job.sql("INSERT INTO quiet_add_t (id, name) VALUES (4, 'd'); UPDATE quiet_add_t SET tier = 'x' WHERE id = 1")
+    reconciled_table(job, "quiet_add_t", rows=4)
+    assert lake_columns(job, "salesdb_quiet_add_t") == columns
+
+
 def test_apply_sql_takes_4_byte_characters_and_fails_with_the_error_when_a_statement_fails(
     job: Stack, tmp_path: Path
 ) -> None:

@@ -69,13 +69,17 @@ def test_add_column_with_a_default_reaches_the_lake(pg_job: Stack) -> None:
     assert "OK" in out  # the per-row checksum includes `status` ('Green' for the rows nobody touched)
 
 
-def test_added_columns_give_old_rows_a_quoted_text_a_nan_and_a_20_digit_default_exactly(pg_job: Stack) -> None:
+def test_added_columns_give_old_rows_a_quoted_text_a_nan_a_20_digit_a_date_and_a_timestamp_default_exactly(
+    pg_job: Stack,
+) -> None:
     # PostgreSQL writes no change for the rows an ADD COLUMN fills with its default: the lake has to
     # take the default from the connector's schema, which must parse `'it''s'` as it's.
     pg_job.sql(
         "ALTER TABLE customer ADD COLUMN remark text DEFAULT 'it''s new';"
         "ALTER TABLE customer ADD COLUMN score double precision DEFAULT 'NaN';"
         "ALTER TABLE customer ADD COLUMN credit numeric(20,2) DEFAULT 123456789012345678.91;"
+        "ALTER TABLE customer ADD COLUMN since date DEFAULT '2024-01-01';"
+        "ALTER TABLE customer ADD COLUMN due timestamp(3) DEFAULT '2024-01-02 03:04:05.250';"
         # PostgreSQL sends no DDL: the lake learns the columns from the next change of the table.
         "UPDATE customer SET remark = 'changed' WHERE cust_id = (SELECT min(cust_id) FROM customer);"
     )

@@ -57,6 +57,7 @@ def test_a_definition_the_statement_cannot_tell_exactly_is_left_to_the_row_event
     # a zoned TIMESTAMP literal depends on the server's time zone, a zero date is no date.
     assert mysql_lake_type({"typeName": "FLOAT", "length": 30}) is None
     assert mysql_lake_type({"typeName": "UUID"}) is None
+    assert mysql_lake_type({"typeName": "DECIMAL", "length": None}) is None
     ts = {"typeName": "TIMESTAMP", "defaultValueExpression": "2024-01-01 00:00:00"}
     assert mysql_default_sql(ts, T.TimestampType()) is None
     assert mysql_default_sql({"typeName": "DATE", "defaultValueExpression": "0000-00-00"}, T.DateType()) is None

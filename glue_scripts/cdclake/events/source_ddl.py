@@ -358,8 +358,9 @@ _GEOMETRY = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTIL
 
 
 def mysql_lake_type(column: dict[str, Any]) -> T.DataType | None:
-    """The lake type the MySQL connector's row events give a column (decimal.handling.mode precise,
-    bigint.unsigned.handling.mode precise, time.precision.mode adaptive_time_microseconds:
+    """The lake type the MySQL connector's row events give a column with the shipped connector
+    settings (cloudformation/connector/debezium-mysql.json: decimal.handling.mode precise,
+    bigint.unsigned.handling.mode precise, time.precision.mode adaptive_time_microseconds;
     connect_types.py), from its definition in a schema-change event's `tableChanges`; None when the
     definition does not tell it exactly (the column is then left to the table's next row event)."""
     name = str(column.get("typeName") or "").upper()
@@ -369,7 +370,9 @@ def mysql_lake_type(column: dict[str, Any]) -> T.DataType | None:
     if name in _INT64:
         return T.LongType()
     if name in ("DECIMAL", "NUMERIC", "DEC", "FIXED", "BIGINT UNSIGNED", "DECIMAL UNSIGNED", "NUMERIC UNSIGNED"):
-        precision, digits = (20, 0) if name == "BIGINT UNSIGNED" else (length if length else 10, scale or 0)
+        if name != "BIGINT UNSIGNED" and not length:
+            return None  # the precision the connector gives a DECIMAL without one is not checked
+        precision, digits = (20, 0) if name == "BIGINT UNSIGNED" else (length, scale or 0)
         return T.StringType() if precision > 38 else T.DecimalType(max(precision, digits, 1), digits)
     if name in ("FLOAT",) and length is None:
         return T.FloatType()

@@ -7,6 +7,7 @@ import copy
 import json
 import logging
 import math
+from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
@@ -191,6 +192,23 @@ def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kin
             "default": decimal_b64("123456789012345678.91", 2),
             **decimal_type,
         },
+        # A date or time default is a constant the old rows got; the epoch is what the connectors
+        # send for CURRENT_TIMESTAMP-like defaults, whose value is unknown: not given.
+        {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "since", "default": 19723},
+        {
+            "type": "int64",
+            "optional": True,
+            "name": "io.debezium.time.MicroTimestamp",
+            "field": "due",
+            "default": 1704164645250000,
+        },
+        {
+            "type": "string",
+            "optional": True,
+            "name": "io.debezium.time.ZonedTimestamp",
+            "field": "stamp",
+            "default": "1970-01-01T00:00:00.000000Z",
+        },
     ]
     schema = with_row_fields(BASE, [*row_fields(BASE), *extra])
     values = {
@@ -201,6 +219,9 @@ def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kin
         "flag": False,
         "note": "n",
         "price": decimal_b64("1.00", 2),
+        "since": 0,
+        "due": 0,
+        "stamp": "2024-01-01T00:00:00Z",
     }
     ev.record("c", {"id": 2}, customer(2, **values), value_schema=schema)
     report = lake.apply(ev.take())
@@ -213,6 +234,9 @@ def test_added_columns_give_existing_rows_their_exact_source_default_of_each_kin
     assert old["flag"] is True
     assert old["note"] == "it's \\ here"  # sent as the literal's text: it''s \\ here
     assert old["price"] == Decimal("123456789012345678.91")
+    assert old["since"] == date(2024, 1, 1)
+    assert old["due"] == datetime(2024, 1, 2, 3, 4, 5, 250000)
+    assert old["stamp"] is None
 
 
 def test_backfill_left_pending_by_a_crash_is_finished_on_the_next_batch(lake):

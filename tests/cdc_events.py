@@ -145,8 +145,9 @@ class Events:
         [tc] = p["tableChanges"]
         tc["type"] = change
         tc["id"] = f'"{self.db}"."{self.table}"'
-        if change == "DROP":
-            tc["table"] = None
+        # The table after the statement is not known here (the captured one is another table's):
+        # none, so the columns follow the row events these tests write.
+        tc["table"] = None
         src = p["source"]
         src.update(db=self.db, table=self.table, file=self.binlog_file, snapshot=snapshot)
         src["pos"] = pos if pos is not None else self.next_pos

@@ -702,8 +702,9 @@ class _Planner:
             return None
         lake = {n.lower(): t for n, t in state.columns}
         evolve = self.policies.schema_change != SchemaChangePolicy.DEAD_LETTER
-        # A column the source dropped after the statement is not added (also when the lake keeps drops).
-        gone = {c.old.lower() for c in self.known() if c.kind in (DROP, KEPT) and c.seq > g.facts.max_seq}
+        # A column the source dropped after the statement is not added (also when the lake keeps drops);
+        # one it dropped and added again in the statement itself is left to the row events.
+        gone = {c.old.lower() for c in self.known() if c.kind in (DROP, KEPT) and c.seq >= g.facts.max_seq}
         keep = {
             n
             for n, t in g.facts.columns or ()

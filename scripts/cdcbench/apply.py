@@ -109,19 +109,6 @@ def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sam
         )
         cmp = other.BatchProcessor(spark, settings)
         out.append(Method(compare_name(cfg.compare_rev), table, lambda raw, _d, b: cmp.process(raw, b), True))
-        if AVRO in wanted:  # the other revision's job on the same Avro records
-            avro_table, _ = job("apply_cmp_avro", write_mode="merge-on-read")
-            avro_settings = tables.job_settings(
-                w / "warehouse",
-                "apply_cmp_avro",
-                w,
-                build=other_settings.build_settings,
-                shuffle_partitions=str(cfg.shuffle_partitions),
-                wire_format="avro",
-            )
-            cmp_avro = other.BatchProcessor(spark, avro_settings)
-            name = compare_name(cfg.compare_rev) + ", wire format avro"
-            out.append(Method(name, avro_table, lambda raw, _d, b: cmp_avro.process(raw, b), True, wire="avro"))
     if BASE in wanted:
         base_table = "glue_catalog.apply_base.customers"
         spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.apply_base")

@@ -303,16 +303,4 @@ def _projections(df: DataFrame) -> list[list[Column]]:
 
 def classify(raw: DataFrame) -> DataFrame:
     """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
-    return classify_envelopes(read_envelopes(raw))
-
-
-def read_envelopes(raw: DataFrame) -> DataFrame:
-    """The first part of `classify`: the raw columns and what was read from each record's envelope
-    (`_value_schema`, `_payload_json`, `_value_valid`, `_key_schema`, `_key_json`, `_key_valid`,
-    `_p`: the parsed payload), which the wire format avro replaces for its records (avro_batch.py)."""
-    return _read_envelopes(raw)
-
-
-def classify_envelopes(envelopes: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
-    """The second part of `classify`, over `read_envelopes`' columns; `extra` columns go along."""
-    return envelopes.select(*_projections(envelopes)[-1], *extra)
+    return _read_envelopes(raw).select(*_projections(raw)[-1])

@@ -31,10 +31,10 @@ from ..common.failures import REPEATS, Failure, Kind, after_attempts, classify_e
 from ..common.lake_contract import SchemaChangePolicy, SetAsideMark
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
-from ..events.avro_batch import AvroDecoder
 from ..events.decode import SchemaGroup, as_leaf, cut_at
 from ..events.decode import release as release_rows
-from ..events.envelope import DEAD
+from ..events.envelope import DEAD, classify
+from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
@@ -78,9 +78,7 @@ class BatchProcessor:
         self.settings = settings
         self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
         self._writer = TableWriter(spark, settings, self.tables)
-        self.avro = AvroDecoder(
-            settings.wire_format == WireFormat.AVRO, placeholder=settings.unavailable_value_placeholder
-        )
+        self.avro = AvroDecoder(settings.wire_format == WireFormat.AVRO)
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         self.tables.executor.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
@@ -106,9 +104,10 @@ class BatchProcessor:
     def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
         t0 = time.monotonic()
         report = BatchReport(batch_id)
-        # Avro records of the Glue Schema Registry read with their schema versions (one Spark action
-        # with --wire_format avro); those that cannot be decoded are dead letters naming why.
-        classified = self.avro.classify(raw)
+        # Avro records of the Glue Schema Registry as JsonConverter text (one Spark action with
+        # --wire_format avro); those that cannot be decoded are dead letters naming why.
+        decoded = self.avro.decode(raw)
+        classified = decoded.mark(classify(decoded.raw))
         # What the batch reads more than once is kept (computed by the group aggregate), without
         # the record's key and value text and the payload (most of a record's bytes): only dead
         # letters need those, and they are recomputed from `classified` when there are any. The
@@ -127,6 +126,7 @@ class BatchProcessor:
         finally:
             release(batch.written)
             release_rows(cached)
+            decoded.release()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
         return report
@@ -137,7 +137,6 @@ class BatchProcessor:
         if not rows:
             return
         summary = summarize(rows, self._known_schema)
-        self.avro.attach(g for gs in summary.tables.values() for g in gs)
         batch.fingerprint = summary.fingerprint
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.

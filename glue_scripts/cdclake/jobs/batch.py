@@ -6,7 +6,7 @@
 
 This module runs a batch: classify (envelope.py), summarize (summary.py), hand each table's groups
 to the table writer, apply truncates and statements of tables without changes (lake_tables.py),
-write the dead letters and log the batch's line (report.py).
+write the dead letters and log the batch's line (report.py) and its metrics (metrics.py, EMF lines).
 
 Both sources (Spark's Kafka source on Glue, the files source, and the local Kafka client) call
 `BatchProcessor.process(raw_df, batch_id)`. Spark actions per batch: one group aggregate over the
@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from ..common.failures import REPEATS, Failure, Kind, after_attempts, classify_exception
 from ..common.lake_contract import SchemaChangePolicy, SetAsideMark
+from ..common.metrics import LOCAL_STREAMING_JOB, batch_metrics, emit, job_name
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
 from ..events.decode import SchemaGroup, as_leaf, cut_at
@@ -86,6 +87,7 @@ class BatchProcessor:
         self._aside: dict[str, SetAsideMark] = self.store.marks()  # tables set aside, by lake table
         self._fault, self.resume = fault, resume
         self.set_aside_in_run: dict[str, str] = {}  # lake table -> why, of the batches this process ran
+        self.job = job_name(settings.extra, LOCAL_STREAMING_JOB)  # the metrics' Job dimension
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
         """The value schema of a group: from this batch when it is new, else from an earlier one."""
@@ -129,6 +131,8 @@ class BatchProcessor:
             decoded.release()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
+        aside = [t for t in self._aside if t != self.resume]
+        emit(batch_metrics(self.job, report, aside, int(time.time() * 1000)))
         return report
 
     def _process(self, batch: ClassifiedBatch, report: BatchReport) -> None:

@@ -19,10 +19,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from ..common.logs import configure_logging
+from ..common.metrics import LOCAL_MAINTENANCE_JOB, emit, job_name, maintenance_metrics
 from ..common.settings import (
     MAINTENANCE_CATALOG_ARGS,
     MAINTENANCE_JOB_ARGS,
@@ -137,14 +139,18 @@ def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:
         tables = list_tables(spark, c.catalog_name, c.namespace)
     maintain = MAINTAINERS[c.table_format]
     failed = maintained = conflicts = 0
+    job = job_name(js.extra, LOCAL_MAINTENANCE_JOB)
     for table in tables:
+        t1 = time.monotonic()
         try:
             report = maintain(spark, table, js.policy, js.force)
         except Exception:
             log.exception("maintenance of %s failed", table)
+            emit([maintenance_metrics(job, table, None, True, time.monotonic() - t1, int(time.time() * 1000))])
             failed += 1
             continue
         (log.warning if report.failed else log.info)(report.line())
+        emit([_figures(job, report)])
         failed += report.failed
         maintained += report.plan.due
         conflicts += report.conflicts
@@ -157,6 +163,12 @@ def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:
         time.monotonic() - t0,
     )
     return 1 if failed else 0
+
+
+def _figures(job: str, report: MaintenanceReport) -> dict[str, Any]:
+    health = report.after or report.before
+    files = (health.data_files, health.delete_files)
+    return maintenance_metrics(job, report.table, files, report.failed, report.seconds, int(time.time() * 1000))
 
 
 def main(

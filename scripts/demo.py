@@ -32,6 +32,7 @@ os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 import lake  # noqa: E402  (first: puts the job's package, cdclake, on the path)
 import local_job  # noqa: E402
 import reconcile  # noqa: E402
+import status  # noqa: E402
 from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
 from cdcstack import commands, plumbing, sources  # noqa: E402
 
@@ -192,6 +193,8 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
             print("  latency probe: no change became visible")
         print("  final reconciliation (row count + per-row checksum over all columns):")
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
+        print("  the job's figures per table (scripts/status: the EMF lines the CloudWatch dashboard shows on AWS):")
+        print("    " + status.snapshot(s.log(local_job.COMPONENT))[0].replace("\n", "\n    "))
         print(
             f"\n[demo] {'PASS' if ok else 'FAIL'}: source and lake {'match' if ok else 'DIFFER'} "
             f"({time.monotonic() - t_start:.0f} s)"
@@ -200,8 +203,12 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         if keep:
             print(
                 f"[demo] still running. Explore: CDC_STACK_DIR={s.state} scripts/local-stack status | "
-                "scripts/local-job logs | scripts/reconcile | scripts/apply-sql FILE"
-                + ("" if table_format == "iceberg" else f" | scripts/local-job stop, start --table-format {table_format}")
+                "scripts/local-job logs | scripts/status | scripts/reconcile | scripts/apply-sql FILE"
+                + (
+                    ""
+                    if table_format == "iceberg"
+                    else f" | scripts/local-job stop, start --table-format {table_format}"
+                )
             )
         else:
             plumbing.stop(s, local_job.COMPONENT)

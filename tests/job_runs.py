@@ -49,3 +49,18 @@ def run_job(work: Path, warehouse: Path, namespace: str, *extra: str) -> subproc
     --files_path (the last one given wins)."""
     files = ["--source", "files", "--files_path", str(work / "in"), "--run_once", "true"]
     return run_job_script(local_argv(work, warehouse, namespace, *files, *extra))
+
+
+def run_status(log: Path) -> subprocess.CompletedProcess:
+    """scripts/status --once over a job log, as a user runs it."""
+    return subprocess.run(
+        [str(ROOT / "scripts" / "status"), "--once", "--log", str(log)], capture_output=True, text=True, timeout=120
+    )
+
+
+def status_rows(text: str) -> dict[str, list[str]]:
+    """scripts/status's table rows by table: state, inserts, updates, deletes, dead, commits, batch."""
+    rows = [line.split() for line in text.splitlines()]
+    head = next(i for i, r in enumerate(rows) if r[:2] == ["table", "state"])
+    end = next((i for i, r in enumerate(rows) if i > head and not r), len(rows))
+    return {r[0]: r[1:8] for r in rows[head + 1 : end]}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from cdc_events import Events, customer
-from job_runs import local_argv, run_job, write_lines
+from job_runs import local_argv, run_job, run_status, status_rows, write_lines
 
 
 def test_files_source_run_once_end_to_end_through_the_command_line(spark, warehouse, tmp_path, caplog):
@@ -34,6 +35,21 @@ def test_files_source_run_once_end_to_end_through_the_command_line(spark, wareho
     ]
     dead = [json.loads(x) for f in (tmp_path / "dead").glob("batch=*/*.json") for x in f.read_text().splitlines()]
     assert [d["value"] for d in dead] == ["not json at all"]
+    # The batch's figures as EMF lines on stdout, equal to its log line's, and scripts/status's table of them.
+    emf = [json.loads(x) for x in first.stdout.splitlines() if x.startswith('{"_aws"')]
+    customers = [x for x in emf if x.get("Table") == "inventory_customers"]
+    (batch,) = [x for x in emf if "Table" not in x]
+    # 3 reads/creates, 1 update, 1 delete; the line says the same (a tombstone is no change event)
+    assert [(x["Inserts"], x["Updates"], x["Deletes"], x["Commits"], x["Stopped"]) for x in customers] == [
+        (3, 1, 1, 1, 0)
+    ]
+    assert re.search(r"inventory_customers: \d+ ev -> c/r 3 u 1 d 1", first.stdout), first.stdout[-3000:]
+    assert (batch["Job"], batch["BatchDeadLetters"], batch["StoppedTables"]) == ("cdc-iceberg", 1, 0)
+    (tmp_path / "job.log").write_text(first.stdout)
+    status = run_status(tmp_path / "job.log")
+    assert status.returncode == 0, status.stderr
+    assert "1 dead letters" in status.stdout and "0 table(s) stopped" in status.stdout
+    assert status_rows(status.stdout)["inventory_customers"] == ["following", "3", "1", "1", "0", "1", "0"]
 
     # A second run picks up only the new file: the checkpoint the process left on disk remembers what
     # was applied. Run from the same command line in this test's session (a second JVM would double

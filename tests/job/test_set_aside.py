@@ -168,7 +168,7 @@ def test_kill_9_after_a_table_was_set_aside_then_the_restart_keeps_its_changes_o
     import os
 
     from cdc_workload import assert_rows
-    from job_runs import local_argv, run_job_script, write_lines
+    from job_runs import local_argv, run_job_script, run_status, status_rows, write_lines
 
     namespace = "set_aside_crash"
     w = loads()
@@ -197,3 +197,9 @@ def test_kill_9_after_a_table_was_set_aside_then_the_restart_keeps_its_changes_o
     assert len(letters) == 5 and len({(d["partition"], d["offset"]) for d in letters}) == 5
     assert (tmp_path / "checkpoint" / "commits" / "0").exists()
     assert_rows(spark, f"glue_catalog.{namespace}.inventory_t0", w["t0"].expected)
+    # The run's figures (EMF lines), through scripts/status: t1 stopped, t0 following with its changes.
+    (tmp_path / "job.log").write_text(again.stdout)
+    status = run_status(tmp_path / "job.log")
+    rows = status_rows(status.stdout)
+    assert rows["inventory_t1"][0] == "STOPPED" and rows["inventory_t0"][0] == "following", status.stdout
+    assert "1 table(s) stopped" in status.stdout and rows["inventory_t1"][4] == "5"

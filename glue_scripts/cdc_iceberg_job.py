@@ -1,6 +1,6 @@
 """AWS Glue 5.0 streaming job: Debezium CDC from Kafka (MSK) into Iceberg tables.
 
-Runs unchanged on Glue and locally, with the same `--name value` arguments (see README.md, or
+Runs unchanged on Glue and locally, with the same `--name value` arguments (see docs/CONFIGURATION.md, or
 `--help`). Everything is in the `cdclake` package (shipped to Glue with --extra-py-files, found
 next to this script locally); `cdclake.jobs.glue_entry` is the only place that touches `awsglue`.
 """

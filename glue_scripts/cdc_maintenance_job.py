@@ -2,8 +2,8 @@
 streaming job (Iceberg: compaction, delete files, manifests, snapshot expiry, orphan files; Delta:
 OPTIMIZE and VACUUM; Hudi: clustering, cleaning, timeline archival, with the streaming job stopped).
 
-Runs unchanged on Glue and locally, with the same `--name value` arguments (README.md,
-"Maintenance", or `--help`). The work is in `cdclake.jobs.maintenance_job`; `cdclake.jobs.glue_entry` is the
+Runs unchanged on Glue and locally, with the same `--name value` arguments (docs/MAINTENANCE.md,
+or `--help`). The work is in `cdclake.jobs.maintenance_job`; `cdclake.jobs.glue_entry` is the
 only place that touches `awsglue`.
 """
 

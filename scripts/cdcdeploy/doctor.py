@@ -68,7 +68,7 @@ def check_connector(kafkaconnect: Any, arn: str, log_group: str) -> Result:
         "connector",
         False,
         f"{c.get('connectorName', arn)} {state}" + (f": {error}" if error else ""),
-        f"its worker log, log group {log_group}; README, Troubleshooting on AWS, 'connector FAILED'"
+        f"its worker log, log group {log_group}; docs/DEPLOY_WALKTHROUGH.md, Troubleshooting on AWS, 'connector FAILED'"
         if state == "FAILED"
         else "wait for RUNNING (creating or updating takes minutes), then run scripts/doctor again",
     )
@@ -190,7 +190,7 @@ def check_lake_formation(glue: Any, database: str, grants: str, stack: str) -> R
         False,
         f"Lake Formation governs {database} and the stack grants the jobs nothing: their catalog calls fail",
         f"scripts/deploy --stack-name {stack} --parameter LakeFormationGrants=true (as a Lake Formation "
-        "administrator); your Athena users need SELECT and DESCRIBE too (README, Troubleshooting on AWS)",
+        "administrator); your Athena users need SELECT and DESCRIBE too (docs/DEPLOY_WALKTHROUGH.md, Troubleshooting on AWS)",
     )
 
 
@@ -267,7 +267,7 @@ def check_athena(
     if failed:
         t, why = next(iter(failed.items()))
         return Result("athena", False, f"{len(failed)} table(s) not counted; {t}: {why}",
-                      "README, Troubleshooting on AWS: Lake Formation grants, kms:Decrypt on PipelineKeyArn, S3 read")  # fmt: skip
+                      "docs/DEPLOY_WALKTHROUGH.md, Troubleshooting on AWS: Lake Formation grants, kms:Decrypt on PipelineKeyArn, S3 read")  # fmt: skip
     return Result("athena", True, f"rows: {shown}" + (" …" if len(tables) > MAX_ATHENA_TABLES else ""))
 
 

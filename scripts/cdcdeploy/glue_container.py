@@ -2,7 +2,7 @@
 
     scripts/glue-container [--dry-run] [--profile P] [--job streaming|maintenance] -- --source files ...
 
-The job arguments are those of a local run (README.md); the container runs the job the Glue way
+The job arguments are those of a local run (docs/CONFIGURATION.md); the container runs the job the Glue way
 (`--JOB_NAME`/`--JOB_RUN_ID` added, so the script takes its awsglue branch) with what a deployment
 ships: the manifest's glue-extra-jars with --jars, cdclake zipped as scripts/deploy zips it with
 --py-files, and the job script copied beside that zip (so cdclake is imported from the zip, as on Glue).

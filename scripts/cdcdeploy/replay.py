@@ -51,7 +51,7 @@ def replay_arguments(
 
 
 def resume_arguments(lake_root: str, table: str, replay_id: str, job_defaults: dict[str, str]) -> dict[str, str]:
-    """The argument overrides of a resume run (README, "A table set aside"): run once over the table's
+    """The argument overrides of a resume run (docs/OPERATIONS.md, "A table set aside"): run once over the table's
     set-aside folder, which the job reads from the table's mark under the stream's own
     `--dead_letter_path` (kept), with a checkpoint of its own; the job removes the mark when the
     table applies."""

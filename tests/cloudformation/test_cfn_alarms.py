@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,7 +288,7 @@ def test_no_job_runs_with_cloudwatch_encryption_that_would_rename_its_log_groups
         assert mode == "DISABLED", f"{job_name}: CloudWatch encryption moves its logs out of its log groups"
 
 
-DOCS = ("README.md", "docs/DEPLOY.md")
+DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (Path(__file__).resolve().parents[2] / "docs").glob("*.md")))
 
 
 def test_every_log_group_the_docs_name_is_one_the_stack_creates(template: dict[str, Any]) -> None:

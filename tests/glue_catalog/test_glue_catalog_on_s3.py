@@ -168,7 +168,7 @@ ORDER_COLUMNS = ["order_id", "line_no", "sku", "qty"]
 
 
 def write_records(path: Path, records: list[dict[str, Any]], schema_events: int = 0) -> str:
-    """One JSON line per Kafka record, in the `files` source format (README: The `files` source).
+    """One JSON line per Kafka record, in the `files` source format (docs/CONFIGURATION.md: The `files` source).
     Returns how the job's batch log line counts them (all are changes, tombstones or schema events)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tombstones = sum(r["value"] is None for r in records)

@@ -268,7 +268,7 @@ FUZZ_COUNTS = {"batches": 0, "records": 0}
 @pytest.fixture(scope="module")
 def fuzz_lake(spark, warehouse, tmp_path_factory, lake_class):
     yield lake_class(spark, warehouse, tmp_path_factory.mktemp("fuzz"))
-    # The numbers the README's reliability section quotes (shown with -s or in the captured output).
+    # The numbers docs/OPERATIONS.md's "Reliability of decoding" quotes (shown with -s or in the captured output).
     print(f"[fuzz] {FUZZ_COUNTS['batches']} batches, {FUZZ_COUNTS['records']} records through the batch function")
 
 

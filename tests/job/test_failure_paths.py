@@ -1,4 +1,4 @@
-"""Behaviours the failure table (docs/ARCHITECTURE.md) and the README claim, each on a real table:
+"""Behaviours the failure table (docs/ARCHITECTURE.md) and docs/ claim, each on a real table:
 a MERGE that fails for another reason than a conflict, the maintenance job going on past a broken
 table, deletes without their `before` image, a batch holding only a truncate, and a table wide
 enough to reach Spark's generated-code limits."""

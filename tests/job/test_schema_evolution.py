@@ -299,10 +299,10 @@ def test_decimal_scale_up_rewrites_the_table_in_one_commit_keeping_every_value_e
     first = lake.spark.sql(f"SELECT snapshot_id FROM {lake.table()}.snapshots ORDER BY committed_at").first()[0]
     old = lake.spark.read.option("snapshot-id", first).table(lake.table())
     assert {r["id"]: r["balance"] for r in old.collect()} == {i: Decimal(b) for i, b in STORED.items()}
-    # ... but the rewrite starts a new lineage: its snapshot has no parent (README).
+    # ... but the rewrite starts a new lineage: its snapshot has no parent (docs/SCHEMA_CHANGES.md).
     snaps = lake.spark.sql(f"SELECT parent_id FROM {lake.table()}.snapshots ORDER BY committed_at").collect()
     assert snaps[-2]["parent_id"] is None and snaps[-1]["parent_id"] is not None
-    # Spark's REPLACE TABLE ... AS SELECT leaves every column nullable, the key included (README).
+    # Spark's REPLACE TABLE ... AS SELECT leaves every column nullable, the key included (docs/SCHEMA_CHANGES.md).
     assert lake.spark.table(lake.table()).schema["id"].nullable
     props_after = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect())
     for key in ("cdc.primary-key", "write.merge.mode", "write.delete.granularity", "format-version"):

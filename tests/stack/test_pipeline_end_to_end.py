@@ -132,7 +132,7 @@ def test_tables_swapped_and_rotated_by_one_rename_table_each_reconcile(job: Stac
     swap = "RENAME TABLE sw_a TO sw_tmp, sw_b TO sw_a, sw_tmp TO sw_b;"
     # A swap with changes around it, a three-table rotation, then the same swap twice; read in one
     # batch (the job stopped meanwhile): while streaming, the schema-change topic may be read a batch
-    # after a table's (README, Limitations).
+    # after a table's (docs/COMPATIBILITY.md, Limitations).
     run_script(job, "local-job", "stop")
     job.sql(
         f"UPDATE sw_a SET v = 'a1+' WHERE id = 1; {swap} INSERT INTO sw_a VALUES (5, 'after');"

@@ -53,7 +53,7 @@ def test_a_merge_that_keeps_losing_to_concurrent_commits_gives_up_after_its_atte
     changes = Changes(session)
     with pytest.raises(ConflictRetriesExhausted) as e:
         executor.merge_changes("glue_catalog.cdc.t", changes, ["id"], ["id", "name"])
-    assert merge.MERGE_RETRY.attempts == 8  # the documented patience (README, "Concurrent commits")
+    assert merge.MERGE_RETRY.attempts == 8  # the documented patience (docs/MAINTENANCE.md, "Concurrent commits")
     assert len(session.statements) == 8 and all(
         s.startswith("MERGE INTO glue_catalog.cdc.t") for s in session.statements
     )

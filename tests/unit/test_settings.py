@@ -1,4 +1,4 @@
-"""Job arguments: Glue-style parsing, validation with actionable messages, and the README table."""
+"""Job arguments: Glue-style parsing, validation with actionable messages, and the documented table."""
 
 from __future__ import annotations
 
@@ -72,13 +72,13 @@ def test_target_table_name_comes_from_source_database_and_table():
     assert s.table_identifier("salesdb", "Customer-2") == "glue_catalog.lake.salesdb_customer_2"
 
 
-def test_readme_documents_every_job_argument_with_its_default():
-    readme = (ROOT / "README.md").read_text()
+def test_configuration_page_documents_every_job_argument_with_its_default():
+    page = (ROOT / "docs" / "CONFIGURATION.md").read_text()
     for a in ARGS:
-        row = re.search(rf"^\| `--{a.name}` \|([^|]*)\|", readme, re.M)
-        assert row, f"README.md has no row for --{a.name}"
+        row = re.search(rf"^\| `--{a.name}` \|([^|]*)\|", page, re.M)
+        assert row, f"docs/CONFIGURATION.md has no row for --{a.name}"
         documented = row.group(1).strip().strip("`")
-        assert documented == (a.default if a.default else "—"), f"--{a.name}: README says {documented!r}"
+        assert documented == (a.default if a.default else "—"), f"--{a.name}: docs/CONFIGURATION.md says {documented!r}"
 
 
 def test_unknown_argument_is_named_with_the_closest_valid_name():

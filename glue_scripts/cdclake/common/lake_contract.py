@@ -18,7 +18,7 @@ Delete markers, the table `<table>__cdc_deletes` beside it (deletes.py): `_cdc_k
 Table properties, each `cdc.<name>`: see the constants below. `TableState.from_properties` is what
 the job reads back from them.
 
-The policies are the job arguments that decide what happens to a table (README: the arguments),
+The policies are the job arguments that decide what happens to a table (docs/CONFIGURATION.md),
 parsed once into these enums by settings.py.
 """
 

@@ -51,7 +51,7 @@ class TableReport:
             f"table {self.table} {STOPPED_PHRASE}: {now}; running its batch again would fail again: "
             f"{self.set_aside}. Its {self.dead} change(s) of batch {batch_id} went to the dead letters at "
             f"{self.set_aside_folder}, and so will its later ones, while every other table goes on. Fix the cause, "
-            f"then resume it: scripts/replay --resume {name} (locally: the job with --resume_table {name}; README, "
+            f"then resume it: scripts/replay --resume {name} (locally: the job with --resume_table {name}; docs/OPERATIONS.md, "
             '"A table set aside")'
         )
 
@@ -61,7 +61,7 @@ class TableReport:
         return (
             f"table {self.table} {STOPPED_PHRASE}: every change of it in the last {self.stopped_batches} batches "
             f"went to the dead letters, so the lake table no longer changes. Reason: {reasons}. Fix that cause "
-            '(README, "DDL at the source"), then replay those batches\' dead-letter folders (README, '
+            '(docs/SCHEMA_CHANGES.md, "DDL at the source"), then replay those batches\' dead-letter folders (docs/OPERATIONS.md, '
             '"Replaying dead letters")'
         )
 

@@ -1,6 +1,6 @@
 """Job arguments: parsed the Glue way (`--name value`), validated once, then passed around immutable.
 
-This table is the single definition of every argument; README.md documents the same list and a
+This table is the single definition of every argument; docs/CONFIGURATION.md documents the same list and a
 test checks that the two agree.
 """
 
@@ -271,7 +271,7 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "run_once",
         "false",
-        "`true`: process what is available now, commit, exit 0 (3 when a table was set aside, README: A table set aside).",
+        "`true`: process what is available now, commit, exit 0 (3 when a table was set aside, docs/OPERATIONS.md: A table set aside).",
         parse=parse_bool,
     ),
     Arg(
@@ -292,7 +292,7 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "maintenance_every_batches",
         "0",
-        "Table maintenance (README: Maintenance) after every N micro-batches, between batches; `0`: not by count.",
+        "Table maintenance (docs/MAINTENANCE.md) after every N micro-batches, between batches; `0`: not by count.",
         parse=integer(0),
     ),
     Arg(
@@ -386,8 +386,8 @@ POLICY_ARGS: tuple[Arg, ...] = (
 ARGS = ARGS + POLICY_ARGS
 POLICY_NAMES = frozenset(a.name for a in POLICY_ARGS)
 
-# The scheduled maintenance job's arguments (glue_scripts/cdc_maintenance_job.py, README:
-# Maintenance): the streaming job's catalog arguments, its own two, and the shared limits.
+# The scheduled maintenance job's arguments (glue_scripts/cdc_maintenance_job.py,
+# docs/MAINTENANCE.md): the streaming job's catalog arguments, its own two, and the shared limits.
 MAINTENANCE_CATALOG_ARGS = ("table_format", "catalog_name", "catalog_type", "warehouse", "namespace")
 MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
     *(a for a in ARGS if a.name in MAINTENANCE_CATALOG_ARGS),
@@ -403,7 +403,7 @@ MAINTENANCE_JOB_ARGS: tuple[Arg, ...] = (
     *(replace(a, default="true") if a.name == "maintenance_remove_orphans" else a for a in POLICY_ARGS),
 )
 
-# Glue passes its own arguments to the script with the job's (README: Deploying): `--JOB_ID`,
+# Glue passes its own arguments to the script with the job's (docs/CONFIGURATION.md: Job arguments): `--JOB_ID`,
 # `--JOB_RUN_ID`, `--JOB_NAME`, `--TempDir`, and the hyphenated special parameters
 # (`--job-bookmark-option`, `--enable-*`, `--extra-*`, ...). The job's own names are lower-case
 # snake_case, so a name with a hyphen or a capital letter is Glue's; these few are Glue's too.
@@ -522,7 +522,7 @@ def help_text(prog: str, summary: str, args: tuple[Arg, ...]) -> str:
         lines.append(f"  --{a.name:<{width}}{a.help}{default}")
     lines.append("")
     lines.append(
-        "Glue's own arguments (--JOB_NAME, --TempDir, --enable-*, ...) are accepted. README.md has the details."
+        "Glue's own arguments (--JOB_NAME, --TempDir, --enable-*, ...) are accepted. docs/CONFIGURATION.md has the details."
     )
     return "\n".join(lines)
 

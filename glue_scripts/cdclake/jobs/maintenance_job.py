@@ -53,7 +53,7 @@ log = logging.getLogger("cdclake")
 # delete them under it. No micro-batch should take this long.
 MIN_CONCURRENT_RETENTION_MINUTES = 10
 
-# Defined in settings.py with every other job argument (single source of the README table).
+# Defined in settings.py with every other job argument (single source of the table in docs/CONFIGURATION.md).
 JOB_ARGS = MAINTENANCE_JOB_ARGS
 
 

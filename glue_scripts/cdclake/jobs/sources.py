@@ -57,7 +57,7 @@ def data_loss_advice(error_text: str) -> str | None:
         "again, retention, or a lost broker log); nothing after the last committed batch was "
         "applied. Do not set failOnDataLoss=false (that skips them): run the job with a new "
         "--checkpoint_location and --starting_offsets earliest (the re-read is idempotent), and "
-        "backfill what Kafka lost from the raw zone or a new Debezium snapshot (README, Operations)."
+        "backfill what Kafka lost from the raw zone or a new Debezium snapshot (docs/OPERATIONS.md)."
     )
 
 

@@ -18,7 +18,7 @@ path, the table's root, holds every file.
 
 Hudi 0.15 plans its table services in single-writer mode: run them where nothing else writes the
 table at the same time, i.e. the streaming job between micro-batches (StreamMaintainer), or the
-maintenance job while the streaming job is stopped (README, "Maintenance: Hudi tables").
+maintenance job while the streaming job is stopped (docs/MAINTENANCE.md, "Hudi tables").
 """
 
 from __future__ import annotations

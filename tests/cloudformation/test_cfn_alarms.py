@@ -1,20 +1,18 @@
 """The stack's alarms: the streaming job out of retries, the stream behind the source, the maintenance
 job failing, dead letters, a table that stopped following the source; the events and log lines they
-count; and the optional SNS topic."""
+count (failed runs from Glue's events; lag, dead letters and stopped tables from the job's own EMF
+metrics); the dashboard over those metrics; and the optional SNS topic."""
 
 from __future__ import annotations
 
 import json
-import logging
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cdclake.common.report import FollowWatch
-from cdclake.jobs.batch import BatchReport, TableReport
-from cdclake.jobs.job import configure_logging
+from cdclake.common import metrics
+from cdclake.common.report import BatchReport, FollowWatch, TableReport
 from cfn_helpers import resolve_variant, resources_of
 
 
@@ -83,136 +81,97 @@ def test_the_maintenance_job_alarms_on_any_failed_run(template: dict[str, Any]) 
     assert template["Resources"]["MaintenanceJob"]["Properties"]["MaxRetries"] == 0
 
 
-def space_delimited_fields(pattern: str, line: str) -> dict[str, str] | None:
-    """CloudWatch Logs' space-delimited filter of the form [..., name="literal", name, ...]: the
-    named fields of the line's last tokens, or None when a literal does not match."""
-    fields = [f.strip() for f in pattern.strip("[]").split(",")]
-    assert fields[0] == "...", "only a leading ellipsis is modelled here"
-    fields = fields[1:]
-    tokens = shlex.split(line, posix=True)  # quoted strings are one field, as in CloudWatch
-    if len(tokens) < len(fields):
-        return None
-    out = {}
-    for spec, token in zip(fields, tokens[-len(fields) :], strict=True):
-        name, _, literal = spec.partition("=")
-        if literal and token != literal.strip('"'):
-            return None
-        out[name] = token
+EMITTED = {**metrics.TABLE_METRICS, **metrics.BATCH_METRICS, **metrics.MAINTENANCE_METRICS}
+# The dimensions each metric is emitted with (metrics.py): the job's figures per batch by Job alone.
+DIMENSIONS = {n: [metrics.JOB] if n in metrics.BATCH_METRICS else [metrics.JOB, metrics.TABLE] for n in EMITTED}
+JOB_ALARMS = {"StreamBehindSource": "BehindSourceSeconds", "DeadLetters": "BatchDeadLetters",
+              "TableStoppedFollowing": "StoppedTables"}  # fmt: skip
+
+
+def dashboard_metrics(template: dict[str, Any]) -> list[tuple[str, list[str], str]]:
+    """(metric, dimension names, job reference) of every metric the dashboard's widgets draw: plain
+    metric arrays and SEARCH expressions over the jobs' schema."""
+    (dash,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
+    body = json.loads(dash["Properties"]["DashboardBody"]["Fn::Sub"])
+    out = []
+    for w in body["widgets"]:
+        for m in w["properties"].get("metrics", []):
+            if isinstance(m[0], dict):
+                expr = m[0]["expression"]
+                schema = re.fullmatch(
+                    r"SEARCH\('\{(\w+),([\w,]+)\} MetricName=\"(\w+)\" Job=\"\$\{(\w+)\}\"', '\w+', \d+\)", expr
+                )
+                assert schema, expr
+                namespace, dims, name, job = schema.groups()
+                out.append((name, dims.split(","), job))
+            else:
+                namespace, name, *rest = [x for x in m if not isinstance(x, dict)]
+                out.append((name, rest[0::2], rest[1].strip("${}")))
+            assert namespace == metrics.NAMESPACE
     return out
 
 
-def test_the_lag_metric_reads_the_behind_source_seconds_of_the_jobs_batch_line(
-    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
+def test_every_metric_the_dashboard_and_the_alarms_name_is_one_the_jobs_emit_and_every_one_is_shown(
+    template: dict[str, Any],
 ) -> None:
-    f = metric_filter(template, "BehindSourceSeconds")
-    assert f["LogGroupName"] == {"Ref": "GlueJobOutputLogGroup"}  # stdout of the job: its log lines
-    transform = f["MetricTransformations"][0]
-    report = BatchReport(batch_id=7, records=9, changes=7, behind_seconds=1234.56, seconds=6.1)
-    report.tables = [
-        TableReport(table="glue_catalog.cdc.salesdb_customer", events=7, schema="added status", seconds=3.2)
-    ]
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    try:
-        configure_logging()  # the job's own log format, on stdout
-        logging.getLogger("cdclake.jobs.batch").info(report.line())
-    finally:
-        root.handlers[:], _ = saved
-        root.setLevel(saved[1])
-    line = capsys.readouterr().out.strip().splitlines()[-1]
-    fields = space_delimited_fields(f["FilterPattern"], line)
-    assert fields is not None, line
-    assert float(fields[transform["MetricValue"].lstrip("$")]) == pytest.approx(1234.6)
-    # A batch without a source timestamp (nothing but tombstones) writes no lag figure: no data point.
-    report.behind_seconds = None
-    assert space_delimited_fields(f["FilterPattern"], report.line()) is None
+    drawn = dashboard_metrics(template)
+    for name, dims, job in drawn:
+        assert name in EMITTED, f"the dashboard draws {name}, which no job emits"
+        assert dims == DIMENSIONS[name], (name, dims)
+        assert job == ("MaintenanceJob" if name in metrics.MAINTENANCE_METRICS else "CdcJob"), name
+    assert {n for n, _, _ in drawn} == set(EMITTED), "a metric the jobs emit is missing from the dashboard"
+    for name, metric in JOB_ALARMS.items():
+        a = alarm(template, name)
+        assert (a["Namespace"], a["MetricName"]) == (metrics.NAMESPACE, metric)
+        assert a["Dimensions"] == [{"Name": metrics.JOB, "Value": {"Ref": "CdcJob"}}] and DIMENSIONS[metric] == [
+            metrics.JOB
+        ]
+    (dash,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
+    shown = set(re.findall(r"\$\{(\w+)\.Arn\}", dash["Properties"]["DashboardBody"]["Fn::Sub"]))
+    assert shown == set(resources_of(template, "AWS::CloudWatch::Alarm")), "the alarm widget shows every alarm"
 
 
-def job_log_lines(capsys: pytest.CaptureFixture[str], messages: list[tuple[int, str]]) -> list[str]:
-    """The lines the job writes for these (level, message) pairs, in its own log format on stdout."""
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    try:
-        configure_logging()
-        for level, message in messages:
-            logging.getLogger("cdclake").log(level, message)
-    finally:
-        root.handlers[:], _ = saved
-        root.setLevel(saved[1])
-    return capsys.readouterr().out.strip().splitlines()[-len(messages) :]
+def breaches(template: dict[str, Any], name: str, lines: list[dict[str, Any]]) -> bool:
+    """Whether the alarm's metric, as the job emits it for these lines, crosses its threshold (one period)."""
+    a = alarm(template, name)
+    values = [x[a["MetricName"]] for x in lines if a["MetricName"] in x and metrics.TABLE not in x]
+    if not values:
+        return False  # no data point: TreatMissingData notBreaching
+    value = sum(values) if a["Statistic"] == "Sum" else max(values)
+    threshold = a["Threshold"] if isinstance(a["Threshold"], int | float) else 900  # MaxBehindSourceSeconds' default
+    assert a["ComparisonOperator"] == "GreaterThanThreshold"
+    return value > threshold
 
 
-def phrase_matches(pattern: str, line: str) -> bool:
-    """CloudWatch Logs' filter of one quoted phrase: the line contains it exactly (case sensitive)."""
-    assert pattern.startswith('"') and pattern.endswith('"') and pattern.count('"') == 2, pattern
-    return pattern.strip('"') in line
-
-
-def test_dead_letters_and_a_stopped_table_are_counted_from_the_jobs_own_lines(
-    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_dead_letters_and_a_stopped_table_breach_their_alarms_as_the_job_reports_them(template: dict[str, Any]) -> None:
     reason = "incompatible schema change: table glue_catalog.cdc.salesdb_t column 'note' is string in the lake"
     stopped = TableReport("glue_catalog.cdc.salesdb_t", events=4, dead=4, dead_reasons={reason: 4}, seconds=0.2)
     watch = FollowWatch()
-    assert [watch.note(stopped) for _ in range(3)] == [False, False, True]
-    report = BatchReport(batch_id=9, records=5, changes=4, dead=4, dead_letter_folder="s3://lake/dl/batch=9-ab")
-    report.tables = [stopped]
-    dead_line, stopped_line, batch_line = job_log_lines(
-        capsys, [(logging.WARNING, report.dead_letter_line()), (logging.ERROR, stopped.stopped_line()),
-                 (logging.INFO, report.line())]
-    )  # fmt: skip
-    dead = metric_filter(template, "DeadLetterBatches")
-    stop = metric_filter(template, "StoppedTables")
-    for f in (dead, stop):
-        assert f["LogGroupName"] == {"Ref": "GlueJobOutputLogGroup"}
-        assert f["MetricTransformations"][0]["MetricValue"] == "1"
-    # Each line is counted by its own filter only: one data point per batch with dead letters and
-    # one per stopped table per batch, never two for one event.
-    assert [phrase_matches(dead["FilterPattern"], x) for x in (dead_line, stopped_line, batch_line)] == [
-        True, False, False
-    ]  # fmt: skip
-    assert [phrase_matches(stop["FilterPattern"], x) for x in (dead_line, stopped_line, batch_line)] == [
-        False, True, False
-    ]  # fmt: skip
-    assert "salesdb_t" in stopped_line and reason in stopped_line
-    assert "salesdb_t: 4 ev -> c/r 0 u 0 d 0 dead 4 STOPPED-FOLLOWING[" in batch_line
-    # A batch in which the table's changes apply again ends the run of dead batches.
-    assert not watch.note(TableReport("glue_catalog.cdc.salesdb_t", events=2, dead=1))
-    assert not watch.note(TableReport("glue_catalog.cdc.salesdb_t", events=2, dead=2))
+    runs = []
+    for batch_id in range(3):
+        watch.note(stopped)
+        runs.append(metrics.batch_metrics("j", BatchReport(batch_id, records=4, dead=4, tables=[stopped]), [], 0))
+    assert [breaches(template, "DeadLetters", r) for r in runs] == [True, True, True]
+    assert [breaches(template, "TableStoppedFollowing", r) for r in runs] == [False, False, True]
+    clean = metrics.batch_metrics(
+        "j", BatchReport(3, records=2, tables=[TableReport("c.n.t", events=2, inserts=2)]), [], 0
+    )
+    assert not breaches(template, "DeadLetters", clean) and not breaches(template, "TableStoppedFollowing", clean)
+    for a in JOB_ALARMS:
+        assert alarm(template, a)["TreatMissingData"] == "notBreaching"
 
 
-def test_a_table_set_aside_is_counted_by_the_stopped_table_filter_and_not_as_a_dead_letter_batch(
-    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
+def test_a_table_set_aside_breaches_the_stopped_alarm_every_batch_until_resumed_and_is_no_dead_letter_batch(
+    template: dict[str, Any],
 ) -> None:
     why = "io.delta.exceptions.DeltaTableFeatureException: [DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT] ..."
     aside = TableReport("spark_catalog.cdc.salesdb_t", events=3, dead=3, set_aside=why, set_aside_since=9)
-    aside.set_aside_folder = "s3://lake/dl/_set_aside/cdc.salesdb_t/since-9-ab/batch-9-ab"
-    report = BatchReport(batch_id=9, records=3, changes=3, dead=3, set_aside=3, tables=[aside])
-    error, batch_line = job_log_lines(capsys, [(logging.ERROR, aside.set_aside_line(9)), (logging.INFO, report.line())])
-    stop, dead = metric_filter(template, "StoppedTables"), metric_filter(template, "DeadLetterBatches")
-    assert [phrase_matches(stop["FilterPattern"], x) for x in (error, batch_line)] == [True, False]
-    assert [phrase_matches(dead["FilterPattern"], x) for x in (error, batch_line)] == [False, False]
-    assert "salesdb_t" in error and why in error and "scripts/replay --resume salesdb_t" in error
-    assert "STOPPED-FOLLOWING[set aside since batch 9: io.delta.exceptions.DeltaTableFeatureException" in batch_line
-
-
-@pytest.mark.parametrize(
-    ("name", "metric"), [("DeadLetters", "DeadLetterBatches"), ("TableStoppedFollowing", "StoppedTables")]
-)
-def test_dead_letter_and_stopped_table_alarms_fire_on_any_count_and_say_the_fix(
-    template: dict[str, Any], name: str, metric: str
-) -> None:
-    a = alarm(template, name)
-    assert (a["MetricName"], a["Statistic"], a["Threshold"], a["ComparisonOperator"]) == (
-        metric,
-        "Sum",
-        0,
-        "GreaterThanThreshold",
-    )
-    assert a["TreatMissingData"] == "notBreaching"
-    description = a["AlarmDescription"]["Fn::Sub"]
-    assert "scripts/replay" in description and "Replaying dead letters" in description
-    assert "${GlueJobOutputLogGroup}" in description
+    now = metrics.batch_metrics("j", BatchReport(9, records=3, dead=3, set_aside=3, tables=[aside]), [], 0)
+    assert breaches(template, "TableStoppedFollowing", now) and not breaches(template, "DeadLetters", now)
+    # Later batches without a change of it: still stopped, from its mark; after the resume, not.
+    quiet = BatchReport(10, records=1, tables=[TableReport("spark_catalog.cdc.other", events=1, inserts=1)])
+    assert breaches(template, "TableStoppedFollowing", metrics.batch_metrics("j", quiet, [aside.table], 0))
+    assert not breaches(template, "TableStoppedFollowing", metrics.batch_metrics("j", quiet, [], 0))
 
 
 def test_the_lag_alarm_uses_the_threshold_parameter(template: dict[str, Any]) -> None:
@@ -220,6 +179,10 @@ def test_the_lag_alarm_uses_the_threshold_parameter(template: dict[str, Any]) ->
     assert (a["MetricName"], a["Statistic"], a["EvaluationPeriods"]) == ("BehindSourceSeconds", "Maximum", 2)
     assert a["Threshold"] == {"Ref": "MaxBehindSourceSeconds"}
     assert a["TreatMissingData"] == "notBreaching"  # no batch, no figure (a stopped job is the other alarm)
+    behind = BatchReport(7, records=9, changes=7, behind_seconds=1234.56, seconds=6.1)
+    assert breaches(template, "StreamBehindSource", metrics.batch_metrics("j", behind, [], 0))
+    behind.behind_seconds = None  # nothing but tombstones: no lag figure, no data point
+    assert not breaches(template, "StreamBehindSource", metrics.batch_metrics("j", behind, [], 0))
 
 
 def test_alarms_notify_the_sns_topic_only_when_one_is_given(
@@ -239,7 +202,8 @@ def test_alarms_notify_the_sns_topic_only_when_one_is_given(
     for n in names:
         assert alarm(notified, n)["AlarmActions"] == [{"Ref": "AlarmTopicArn"}]
         namespace = alarm(notified, n)["Namespace"]
-        assert namespace == {"Fn::Sub": "CdcLake/${AWS::StackName}"}
+        # The job's own metrics (EMF, dimension Job) or the stack's counts of failed runs.
+        assert namespace == (metrics.NAMESPACE if n in JOB_ALARMS else {"Fn::Sub": "CdcLake/${AWS::StackName}"})
     for f in resources_of(template, "AWS::Logs::MetricFilter").values():
         assert f["Properties"]["MetricTransformations"][0]["MetricNamespace"] == {
             "Fn::Sub": "CdcLake/${AWS::StackName}"
@@ -260,13 +224,8 @@ def test_metric_filters_read_the_groups_the_jobs_arguments_name(template: dict[s
     batch line and its alarm stays quiet whatever happens."""
     groups = log_group_names(template)
     job_args = template["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]
-    output = f"{job_args['--custom-logGroup-prefix']['Fn::Sub']}/output"
-    (lag,) = [
-        r["Properties"]
-        for r in resources_of(template, "AWS::Logs::MetricFilter").values()
-        if r["Properties"]["MetricTransformations"][0]["MetricName"] == "BehindSourceSeconds"
-    ]
-    assert groups[lag["LogGroupName"]["Ref"]] == output
+    # The job's stdout (its lines and its EMF metrics) goes to <prefix>/output, a group of the stack.
+    assert f"{job_args['--custom-logGroup-prefix']['Fn::Sub']}/output" in groups.values()
     prefixes = {
         r["Properties"]["DefaultArguments"]["--custom-logGroup-prefix"]["Fn::Sub"]
         for r in resources_of(template, "AWS::Glue::Job").values()

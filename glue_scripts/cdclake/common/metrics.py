@@ -37,6 +37,8 @@ TABLE_METRICS: dict[str, str] = {
     "ApplySeconds": "Seconds",
 }
 # Per batch (dimension Job): what the alarms watch, one metric each whatever the number of tables.
+# BatchDeadLetters: the records written to the batch's dead-letter folder (the changes of a table set
+# aside go to its own folder, and count in StoppedTables).
 BATCH_METRICS: dict[str, str] = {
     "Records": "Count",
     "BatchDeadLetters": "Count",
@@ -108,7 +110,7 @@ def batch_metrics(job: str, report: BatchReport, set_aside: Iterable[str], now_m
         JOB: job,
         "Batch": report.batch_id,
         "Records": report.records,
-        "BatchDeadLetters": report.dead,
+        "BatchDeadLetters": report.dead - report.set_aside,  # the batch's folder; set aside counts as Stopped
         "StoppedTables": len(stopped),
         "BatchSeconds": round(report.seconds, 3),
         "BehindSourceSeconds": None if report.behind_seconds is None else round(report.behind_seconds, 3),

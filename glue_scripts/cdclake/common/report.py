@@ -1,6 +1,5 @@
-"""What a batch did, per batch and per table: the job's one log line per batch, and what tests
-and the CloudWatch metric filters read (cloudformation/cdc-pipeline.yaml counts the lines that
-contain `DEAD_LETTERS_PHRASE` and `STOPPED_PHRASE`)."""
+"""What a batch did, per batch and per table: the job's one log line per batch, what tests read,
+and what metrics.py turns into the CloudWatch metrics the stack's alarms and dashboard watch."""
 
 from __future__ import annotations
 
@@ -66,7 +65,7 @@ class TableReport:
         )
 
 
-# Phrases the CloudWatch metric filters look for in the job's log (tests/cloudformation/test_cfn_alarms.py).
+# Phrases of the job's lines that the alarms' descriptions and the README tell operators to look for.
 DEAD_LETTERS_PHRASE = "written to dead letters"
 STOPPED_PHRASE = "stopped following the source"
 # A table whose every change is dead-lettered this many batches in a row has stopped following the

@@ -36,6 +36,25 @@ def connect_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def captured_session(fixture: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A session captured on the local stack (tests/fixtures/debezium/<fixture>: its Kafka records as
+    the job reads them, and the source's rows at the end, keyed by table)."""
+    data = json.loads((FIXTURES / fixture).read_text())
+    at = datetime.fromtimestamp(1795303971, UTC)
+    records = [
+        {
+            "topic": m["topic"],
+            "partition": m["partition"],
+            "offset": m["offset"],
+            "timestamp": at,
+            "key": connect_json(m["key"]) if m["key"] is not None else None,
+            "value": connect_json(m["value"]) if m["value"] is not None else None,
+        }
+        for m in data["records"]
+    ]
+    return records, data["source"]
+
+
 def decimal_b64(value: Decimal | str, scale: int) -> str:
     """Connect Decimal encoding: base64 of the two's-complement big-endian unscaled integer."""
     with decimal.localcontext() as ctx:

@@ -6,30 +6,18 @@ before the statements, the statements, one insert after them, and the source's r
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from cdc_events import FIXTURES, connect_json
+from cdc_events import captured_session
 
 SCHEMA_TOPIC = "salesdb"
 
 
 def session() -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    data = json.loads((FIXTURES / "mariadb" / "ddl" / "added_columns.json").read_text())
-    records = [
-        {
-            "topic": m["topic"],
-            "partition": m["partition"],
-            "offset": m["offset"],
-            "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": connect_json(m["key"]) if m["key"] is not None else None,
-            "value": connect_json(m["value"]) if m["value"] is not None else None,
-        }
-        for m in data["records"]
-    ]
-    return records, data["source"]
+    return captured_session("mariadb/ddl/added_columns.json")
 
 
 def _pos(r: dict[str, Any]) -> int:

@@ -7,31 +7,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from cdc_events import FIXTURES, connect_json
+from cdc_events import captured_session, connect_json
 
 DDL_TOPIC = "salesdb.public.cdclake_ddl"
 
 
 def session(name: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]] | None]]:
     """The captured records (Kafka records, in source order: LSN, then topic order) and source rows."""
-    data = json.loads((FIXTURES / "postgres" / "ddl" / f"{name}.json").read_text())
-    records = [
-        {
-            "topic": m["topic"],
-            "partition": m["partition"],
-            "offset": m["offset"],
-            "timestamp": datetime.fromtimestamp(1795303971, UTC),
-            "key": connect_json(m["key"]) if m["key"] is not None else None,
-            "value": connect_json(m["value"]) if m["value"] is not None else None,
-        }
-        for m in data["records"]
-    ]
-    return sorted(records, key=_lsn), data["source"]
+    records, source = captured_session(f"postgres/ddl/{name}.json")
+    return sorted(records, key=_lsn), source
 
 
 def _lsn(record: dict[str, Any]) -> tuple[int, str, int]:

@@ -15,12 +15,23 @@ REF = re.compile(r"`(tests/[\w/]+\.py)?(?:::(test_\w+))?`")
 
 
 def table_rows() -> list[tuple[str, str]]:
+    """(what fails, its tests) per row; a cell too long for the table is in the list under it, as
+    `- <what fails>, proven by: <tests>`, in the rows' order."""
     text = DOC.read_text()
     section = text.split("## Failure and recovery", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("|---")]
     header, *body = rows
     assert header.split("|")[-2].strip() == "proven by", header
-    return [(row.split("|")[1].strip(), row.split("|")[-2]) for row in body]
+    items = [" ".join(i.split()) for i in re.findall(r"^- (.*?)(?=^- |^$|\Z)", section, re.M | re.S)]
+    below = iter(item.split(", proven by: ", 1) for item in items if ", proven by: " in item)
+    out = []
+    for row in body:
+        what, proven = row.split("|")[1].strip(), row.split("|")[-2]
+        if proven.strip() == "(below)":
+            name, proven = next(below)
+            assert what.replace("**", "").startswith(name), f"the list under the table is out of order at {name!r}"
+        out.append((what, proven))
+    return out
 
 
 @cache

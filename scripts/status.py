@@ -83,9 +83,10 @@ def render(f: Figures) -> str:
          f"{r.get('ApplySeconds', 0):.2f}")
         for (_, t), r in sorted(f.tables.items())
     ]  # fmt: skip
-    out += _columns(head, rows, left=2)
+    if rows:
+        out += _columns(head, rows, left=2)
     if f.maintenance:
-        out.append("")
+        out += [""] if out else []
         mhead = ("maintained table", "data files", "delete files", "failed", "seconds")
         mrows = [
             (t, str(m.get("DataFiles", "-")), str(m.get("DeleteFiles", "-")), "yes" if m.get("MaintenanceFailed") else "no",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cdc_events import Events, customer, decimal_b64, key_schema, value_schema_of, with_row_fields
 from cdc_workload import Workload
+from job_runs import run_status
 
 
 def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commits_nothing_and_the_batch_reruns(
@@ -103,7 +104,9 @@ def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_l
         assert_rows(lake.spark, lake.table(f"inventory_{n}"), loads[n].expected)
 
 
-def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read_and_exits_1(make_lake, spark, caplog):
+def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read_and_exits_1(
+    make_lake, spark, caplog, capsys, tmp_path
+):
     from cdclake.common.settings import parse_argv
     from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
 
@@ -127,7 +130,9 @@ def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read
     caplog.set_level(logging.INFO, logger="cdclake")
     argv = ["--catalog_type", "hadoop", "--warehouse", lake.settings.warehouse, "--namespace", lake.namespace,
             "--tables", "inventory_broken,inventory_healthy", "--force", "true", "--maintenance_min_input_files", "2"]  # fmt: skip
+    capsys.readouterr()
     assert run_maintenance(spark, build_job_settings(parse_argv(argv))) == 1
+    out = capsys.readouterr().out
 
     messages = [r.getMessage() for r in caplog.records]
     assert f"maintenance of {broken} failed" in messages, messages
@@ -137,6 +142,19 @@ def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read
     spark.catalog.refreshTable(healthy)
     assert spark.sql(f"SELECT count(*) AS n FROM {healthy}.data_files").first()["n"] == 1
     lake.assert_rows(ws["healthy"].expected, name="inventory_healthy")
+    # Its figures per table as EMF lines (the dashboard's maintenance widgets), and scripts/status's rows.
+    emf = {x["Table"]: x for x in (json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"'))}
+    assert (emf["inventory_broken"]["MaintenanceFailed"], "DataFiles" in emf["inventory_broken"]) == (1, False)
+    healthy_fig = emf["inventory_healthy"]
+    assert (healthy_fig["MaintenanceFailed"], healthy_fig["DataFiles"], healthy_fig["Job"]) == (0, 1, "cdc-maintenance")
+    (tmp_path / "job.log").write_text(out)
+    status = run_status(tmp_path / "job.log")
+    head, *lines = status.stdout.splitlines()
+    assert head.startswith("maintained table"), status.stdout
+    rows = {r.split()[0]: r.split()[1:] for r in lines}
+    assert rows["inventory_broken"][:3] == ["-", "-", "yes"] and rows["inventory_healthy"][:3] == ["1", "0", "no"], (
+        status
+    )
 
 
 def test_a_delete_without_its_before_image_deletes_by_the_kafka_key(lake):

@@ -302,11 +302,33 @@ def test_decimal_scale_up_rewrites_the_table_in_one_commit_keeping_every_value_e
     # ... but the rewrite starts a new lineage: its snapshot has no parent (docs/SCHEMA_CHANGES.md).
     snaps = lake.spark.sql(f"SELECT parent_id FROM {lake.table()}.snapshots ORDER BY committed_at").collect()
     assert snaps[-2]["parent_id"] is None and snaps[-1]["parent_id"] is not None
-    # Spark's REPLACE TABLE ... AS SELECT leaves every column nullable, the key included (docs/SCHEMA_CHANGES.md).
-    assert lake.spark.table(lake.table()).schema["id"].nullable
+    # The key stays NOT NULL (the session keeps the query's nullability in REPLACE ... AS SELECT).
+    assert not lake.spark.table(lake.table()).schema["id"].nullable
     props_after = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect())
     for key in ("cdc.primary-key", "write.merge.mode", "write.delete.granularity", "format-version"):
         assert props_after[key] == props_before[key], key
+
+
+def test_a_lossless_rewrite_keeps_the_key_required_the_partitioning_and_sort_order_and_an_earlier_reader_reads(lake):
+    _lake_with_balances(lake)
+    t = lake.table()
+    # What a user may give a lake table; the job sets neither.
+    lake.spark.sql(f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, id)")
+    lake.spark.sql(f"ALTER TABLE {t} WRITE ORDERED BY balance DESC NULLS LAST, id")
+    # A reader that analysed the table before the rewrite (id NOT NULL) and plans its scan after it.
+    reader = lake.spark.table(t).where("id = 3")
+    ev = Events(next_pos=50_000)
+    ev.record("u", {"id": 3}, _balances({3: "1.2345"}, 4)[3], value_schema=_balance_schema(16, 4))
+    assert lake.apply(ev.take()).dead == 0 and column_types(lake)["balance"] == T.DecimalType(16, 4)
+
+    assert not lake.spark.table(t).schema["id"].nullable
+    # With the key optional after the rewrite: "Cannot project an optional field as non-null: id".
+    assert reader.count() == 1
+    described = lake.spark.sql(f"DESCRIBE TABLE EXTENDED {t}").collect()
+    assert [r["data_type"] for r in described if r["col_name"].startswith("Part ")] == ["bucket(4, id)"]
+    props = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {t}").collect())
+    assert props["sort-order"] == "balance DESC NULLS LAST, id ASC NULLS FIRST"
+    lake.assert_rows({i: Decimal(b) for i, b in STORED.items()} | {3: Decimal("1.2345")}, column="balance")
 
 
 def test_int_to_string_rewrites_the_column_and_keeps_the_values_as_text(lake):

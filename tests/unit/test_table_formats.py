@@ -117,6 +117,38 @@ def test_delta_widens_by_a_rewrite_not_an_alter_column_type() -> None:
     assert Iceberg().rewrite_sql("t", ["id"], [("id", T.LongType())], {}).startswith("REPLACE TABLE t USING iceberg")
 
 
+def test_a_rewrite_keeps_the_partitioning_described_by_spark_and_iceberg_puts_its_write_order_back() -> None:
+    iceberg_described = [
+        ("id", "bigint"), ("d-t", "timestamp"), ("", ""), ("# Partitioning", ""), ("Part 0", "bucket(4, id)"),
+        ("Part 1", "days(`d-t`)"), ("", ""), ("# Metadata Columns", ""), ("_spec_id", "int"),
+    ]  # fmt: skip
+    delta_described = [
+        ("id", "bigint"),
+        ("# Partition Information", ""),
+        ("# col_name", "data_type"),
+        ("p-1", "string"),
+    ]
+    parts = Iceberg().partition_terms(iceberg_described)
+    assert parts == ["bucket(4, id)", "days(`d-t`)"] and Delta().partition_terms(delta_described) == ["`p-1`"]
+    assert Iceberg().partition_terms([("id", "bigint"), ("# Metadata Columns", ""), ("_file", "string")]) == []
+    sql = Iceberg().rewrite_sql("t", ["id"], [("id", T.LongType())], {"k": "v"}, parts)
+    assert sql.startswith("REPLACE TABLE t USING iceberg PARTITIONED BY (bucket(4, id), days(`d-t`)) TBLPROPERTIES")
+    order = [
+        ("d-t", "day", "DESC", "NULLS_LAST"),
+        ("id", "bucket[16]", "ASC", "NULLS_FIRST"),
+        ("n", "identity", "ASC", "NULLS_FIRST"),
+    ]
+    assert Iceberg().write_order_sql("t", order) == (
+        "ALTER TABLE t WRITE ORDERED BY days(`d-t`) DESC NULLS LAST, bucket(16, `id`) ASC NULLS FIRST, `n` ASC NULLS FIRST"
+    )
+    assert Iceberg().write_order_sql("t", []) is None and Delta().write_order_sql("t", order) is None
+    # REPLACE ... AS SELECT keeps the query's nullability: the key stays required through a rewrite.
+    assert (
+        Iceberg().session_conf(build_settings(BASE))["spark.sql.catalog.glue_catalog.use-nullable-query-schema"]
+        == "false"
+    )
+
+
 def test_only_iceberg_declares_key_fields_to_drop_and_delta_reserves_its_column_id_counter() -> None:
     assert Iceberg().key_fields_sql("t", ["a", "b"]) == "ALTER TABLE t DROP IDENTIFIER FIELDS `a`, `b`"
     assert Iceberg().key_fields_sql("t", []) is None and Delta().key_fields_sql("t", ["a"]) is None

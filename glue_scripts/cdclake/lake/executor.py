@@ -264,9 +264,34 @@ class Executor:
             self.sql(statement)
 
     def _rewrite(self, ident: str, final: Columns) -> None:
+        """One REPLACE TABLE ... AS SELECT commit: readers see the old table or the converted one,
+        with its properties, partitioning and (Iceberg, formats.Iceberg.session_conf) required key.
+        REPLACE resets a sort order (the job sets none): a metadata commit right after sets it back."""
         current = [f.name for f in self.spark.table(ident).schema.fields]
         props = carried_properties(self.spark, ident, self.fmt.reserved_properties)
-        self.sql(self.fmt.rewrite_sql(ident, current, final, props))
+        described = [(r["col_name"], r["data_type"]) for r in self.sql(f"DESCRIBE TABLE EXTENDED {ident}").collect()]
+        order = self.fmt.write_order_sql(ident, self._sort_fields(ident))
+        self.sql(self.fmt.rewrite_sql(ident, current, final, props, self.fmt.partition_terms(described)))
+        if order:
+            self.sql(order)
+
+    def _sort_fields(self, ident: str) -> list[tuple[str, str, str, str]]:
+        """(column, transform, direction, null order) of each of the table's sort fields, from
+        Iceberg's own table object (Spark SQL shows the order only as unquoted text)."""
+        if not self.fmt.sort_orders:
+            return []
+        jvm = self.spark.sparkContext._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, ident)  # type: ignore[union-attr]
+        schema = table.schema()
+        return [
+            (
+                schema.findColumnName(f.sourceId()),
+                f.transform().toString(),
+                f.direction().toString(),
+                f.nullOrder().toString(),
+            )
+            for f in table.sortOrder().fields()
+        ]
 
     def _BackfillDefaults(self, s: table_plan.BackfillDefaults, ex: Execution) -> None:
         pending = dict(s.pending)

@@ -8,7 +8,9 @@ format, pure text (no Spark session):
     create_table_sql  a lake table, its key columns NOT NULL, the lake contract's `cdc.*` properties
     markers_sql       the delete-marker table beside it (deletes.py)
     copy_sql          CREATE TABLE AS SELECT: a table moved to a new name (lake_tables.rename_tables)
-    rewrite_sql       a column type change rewritten in one commit (evolution.exact_change)
+    rewrite_sql       a column type change rewritten in one commit (evolution.exact_change), keeping
+                      the table's partitioning (partition_terms) and, on Iceberg, its key NOT NULL;
+                      write_order_sql puts an Iceberg sort order back after it
     widens_in_place   whether ALTER COLUMN TYPE promotes int->bigint, float->double, decimal(p)->(p')
     retype_sql        the ALTER COLUMN TYPE statements of an exact type change, if the format has them
                       (else rewrite_sql)
@@ -28,6 +30,7 @@ format, pure text (no Spark session):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ..common.lake_contract import (
@@ -80,6 +83,7 @@ class Format:
     system_columns: ClassVar[frozenset[str]] = frozenset()
     fixed_key: ClassVar[bool] = False
     v2_writes: ClassVar[bool] = True
+    sort_orders: ClassVar[bool] = False  # a table can carry a write order (Iceberg's WRITE ORDERED BY)
 
     def session_conf(self, s: Settings) -> dict[str, str]:
         raise NotImplementedError
@@ -143,14 +147,40 @@ class Format:
         props = {**self.marker_properties(), MARKERS_OF_PROPERTY: owner}
         return self.copy_sql(new_markers, old_markers, props)
 
-    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+    def rewrite_sql(
+        self, table: str, current: list[str], final: Columns, props: dict[str, str], partitioning: Sequence[str] = ()
+    ) -> str:
         """Every row of `table` with the columns `final` changes converted, in ONE commit: REPLACE
-        TABLE ... AS SELECT over the table itself, with its properties. Spark's RTAS makes every
-        column nullable, so key columns lose their NOT NULL (the MERGE never writes a null key)."""
+        TABLE ... AS SELECT over the table itself, with its properties and its `partitioning` (a
+        replace without PARTITIONED BY leaves the table unpartitioned)."""
+        parts = f"PARTITIONED BY ({', '.join(partitioning)}) " if partitioning else ""
         return (
-            f"REPLACE TABLE {table} USING {self.using} TBLPROPERTIES ({properties_sql(props)}) "
+            f"REPLACE TABLE {table} USING {self.using} {parts}TBLPROPERTIES ({properties_sql(props)}) "
             f"AS SELECT {cast_select(current, final)} FROM {table}"
         )
+
+    def partition_terms(self, described: list[tuple[str, str]]) -> list[str]:
+        """The table's partitioning as PARTITIONED BY terms, from DESCRIBE TABLE EXTENDED's
+        (col_name, data_type) rows: Spark's own section `# Partitioning`, `Part N` -> the transform
+        as SQL (Iceberg), or Delta's `# Partition Information`, one column per row."""
+        out: list[str] = []
+        section = ""
+        for name, text in described:
+            if name == "# col_name":  # the header row of Delta's section
+                continue
+            if name.startswith("#"):
+                section = name
+            elif not name.strip():
+                section = ""
+            elif section == "# Partitioning" and name.startswith("Part "):
+                out.append(text)
+            elif section == "# Partition Information":
+                out.append(quote(name))
+        return out
+
+    def write_order_sql(self, table: str, order: list[tuple[str, str, str, str]]) -> str | None:
+        """The statement that gives `table` back its write order; None: the format has none."""
+        return None
 
     def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
         return None
@@ -165,6 +195,7 @@ class Iceberg(Format):
     S3FileIO on AWS, a Hadoop catalog over the warehouse folder locally."""
 
     using = "iceberg"
+    sort_orders = True
     reserved_properties = frozenset(
         {"current-snapshot-id", "format", "provider", "location", "owner", "sort-order", "identifier-fields"}
     )
@@ -177,6 +208,11 @@ class Iceberg(Format):
             f"{prefix}.warehouse": s.warehouse,
             # A cached table object can be stale after our own MERGE (seen with a second reader).
             f"{prefix}.cache-enabled": "false",
+            # CREATE/REPLACE TABLE ... AS SELECT keeps the query's nullability (Iceberg's default marks
+            # every column optional): a type-change rewrite keeps its key columns required, and a Spark
+            # reader that analysed the table before it (id NOT NULL) still plans against it after
+            # ("Cannot project an optional field as non-null: id" otherwise). A moved table keeps its too.
+            f"{prefix}.use-nullable-query-schema": "false",
             # Row-based reads: Iceberg 1.7.1's vectorized (Arrow) Parquet reader, on this Spark 3.5.4 and
             # JDK 17, writes the second 5,000-row batch of a data file (read.parquet.vectorization.batch-size)
             # into an Arrow buffer of capacity 0 (an IndexOutOfBoundsException with Arrow's bounds checks,
@@ -210,6 +246,23 @@ class Iceberg(Format):
 
     def marker_properties(self) -> dict[str, str]:
         return self.table_properties(WriteMode.MERGE_ON_READ)
+
+    def write_order_sql(self, table: str, order: list[tuple[str, str, str, str]]) -> str | None:
+        """WRITE ORDERED BY from the table's sort fields before a rewrite (REPLACE TABLE resets the sort
+        order): (column, Iceberg transform as `SortField.transform()` prints it, ASC|DESC, NULLS_FIRST|
+        NULLS_LAST) each. Metadata only; it orders later writes, not the rows already written."""
+        if not order:
+            return None
+        terms = []
+        for column, transform, direction, nulls in order:
+            name, _, arg = transform.rstrip("]").partition("[")
+            expr = {
+                "identity": quote(column),
+                "bucket": f"bucket({arg}, {quote(column)})",
+                "truncate": f"truncate({quote(column)}, {arg})",
+            }.get(name) or f"{name}s({quote(column)})"  # year, month, day, hour -> years(c) ...
+            terms.append(f"{expr} {direction} {nulls.replace('_', ' ')}")
+        return f"ALTER TABLE {table} WRITE ORDERED BY {', '.join(terms)}"
 
     def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
         """Remove the key's identifier-field declaration from a table that has one (tables written by
@@ -281,10 +334,15 @@ class Delta(Format):
         names = sorted({f for t in types if (f := DELTA_TYPE_FEATURES.get(t.simpleString()))})
         return {f"delta.feature.{name}": "supported" for name in names}
 
-    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+    def rewrite_sql(
+        self, table: str, current: list[str], final: Columns, props: dict[str, str], partitioning: Sequence[str] = ()
+    ) -> str:
         """Delta's CREATE OR REPLACE TABLE ... AS SELECT over the table itself: one commit, the
-        earlier versions readable by time travel until VACUUM."""
-        return super().rewrite_sql(table, current, final, props).replace("REPLACE TABLE", "CREATE OR REPLACE TABLE", 1)
+        earlier versions readable by time travel until VACUUM. Delta 3.3 writes the new schema
+        nullable whatever the query's (and refuses ALTER COLUMN ... SET NOT NULL), so key columns
+        lose NOT NULL here; its readers pin the version they analysed, so none breaks on it."""
+        sql = super().rewrite_sql(table, current, final, props, partitioning)
+        return sql.replace("REPLACE TABLE", "CREATE OR REPLACE TABLE", 1)
 
 
 # The columns Hudi adds to every table (its commit, record key and file of each row).
@@ -406,7 +464,9 @@ class Hudi(Format):
             )
         return super().create_table_sql(table, columns, keys, write_mode)
 
-    def rewrite_sql(self, table: str, current: list[str], final: Columns, props: dict[str, str]) -> str:
+    def rewrite_sql(
+        self, table: str, current: list[str], final: Columns, props: dict[str, str], partitioning: Sequence[str] = ()
+    ) -> str:
         raise ValueError(f"table {table}: Hudi 0.15 has no REPLACE TABLE; its type changes are ALTER COLUMN TYPE")
 
     def retype_sql(self, table: str, changes: list[tuple[str, T.DataType, T.DataType]]) -> list[str] | None:

@@ -12,10 +12,11 @@ import shlex
 import signal
 import subprocess
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..measure import RssSampler, process_tree
 
@@ -111,3 +112,27 @@ def fresh(spark: Any, table: str) -> Any:
     used for 30 s, which a poll every second never lets happen."""
     spark.catalog.refreshTable(table)
     return spark.table(table)
+
+
+R = TypeVar("R")
+
+# What Iceberg says when it prunes a scan's requested columns against a table whose schema a commit
+# changed after the read was analysed (a column turned optional, a decimal's scale changed).
+_SCHEMA_MOVED = ("Cannot project", "Invalid projection")
+
+
+def settled(read: Callable[[], R], attempts: int = 3) -> R:
+    """`read()`, run again when a commit changed the table's schema between the read's analysis and
+    its scan: the catalog's cache is off, so Iceberg reloads the table when it builds the scan and
+    refuses the older column types (a system under test commits while the benchmark polls). `read`
+    must build its DataFrames itself, so that a new attempt analyses the new schema. Any other error,
+    and this one `attempts` times in a row, is raised."""
+    from pyspark.errors import IllegalArgumentException
+
+    for _ in range(attempts - 1):
+        try:
+            return read()
+        except IllegalArgumentException as e:
+            if not any(m in str(e) for m in _SCHEMA_MOVED):
+                raise
+    return read()

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..measure import mib, table_files, tree_cpu
 from ..report import Table
-from .base import DATABASE, TOPIC_PREFIX, Context, System, fresh
+from .base import DATABASE, TOPIC_PREFIX, Context, System, fresh, settled
 from .workload import Source, columns_of, create_sql
 
 log = logging.getLogger("cdcbench")
@@ -38,6 +38,28 @@ class PeerPlan:
     ddl_changes: int  # changes before and after each DDL step
     multi_rows: int = 200  # rows of each of the 20 tables before the start
     timeout: float = 600
+
+
+def snapshot_name(plan: PeerPlan) -> str:
+    return f"snapshot of {plan.snapshot_rows:,} rows"
+
+
+def rate_name(rate: int, tables: int) -> str:
+    return f"{rate:,}/s on {tables} table{'s' if tables > 1 else ''}"
+
+
+def burst_name(plan: PeerPlan) -> str:
+    return f"burst of {plan.burst:,} changes"
+
+
+DDL_NAME = "DDL sequence"
+
+
+def workloads(plan: PeerPlan) -> list[str]:
+    """The row every system's run must give the cost table, in order."""
+    return [snapshot_name(plan), *(rate_name(r, n) for r, n in plan.rates), burst_name(plan)] + (
+        [DDL_NAME] if plan.ddl_changes else []
+    )
 
 
 def make_plan(quick: bool) -> PeerPlan:
@@ -60,6 +82,7 @@ class Measured:
     latencies: list[float] = field(default_factory=list)
     achieved: float = 0.0
     missing_probes: int = 0
+    failed: str = ""  # the system stalled or died in this workload (its row says so)
 
 
 @dataclass
@@ -88,7 +111,7 @@ def _wait(system: System, what: str, check: Callable[[], bool], timeout: float) 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with suppress(AnalysisException):
-            if check():
+            if settled(check):
                 return time.time()
         system.check()
         time.sleep(0.5)
@@ -97,6 +120,10 @@ def _wait(system: System, what: str, check: Callable[[], bool], timeout: float) 
 
 def _visible_at(spark: Any, table: str, ids: list[int]) -> dict[int, float]:
     """id -> epoch seconds of the commit of the snapshot that added the row's data file."""
+    return settled(lambda: _commit_times(spark, table, ids))
+
+
+def _commit_times(spark: Any, table: str, ids: list[int]) -> dict[int, float]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -184,7 +211,7 @@ def compare_current(spark: Any, system: System, conn, table: str, columns: list[
     conn.commit()  # a fresh read view
     names, src = _source_rows(conn, table)
     keep = columns or names
-    lake = [r.asDict() for r in system.current(spark, table).collect()]
+    lake = settled(lambda: [r.asDict() for r in system.current(spark, table).collect()])
     return compare_rows(table, keep, ["id"], [{c: r[c] for c in keep} for r in src], lake)
 
 
@@ -239,9 +266,7 @@ def run_system(
         )
         for t in multi:
             _wait(system, f"{t}'s rows", lambda t=t: system.current(spark, t).count() == plan.multi_rows, plan.timeout)
-        res.runs.append(
-            Measured(f"snapshot of {plan.snapshot_rows:,} rows", plan.snapshot_rows, visible - t0, tree_cpu(pid))
-        )
+        res.runs.append(Measured(snapshot_name(plan), plan.snapshot_rows, visible - t0, tree_cpu(pid)))
         log.info("peers: %s snapshot %.1fs, peak RSS so far %s", system.name, visible - t0, _peak(system))
         mark = res.phase("snapshot", mark)
         for rate, n in plan.rates:
@@ -258,7 +283,7 @@ def run_system(
                 plan.timeout,
             )
             m = Measured(
-                f"{rate:,}/s on {n} table{'s' if n > 1 else ''}",
+                rate_name(rate, n),
                 changes,
                 done - start,
                 tree_cpu(pid) - cpu0,
@@ -276,7 +301,7 @@ def run_system(
         cpu0 = tree_cpu(pid)
         first, last = src.burst(conn, plan.burst, main, seed=7)
         done = _wait(system, "the burst", lambda: _has(spark, system, main, last), plan.timeout)
-        res.runs.append(Measured(f"burst of {plan.burst:,} changes", plan.burst, done - first, tree_cpu(pid) - cpu0))
+        res.runs.append(Measured(burst_name(plan), plan.burst, done - first, tree_cpu(pid) - cpu0))
         log.info("peers: %s burst done, peak RSS so far %s", system.name, _peak(system))
         mark = res.phase("burst", mark)
         if plan.ddl_changes:
@@ -289,9 +314,11 @@ def run_system(
                 done = _wait(
                     system, "the DDL sequence", lambda: _has(spark, system, main, last), min(plan.timeout, 120)
                 )
-                res.runs.append(Measured("DDL sequence", plan.ddl_changes * 4, done - first, tree_cpu(pid) - cpu0))
+                res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, done - first, tree_cpu(pid) - cpu0))
             except (TimeoutError, RuntimeError) as e:  # a system that stalls or dies on DDL: say so, then compare
-                res.correctness.append("DDL sequence: " + " ".join(str(e).split())[:160])
+                why = " ".join(str(e).split())[:160]
+                res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, 0.0, tree_cpu(pid) - cpu0, failed=why))
+                res.correctness.append(f"{DDL_NAME}: {why}")
             mark = res.phase("DDL sequence", mark)
         # only the main table's last change can still be in flight (a DDL step that timed out); the 20
         # tables' changes came before it, and a system that differs there keeps differing
@@ -326,6 +353,24 @@ def run_system(
     return res
 
 
+def missing_rows(results: list[SystemResult], plan: PeerPlan, names: tuple[str, ...]) -> list[str]:
+    """One line per system asked for whose rows in the cost table are not all there, naming the system,
+    the workloads and why (a workload the system stalled or died in has a row saying so; a missing
+    row means the run broke off, e.g. the benchmark's reader failed): the run fails on these instead
+    of printing a table with a hole in it."""
+    by_name = {r.system.name: r for r in results}
+    out = []
+    for name in names:
+        r = by_name.get(name)
+        if r is None:
+            out.append(f"{name}: not run")
+            continue
+        have = {m.workload for m in r.runs}
+        if lost := [w for w in workloads(plan) if w not in have]:
+            out.append(f"{r.system.label} ({name}): no row for {', '.join(lost)}; {r.error or 'no error recorded'}")
+    return out
+
+
 def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
     base = next((r for r in results if r.system.name == "job" and r.runs), None)
     cost = Table(
@@ -347,8 +392,11 @@ def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
             cost.add(r.system.label, "-", "-", "-", "-", "-", "-", "-", f"FAILED: {r.error[:200]}")
             continue
         for m in r.runs:
+            if m.failed:
+                cost.add(r.system.label, m.workload, "-", "-", "-", "-", "-", "-", f"failed: {m.failed}")
+                continue
             per_m = m.cpu / m.changes * 1e6
-            ref = next((b for b in base.runs if b.workload == m.workload), None) if base else None
+            ref = next((b for b in base.runs if b.workload == m.workload and not b.failed), None) if base else None
             ratio = f"{per_m / (ref.cpu / ref.changes * 1e6):.2f}x" if ref and ref.cpu > 0 else "-"
             q = statistics.quantiles(m.latencies, n=100) if len(m.latencies) > 1 else None
             cost.add(
@@ -412,7 +460,7 @@ def aws_cost(results: list[SystemResult]) -> Table:
     for r in results:
         service, price, vcpus = SERVICE[r.system.name]
         for m in r.runs:
-            if m.workload.startswith(("snapshot", "DDL")):
+            if m.failed or m.workload.startswith(("snapshot", "DDL")):
                 continue
             cpu_h = m.cpu / m.changes * 1e6 / 3600
             t.add(
@@ -439,8 +487,11 @@ def context_for(stack: Any, work: Path, name: str, warehouse: Path) -> Context:
 SYSTEMS = ("job", "flink", "sink", "sample")
 
 
-def run(spark: Any, quick: bool, work: Path, warehouse: Path, names: tuple[str, ...] = SYSTEMS) -> list[Table]:
-    """`warehouse`: the one the Spark session's `glue_catalog` reads (every system writes there)."""
+def run(
+    spark: Any, quick: bool, work: Path, warehouse: Path, names: tuple[str, ...] = SYSTEMS
+) -> tuple[list[Table], list[str]]:
+    """`warehouse`: the one the Spark session's `glue_catalog` reads (every system writes there).
+    Returns the tables and missing_rows' lines (the caller prints the tables, then fails on those)."""
     from ..endtoend import Stack
     from .aws_sample import AwsSample
     from .flink import FlinkCdc
@@ -480,4 +531,4 @@ def run(spark: Any, quick: bool, work: Path, warehouse: Path, names: tuple[str, 
         for t in tables(results, plan):
             print("\n" + t.text(), flush=True)
         sys.exit(143)
-    return tables(results, plan)
+    return tables(results, plan), missing_rows(results, plan, names)

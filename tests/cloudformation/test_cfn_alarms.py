@@ -88,11 +88,19 @@ JOB_ALARMS = {"StreamBehindSource": "BehindSourceSeconds", "DeadLetters": "Batch
               "TableStoppedFollowing": "StoppedTables"}  # fmt: skip
 
 
+def dashboard_text(template: dict[str, Any]) -> str:
+    """The dashboard's body as the variant deploys it, its Fn::Sub variables put in (their own ${...} kept)."""
+    (dash,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
+    text, variables = dash["Properties"]["DashboardBody"]["Fn::Sub"]
+    for name, value in variables.items():
+        text = text.replace(f"${{{name}}}", value["Fn::Sub"] if isinstance(value, dict) else value)
+    return text
+
+
 def dashboard_metrics(template: dict[str, Any]) -> list[tuple[str, list[str], str]]:
     """(metric, dimension names, job reference) of every metric the dashboard's widgets draw: plain
     metric arrays and SEARCH expressions over the jobs' schema."""
-    (dash,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
-    body = json.loads(dash["Properties"]["DashboardBody"]["Fn::Sub"])
+    body = json.loads(dashboard_text(template))
     out = []
     for w in body["widgets"]:
         for m in w["properties"].get("metrics", []):
@@ -126,9 +134,17 @@ def test_every_metric_the_dashboard_and_the_alarms_name_is_one_the_jobs_emit_and
         assert a["Dimensions"] == [{"Name": metrics.JOB, "Value": {"Ref": "CdcJob"}}] and DIMENSIONS[metric] == [
             metrics.JOB
         ]
-    (dash,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
-    shown = set(re.findall(r"\$\{(\w+)\.Arn\}", dash["Properties"]["DashboardBody"]["Fn::Sub"]))
-    assert shown == set(resources_of(template, "AWS::CloudWatch::Alarm")), "the alarm widget shows every alarm"
+
+
+@pytest.mark.parametrize("engine", ["mysql", "postgres"])
+def test_the_dashboards_alarm_widget_shows_every_alarm_of_the_variant(
+    raw_template: dict[str, Any], engine: str
+) -> None:
+    variant = resolve_variant(raw_template, SourceEngine=engine)
+    json.loads(dashboard_text(variant))  # valid JSON in either variant
+    shown = set(re.findall(r"\$\{(\w+)\.Arn\}", dashboard_text(variant)))
+    assert shown == set(resources_of(variant, "AWS::CloudWatch::Alarm"))
+    assert ("ReplicationSlotLag" in shown) == (engine == "postgres")
 
 
 def breaches(template: dict[str, Any], name: str, lines: list[dict[str, Any]]) -> bool:

@@ -3,9 +3,11 @@
     scripts/local-job start [-- EXTRA JOB ARGS]   start it in the background (idempotent)
     scripts/local-job stop                        SIGTERM: finish the current batch, then exit
     scripts/local-job kill                        SIGKILL, as a crash would (for recovery drills)
+    scripts/local-job resume TABLE                resume a lake table set aside: stop the job, replay
+                                                  the table's set-aside changes once, in the foreground
     scripts/local-job status | logs [-n N] [-f] | command
     (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics;
-    start/command --table-format delta|hudi: the lake tables' format, the job's --table_format)
+    start/resume/command --table-format delta|hudi: the lake tables' format, the job's --table_format)
 
 It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, reading the broker through
 Spark's Kafka source as on Glue (spark-sql-kafka from .local/jars/spark), without MSK IAM
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import time
 from contextlib import suppress
@@ -62,7 +65,6 @@ def topic_pattern(s: plumbing.StackConfig) -> str:
 def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> list[str]:
     """The local job's command line; `table_format` is its --table_format (the local session loads
     that format's jars: cdclake.local.session.local_jars)."""
-    p = LakePaths.of(s)
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
     return [
         str(s.local / "venv" / "bin" / "python"),
@@ -71,18 +73,50 @@ def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = "
         "--kafka_auth", "none",
         "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
         "--kafka_topic_pattern", topic_pattern(s),
+        *lake_arguments(s, table_format, LakePaths.of(s).checkpoints),
+        "--trigger_interval_seconds", trigger,
+        *extra,
+    ]  # fmt: skip
+
+
+def lake_arguments(s: plumbing.StackConfig, table_format: str, checkpoint: Path) -> list[str]:
+    """The job's arguments that say where the lake is and how it is written: the stream's and a resume run's."""
+    p = LakePaths.of(s)
+    return [
         "--catalog_type", "hadoop",
         "--warehouse", str(p.warehouse),
         "--namespace", NAMESPACE,
-        "--checkpoint_location", str(p.checkpoints),
+        "--checkpoint_location", str(checkpoint),
         "--dead_letter_path", str(p.dead_letters),
-        "--trigger_interval_seconds", trigger,
         "--shuffle_partitions", "2",
         # the stack's wire format; with avro the job reads JSON records on the same topics too
         "--wire_format", s.wire_format,
         "--table_format", table_format,
-        *extra,
     ]  # fmt: skip
+
+
+def resume_command(s: plumbing.StackConfig, table: str, table_format: str, stamp: str) -> list[str]:
+    """The resume run of a table set aside (README, "A table set aside"): once over the folder its mark
+    names (under the stream's --dead_letter_path), with a checkpoint of its own per run, so that a
+    second resume of the same folder (after one that failed again) reads every file again."""
+    checkpoint = LakePaths.of(s).checkpoints.parent / f"resume-{table}-{stamp}"
+    return [
+        str(s.local / "venv" / "bin" / "python"),
+        str(SCRIPT),
+        "--source", "files",
+        "--run_once", "true",
+        "--resume_table", table,
+        *lake_arguments(s, table_format, checkpoint),
+    ]  # fmt: skip
+
+
+def job_env(s: plumbing.StackConfig, table_format: str) -> dict[str, str] | None:
+    """The job's environment beyond ours: the schema registry's (avro) and the session catalog's (Delta, Hudi)."""
+    # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
+    env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
+    if table_format != "iceberg":
+        env = {**(env or os.environ), **session_catalog_env(s)}
+    return env
 
 
 def session_catalog_env(s: plumbing.StackConfig) -> dict[str, str]:
@@ -106,11 +140,7 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceber
     env_python = s.local / "venv" / "bin" / "python"
     if not env_python.exists():
         raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
-    # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
-    env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
-    if table_format != "iceberg":
-        env = {**(env or os.environ), **session_catalog_env(s)}
-    proc = plumbing.launch(s, COMPONENT, job_command(s, extra, table_format), port=0, env=env)
+    proc = plumbing.launch(s, COMPONENT, job_command(s, extra, table_format), port=0, env=job_env(s, table_format))
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:
@@ -127,6 +157,22 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceber
     raise plumbing.StackError(
         f"the job did not start streaming within {s.timeout:.0f}s:\n{plumbing.log_tail(s, COMPONENT)}"
     )
+
+
+def resume(s: plumbing.StackConfig, table: str, table_format: str = "iceberg") -> int:
+    """Stop the streaming job (it keeps its marks in memory), run the table's resume run in the
+    foreground; its exit code: 0 resumed, 3 set aside again (the log says why)."""
+    plumbing.stop(s, COMPONENT)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    plumbing.say(f"job: resuming table {table} ({table_format}); the streaming job stays stopped until started")
+    code = subprocess.run(
+        resume_command(s, table, table_format, stamp), env=job_env(s, table_format), cwd=s.state
+    ).returncode
+    if code == 0:
+        plumbing.say(f"job: table {table} resumed (or was not set aside); start the job: scripts/local-job start")
+    else:
+        plumbing.say(f"job: the resume run of {table} exited {code} (3: set aside again, the log above says why)")
+    return code
 
 
 def _run_log(s: plumbing.StackConfig) -> str:
@@ -178,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     st = sub.add_parser("start", parents=[common, formats], help="start the job in the background")
     st.add_argument("extra", nargs=argparse.REMAINDER, help="more job arguments, after --")
+    res = sub.add_parser("resume", parents=[common, formats], help="resume a lake table set aside")
+    res.add_argument("table", help="the lake table's name, e.g. salesdb_customer")
     sub.add_parser("stop", parents=[common], help="SIGTERM; the job finishes its current batch")
     sub.add_parser("kill", parents=[common], help="SIGKILL, like a crash")
     sub.add_parser("status", parents=[common])
@@ -191,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
             return start(s, extra, args.table_format)
+        if args.command == "resume":
+            return resume(s, args.table, args.table_format)
         if args.command == "stop":
             plumbing.stop(s, COMPONENT)
             return 0

@@ -159,3 +159,31 @@ def test_a_local_delta_or_hudi_job_keeps_its_catalog_in_the_stacks_state_folder(
     env = local_job.session_catalog_env(s)
     assert list(env) == [SESSION_METASTORE_ENV]
     assert Path(env[SESSION_METASTORE_ENV]).parent == tmp_path
+
+
+@pytest.mark.parametrize("table_format", ["iceberg", "delta", "hudi"])
+def test_a_local_resume_run_writes_the_streams_lake_and_reads_its_marks_with_a_checkpoint_of_its_own(
+    table_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scripts/local-job resume TABLE: the job once over the table's set-aside folder (found by its mark
+    # under the stream's --dead_letter_path), a new checkpoint each run (a retry reads every file again).
+    import local_job
+    from cdclake.common.settings import build_settings, parse_argv
+    from cdclake.jobs.job import check_input_exists
+
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    s = sources.stack_config("mysql", "json")
+    stream = build_settings(parse_argv(local_job.job_command(s, [], table_format)[2:]))
+    runs = [
+        build_settings(parse_argv(local_job.resume_command(s, "salesdb_orders", table_format, t)[2:])) for t in "12"
+    ]
+    for run in runs:
+        check_input_exists(run)
+        assert (run.source, run.run_once, run.resume_table, run.files_path) == ("files", True, "salesdb_orders", "")
+        assert (run.warehouse, run.dead_letter_path, run.table_format) == (
+            stream.warehouse,
+            stream.dead_letter_path,
+            stream.table_format,
+        )
+    checkpoints = {stream.checkpoint_location, *(r.checkpoint_location for r in runs)}
+    assert len(checkpoints) == 3

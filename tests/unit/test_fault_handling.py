@@ -55,6 +55,51 @@ def test_the_crash_hook_is_off_unless_its_variable_names_a_point():
             faults.from_env({faults.ENV: wrong})
 
 
+def test_the_table_fault_is_off_unless_its_variable_names_lake_tables_and_a_malformed_value_is_an_error():
+    assert faults.table_fault_from_env({}) is None
+    assert faults.table_fault_from_env({faults.FAIL_TABLE_ENV: " "}) is None
+    fault = faults.table_fault_from_env({faults.FAIL_TABLE_ENV: "salesdb_orders, salesdb_customer"})
+    assert fault == faults.TableFault(frozenset({"salesdb_orders", "salesdb_customer"}))
+    assert fault.hits("glue_catalog.cdc.salesdb_orders", 0) and not fault.hits("glue_catalog.cdc.salesdb_items", 0)
+    later = faults.table_fault_from_env({faults.FAIL_TABLE_ENV: "salesdb_orders@2"})
+    assert later == faults.TableFault(frozenset({"salesdb_orders"}), 2)
+    assert not later.hits("cdc.salesdb_orders", 1) and later.hits("cdc.salesdb_orders", 2)
+    wrongs = ("cdc.salesdb_orders", "Salesdb_Orders", "salesdb_orders,", "a,,b", "salesdb orders", "salesdb-orders")
+    for wrong in (*wrongs, "salesdb_orders@", "salesdb_orders@x", "salesdb_orders@-1", "@1"):
+        with pytest.raises(ValueError, match="not a list of lake table names; use <table>"):
+            faults.table_fault_from_env({faults.FAIL_TABLE_ENV: wrong})
+
+
+def test_a_malformed_table_fault_stops_the_job_before_spark_starts_with_exit_code_2(monkeypatch, capsys, tmp_path):
+    from cdclake.jobs import job
+
+    monkeypatch.setenv(faults.FAIL_TABLE_ENV, "cdc.salesdb_orders")
+    started = []
+    argv = [
+        "--source",
+        "files",
+        "--files_path",
+        str(tmp_path),
+        "--catalog_type",
+        "hadoop",
+        "--warehouse",
+        str(tmp_path),
+    ]
+    argv += ["--checkpoint_location", str(tmp_path / "c"), "--dead_letter_path", str(tmp_path / "d")]
+    assert job.main(argv, session_factory=lambda s: started.append(s)) == 2
+    assert started == []
+    assert "CDC_TEST_FAIL_TABLE='cdc.salesdb_orders' is not a list of lake table names" in capsys.readouterr().out
+
+
+def test_a_resume_run_without_files_path_is_not_refused_for_a_missing_folder(tmp_path):
+    # It reads the folder the table's mark names (README, "A table set aside", the local command).
+    from cdclake.jobs.job import check_input_exists
+
+    raw = {"source": "files", "run_once": "true", "resume_table": "salesdb_customer", "catalog_type": "hadoop"}
+    raw |= {"warehouse": str(tmp_path), "checkpoint_location": str(tmp_path / "c"), "dead_letter_path": str(tmp_path)}
+    check_input_exists(build_settings(raw))
+
+
 def test_the_crash_hook_with_a_batch_id_passes_the_other_batches(monkeypatch):
     kills = []
     monkeypatch.setattr(faults.os, "kill", lambda pid, sig: kills.append(sig))

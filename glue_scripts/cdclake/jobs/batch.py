@@ -223,7 +223,7 @@ class BatchProcessor:
         return self._writer.plan(batch, table, groups, truncated.get(table), statements.get(table))
 
     def _execute(self, batch: ClassifiedBatch, planned: PlannedTable) -> TableOutcome:
-        if self._fault is not None and self._fault.hits(planned.ident):
+        if self._fault is not None and self._fault.hits(planned.ident, batch.batch_id):
             self._fault.fail(self.spark, planned.ident)
         return self._writer.execute(batch, planned)
 

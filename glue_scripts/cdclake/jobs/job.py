@@ -180,9 +180,10 @@ def _on_sigterm(action: Callable[[], None]) -> Any:
 
 def check_input_exists(settings: Settings) -> None:
     """A local `--files_path` that does not exist is named before Spark starts (Spark's own
-    error is a traceback); an S3 prefix is left to Spark, which can list it."""
+    error is a traceback); an S3 prefix is left to Spark, which can list it. None given: a resume
+    run, which reads the folder the table's mark names."""
     path = settings.files_path
-    if settings.source == Source.FILES and "://" not in path and not os.path.isdir(path):
+    if settings.source == Source.FILES and path and "://" not in path and not os.path.isdir(path):
         raise ArgumentError(f"--files_path {path} is not a directory: give the folder of the JSON-lines files")
 
 
@@ -197,13 +198,19 @@ def main(
         settings = build_settings(raw_args if raw_args is not None else parse_job_argv(argv, ARGS))
         check_input_exists(settings)
         crash = faults.from_env(os.environ)
+        fault = faults.table_fault_from_env(os.environ)
     except (ArgumentError, ValueError) as e:
         log.error("invalid job arguments: %s", e)
         return 2
     if crash:
         log.warning("TEST fault injection armed: %s=%s (tests only; unset it to run normally)", faults.ENV, crash.point)
+    if fault:
+        armed = f"{','.join(sorted(fault.tables))}@{fault.from_batch}"
+        log.warning(
+            "TEST fault injection armed: %s=%s (tests only; unset it to run normally)", faults.FAIL_TABLE_ENV, armed
+        )
     spark = (session_factory or local_session)(settings)
-    aside = run_stream(spark, settings, crash, faults.table_fault_from_env(os.environ))
+    aside = run_stream(spark, settings, crash, fault)
     if aside:
         for table, why in sorted(aside.items()):
             log.error("table %s was set aside in this run: %s", table, why)

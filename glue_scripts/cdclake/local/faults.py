@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -73,20 +74,38 @@ FAULT_COLUMN = "test_fault_no_such_column"
 @dataclass(frozen=True)
 class TableFault:
     """TEST-ONLY: the named lake tables (`<table>` names, comma-separated in CDC_TEST_FAIL_TABLE)
-    fail every batch they have changes in, before anything of theirs is written, with the error Spark
+    fail every batch they have changes in (from batch `from_batch` on: `...@<batch id>`, so that a
+    job's first batch can create them), before anything of theirs is written, with the error Spark
     raises for a statement on the table it cannot analyse (a permanent failure: jobs/batch.py sets
     such a table aside). Cleared by starting the job without the variable."""
 
     tables: frozenset[str]
+    from_batch: int = 0
 
-    def hits(self, ident: str) -> bool:
-        return ident.rsplit(".", 1)[-1] in self.tables
+    def hits(self, ident: str, batch_id: int) -> bool:
+        return batch_id >= self.from_batch and ident.rsplit(".", 1)[-1] in self.tables
 
     def fail(self, spark: SparkSession, ident: str) -> None:
         log.warning("TEST fault injection (%s): table %s fails", FAIL_TABLE_ENV, ident)
         spark.table(ident).select(FAULT_COLUMN)  # raises AnalysisException (a missing table: not found)
 
 
+# A lake table's name as the job makes it (common/names.lake_table_name): no namespace, no catalog.
+_LAKE_NAME = re.compile(r"[0-9a-z_]+")
+
+
 def table_fault_from_env(environ: Mapping[str, str]) -> TableFault | None:
-    names = frozenset(n.strip() for n in environ.get(FAIL_TABLE_ENV, "").split(",") if n.strip())
-    return TableFault(names) if names else None
+    """The tables CDC_TEST_FAIL_TABLE names (`<table>[,<table>...][@<first batch id>]`), if any; a
+    value of another form is an error, not ignored (a typo would otherwise run the job without the fault)."""
+    value = environ.get(FAIL_TABLE_ENV, "").strip()
+    if not value:
+        return None
+    tables, at, batch = value.partition("@")
+    names = [n.strip() for n in tables.split(",")]
+    if not all(_LAKE_NAME.fullmatch(n) for n in names) or (at and not batch.isdigit()):
+        raise ValueError(
+            f"{FAIL_TABLE_ENV}={value!r} is not a list of lake table names; use <table>[,<table>...] as the lake "
+            "names them (lower-case letters, digits and _, no namespace: e.g. salesdb_customer), optionally "
+            "@<first batch id> (tests only)"
+        )
+    return TableFault(frozenset(names), int(batch) if at else 0)

@@ -4,7 +4,8 @@ the lake holds as JSON: the suite's session is Iceberg's, and a process has one 
     python delta_worker.py OUT.json WORKDIR
 
 Real Debezium messages (tests/fixtures/debezium/mariadb and postgres, via cdc_events.Events), in
-five batches on one lake (table format delta, local catalog); `batches` says what each holds.
+five batches on one lake (table format delta, local catalog); `batches` says what each holds, with
+the table of name_corpus (names the source allows quoted) in batches 2 to 4.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "glue_scripts"), str(ROOT / "tests")]
 
+import name_corpus  # noqa: E402
 from cdc_events import (  # noqa: E402
     ORDER_LINES_KEY_SCHEMA,
     Events,
@@ -189,7 +191,9 @@ def batches() -> list[list[dict[str, Any]]]:
     items.record("c", key, key | {"sku": "E"}, pos=800, value_schema=ol, key_schema=ORDER_LINES_KEY_SCHEMA)
     fifth += lines.take() + items.take()
     pg_first, pg_second = postgres_batches()
-    return [first, second, third + pg_first, fourth + pg_second, fifth]
+    # The table whose names are every kind the source allows (name_corpus), in batches 2 to 4.
+    names = name_corpus.batches()
+    return [first, second + names[0], third + pg_first + names[1], fourth + pg_second + names[2], fifth]
 
 
 def read_back(spark: Any, name: str) -> dict[str, Any]:

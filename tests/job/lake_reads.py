@@ -75,6 +75,18 @@ def _utc_wall_clock(v: Any) -> Any:
     return v.replace(tzinfo=None) if isinstance(v, datetime) and v.utcoffset() == timedelta(0) else v
 
 
+def source_named_rows(out: dict[str, Any], name: str, key: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+    """A worker's lake table as the job's Spark session read it, under the source's names (Hudi's
+    escaped ones read back, common/names.py) and without the `_cdc_*` columns, by its key."""
+    table = out["tables"][name]
+    columns = [n for n, _, _ in table["schema"] if not n.startswith("_cdc_")]
+    # Spark's toJSON leaves out null values: a column missing from a row's JSON holds null.
+    rows = [{source_name(c): r.get(c) for c in columns} for r in table["rows"]]
+    by_key = {tuple(r[k] for k in key): r for r in rows}
+    assert len(by_key) == len(rows), f"{name}: a key stored more than once"
+    return by_key
+
+
 def postgres_rows(out: dict[str, Any]) -> dict[str, Any]:
     """What a worker's lake holds of the PostgreSQL customers and TOAST tables (delta_worker's
     postgres_batches), in a form to compare with the source's rows."""

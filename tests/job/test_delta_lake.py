@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import name_corpus as nc
 import pytest
 from lake_reads import (
     dead_letter_offsets,
@@ -21,6 +22,7 @@ from lake_reads import (
     postgres_rows,
     postgres_source_rows,
     read_differences,
+    source_named_rows,
     type_differences,
 )
 
@@ -164,6 +166,20 @@ def test_columns_of_every_lake_type_added_to_an_existing_table_get_the_delta_fea
     props = table(delta, "salesdb_all_types")["properties"]
     assert props["delta.feature.timestampNtz"] == "supported" and props["delta.columnMapping.mode"] == "name"
     assert type_differences(Path(delta["warehouse"]), "delta", "mariadb") == []
+
+
+def test_a_table_named_and_keyed_with_every_kind_of_name_holds_the_sources_rows_under_its_names(delta):
+    # name_corpus: spaces, punctuation, a reserved word, a leading digit, mixed case, letters outside
+    # ASCII, the longest name MySQL allows, in the key too; renamed from and to such names; one added.
+    assert [r[nc.LAKE_TABLE]["dead"] for r in delta["reports"][1:4]] == [0, 0, 0]
+    t = delta["tables"][nc.LAKE_TABLE]
+    expected = nc.expected()
+    assert [n for n, _, _ in t["schema"] if not n.startswith("_cdc_")] == list(expected[(3, 1)])
+    rows = source_named_rows(delta, nc.LAKE_TABLE, nc.KEY)
+    assert {k: r | {"unit price": Decimal(str(r["unit price"]))} for k, r in rows.items()} == expected
+    # Delta holds every name through its column mapping by name; a key name with a comma: a JSON list.
+    assert t["properties"]["delta.columnMapping.mode"] == "name"
+    assert t["properties"]["cdc.primary-key"] == '["Order Id", "line,no"]'
 
 
 def test_the_maintenance_job_optimizes_and_vacuums_delta_tables_and_never_calls_iceberg_procedures(delta):

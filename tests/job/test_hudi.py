@@ -17,7 +17,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import name_corpus as nc
 import pytest
+from cdclake.common.names import source_name
 from lake_reads import (
     dead_letter_offsets,
     infinite_timestamp_offsets,
@@ -25,6 +27,7 @@ from lake_reads import (
     postgres_rows,
     postgres_source_rows,
     read_differences,
+    source_named_rows,
     type_differences,
 )
 
@@ -197,6 +200,24 @@ def test_columns_of_every_lake_type_added_to_an_existing_table_hold_the_database
     added = hudi["reports"][4]["salesdb_all_types"]
     assert "+c_datetime0 timestamp" in added["schema"] and "+c_bit12 binary" in added["schema"]
     assert type_differences(Path(hudi["warehouse"]), "hudi", "mariadb") == []
+
+
+def test_a_table_named_and_keyed_with_every_kind_of_name_holds_the_sources_rows_under_escaped_names(hudi):
+    # name_corpus: the names Avro refuses (a space, punctuation, a leading digit, letters outside ASCII,
+    # Hudi's own column name) are escaped (common/names.py), each recorded with its source name.
+    assert [r[nc.LAKE_TABLE]["dead"] for r in hudi["reports"][1:4]] == [0, 0, 0]
+    t = hudi["tables"][nc.LAKE_TABLE]
+    lake_names = [n for n, _, _ in t["schema"] if not n.startswith("_cdc_")]
+    assert [source_name(n) for n in lake_names] == list(nc.expected()[(3, 1)])
+    assert "select" in lake_names and "CamelCase" in lake_names and "_x_unit_20_price" in lake_names
+    rows = source_named_rows(hudi, nc.LAKE_TABLE, nc.KEY)
+    assert {k: r | {"unit price": Decimal(str(r["unit price"]))} for k, r in rows.items()} == nc.expected()
+    props = t["properties"]
+    assert (
+        props["cdc.source-name._x_unit_20_price"] == "unit price"
+        and props["cdc.source-name._x_new_20_name_21_"] == "new name!"
+    )
+    assert props["primaryKey"] == "_x_Order_20_Id,_x_line_2c_no"
 
 
 def test_reconciles_reader_gives_every_hudi_tables_rows_as_spark_reads_them(hudi):

@@ -35,6 +35,9 @@ CREATE TABLE stuck (id INT PRIMARY KEY, note VARCHAR(40), amount DECIMAL(10, 2))
 INSERT INTO shop VALUES (1, 'Leeds', '2024-01-02 09:00:00'), (2, 'York', '2024-01-03 10:30:00');
 INSERT INTO stock VALUES ('A-1', 1, 5), ('B-2', 1, 0), ('A-1', 2, 7);
 INSERT INTO stuck VALUES (1, 'first', 1.50), (2, 'second', 2.25), (3, 'third', NULL);
+CREATE TABLE `Unit Prices` (`Order Id` INT NOT NULL, `line,no` INT NOT NULL, `unit price` DECIMAL(10, 2),
+  `select` VARCHAR(20), `Größe` VARCHAR(20), CamelCase VARCHAR(20), `1st` INT, PRIMARY KEY (`Order Id`, `line,no`));
+INSERT INTO `Unit Prices` VALUES (1, 1, 1.10, 'a', 'S', 'c', 11), (1, 2, 1.20, NULL, 'M', NULL, 12);
 """
 
 
@@ -56,6 +59,10 @@ def changes(stack: Stack, step: int) -> None:
         f"DELETE FROM stuck WHERE id = {k - 9};"
         f"INSERT INTO shop VALUES ({k}, 'Shop {k}', NOW()); UPDATE shop SET name = 'Leeds {k}' WHERE id = 1;"
         f"INSERT INTO stock VALUES ('S-{k}', 1, {k}); UPDATE stock SET qty = qty + 1 WHERE shop_id = 2;"
+        # Names only quoting allows (docs/TABLE_FORMATS.md): a column added with one, rows under them.
+        f"ALTER TABLE `Unit Prices` ADD COLUMN `added {k} (cm²)` VARCHAR(10);"
+        f"INSERT INTO `Unit Prices` (`Order Id`, `line,no`, `unit price`, `Größe`, `added {k} (cm²)`) "
+        f"VALUES ({k}, 1, {k}.25, 'L', 'x{k}'); UPDATE `Unit Prices` SET `select` = 's{k}' WHERE `line,no` = 2;"
     )
 
 

@@ -3,6 +3,8 @@ topics, the test-only crash hook's switch, and Iceberg's row-based reads."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from cdclake.common.settings import build_settings
 from cdclake.jobs.sources import data_loss_advice, kafka_options
@@ -86,6 +88,9 @@ def test_a_malformed_table_fault_stops_the_job_before_spark_starts_with_exit_cod
         str(tmp_path),
     ]
     argv += ["--checkpoint_location", str(tmp_path / "c"), "--dead_letter_path", str(tmp_path / "d")]
+    # job.main sets up logging on the captured stdout, which closes after the test: the root handlers
+    # are put back, or a later flush of them (the crash hook's) writes to a closed file.
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
     assert job.main(argv, session_factory=lambda s: started.append(s)) == 2
     assert started == []
     assert "CDC_TEST_FAIL_TABLE='cdc.salesdb_orders' is not a list of lake table names" in capsys.readouterr().out

@@ -96,7 +96,7 @@ def lake_arguments(s: plumbing.StackConfig, table_format: str, checkpoint: Path)
 
 
 def resume_command(s: plumbing.StackConfig, table: str, table_format: str, stamp: str) -> list[str]:
-    """The resume run of a table set aside (README, "A table set aside"): once over the folder its mark
+    """The resume run of a table set aside (docs/OPERATIONS.md, "A table set aside"): once over the folder its mark
     names (under the stream's --dead_letter_path), with a checkpoint of its own per run, so that a
     second resume of the same folder (after one that failed again) reads every file again."""
     checkpoint = LakePaths.of(s).checkpoints.parent / f"resume-{table}-{stamp}"

@@ -2,7 +2,7 @@
 writes fail every time (the test-only switch CDC_TEST_FAIL_TABLE, glue_scripts/cdclake/local/faults.py)
 is set aside while the streaming job keeps running and the other tables stay equal to the source; it
 stays set aside across a kill -9 and a restart, and its documented fix (`scripts/local-job resume`,
-README "A table set aside") brings it back equal to the source with its mark and property gone (on
+docs/OPERATIONS.md, "A table set aside") brings it back equal to the source with its mark and property gone (on
 Hudi, whose property a reader outside Spark does not see, the next job is shown to follow it again).
 
 One stack (MariaDB) for the three formats: each format's job starts on a lake of its own (the one

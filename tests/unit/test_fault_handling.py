@@ -97,7 +97,7 @@ def test_a_malformed_table_fault_stops_the_job_before_spark_starts_with_exit_cod
 
 
 def test_a_resume_run_without_files_path_is_not_refused_for_a_missing_folder(tmp_path):
-    # It reads the folder the table's mark names (README, "A table set aside", the local command).
+    # It reads the folder the table's mark names (docs/OPERATIONS.md, "A table set aside", the local command).
     from cdclake.jobs.job import check_input_exists
 
     raw = {"source": "files", "run_once": "true", "resume_table": "salesdb_customer", "catalog_type": "hadoop"}

@@ -318,4 +318,4 @@ def test_new_tables_name_their_key_in_a_property_not_as_identifier_fields(lake):
     props = {r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table()}").collect()}
     assert props["cdc.primary-key"] == "id"
     # DROP on a table without identifier fields is refused: there are none to drop.
-    assert lake.processor.tables.executor.drop_identifier_fields(lake.table(), ["id"]) is False
+    assert lake.processor.tables.executor.catalog.drop_identifier_fields(lake.table(), ["id"]) is False

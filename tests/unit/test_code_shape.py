@@ -50,12 +50,17 @@ def test_the_check_counts_nested_and_decorated_functions_and_methods():
     assert found[0] == "m.py:62 decorated_61 (61 lines)"
 
 
-# The modules that may hand Spark a statement or write a table: the executor runs a table's batch
-# (DDL, MERGEs, delete markers), maintenance (Iceberg's, Delta's) runs between batches or in its own
+# The modules that may hand Spark a statement or write a table: the executor layer runs a table's
+# batch (executor.py dispatches to the DDL, the writes and markers, the table moves; execution.py is
+# their shared catalog access), maintenance (Iceberg's, Delta's) runs between batches or in its own
 # job, and sqltext reads a table's properties (SHOW TBLPROPERTIES). Everything else builds text and
 # DataFrames for the executor.
 ISSUERS = {
     "cdclake/lake/executor.py",
+    "cdclake/lake/execution.py",
+    "cdclake/lake/exec_ddl.py",
+    "cdclake/lake/exec_writes.py",
+    "cdclake/lake/exec_moves.py",
     "cdclake/lake/maintenance.py",
     "cdclake/lake/delta_maintenance.py",
     "cdclake/lake/hudi_maintenance.py",

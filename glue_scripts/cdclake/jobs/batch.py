@@ -82,7 +82,7 @@ class BatchProcessor:
         self.avro = AvroDecoder(settings.wire_format == WireFormat.AVRO)
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
-        self.tables.executor.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
+        self.tables.executor.catalog.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
         self.store = SetAsideStore(spark, settings.dead_letter_path)
         self._aside: dict[str, SetAsideMark] = self.store.marks()  # tables set aside, by lake table
         self._fault, self.resume = fault, resume
@@ -341,8 +341,8 @@ class BatchProcessor:
         self.store.write_mark(mark)
         self._aside[mark.table] = mark
         try:
-            if self.tables.executor.table_exists(mark.table):
-                self.tables.executor.mark_set_aside(mark.table, mark.to_json())
+            if self.tables.executor.catalog.table_exists(mark.table):
+                self.tables.executor.ddl.mark_set_aside(mark.table, mark.to_json())
         except Exception as e:  # the table may be what refuses statements
             log.warning("table %s: the set-aside property could not be set (%s); the mark file holds it", mark.table, e)
         self.forget(mark.table)
@@ -351,8 +351,8 @@ class BatchProcessor:
         """A resumed table: its mark removed from the dead-letter path, the property and this process."""
         self.store.clear_mark(ident)
         self._aside.pop(ident, None)
-        if self.tables.executor.table_exists(ident):
-            self.tables.executor.mark_set_aside(ident, None)
+        if self.tables.executor.catalog.table_exists(ident):
+            self.tables.executor.ddl.mark_set_aside(ident, None)
         self.forget(ident)
 
 

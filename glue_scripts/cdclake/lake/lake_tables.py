@@ -292,7 +292,7 @@ class LakeTables:
             (f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS and f.name not in hidden
         ]
         state = TableState.from_properties(cols, table_properties(self.spark, ident))
-        self.executor.drop_identifier_fields(ident, state.keys)
+        self.executor.catalog.drop_identifier_fields(ident, state.keys)
         return state
 
     def forget(self, ident: str | None = None) -> None:
@@ -337,7 +337,7 @@ class LakeTables:
         properties read per table, once per process."""
         self._renames_loaded = True
         ns = f"{self.settings.catalog_name}.{self.settings.namespace}"
-        names = self.executor.table_names(ns)
+        names = self.executor.catalog.table_names(ns)
         found = [
             r
             for n in names
@@ -369,7 +369,7 @@ class LakeTables:
                 continue
             self._early_rows(old, new, r)
             props = {**self._properties(old), RENAMED_AT_PROPERTY: r.mark, **dict([_rename_property(r)])}
-            self.executor.move_table(old, new, props)
+            self.executor.catalog.move_table(old, new, props)
             self.forget(new)
             self._states[old] = None
             with self._claims:
@@ -386,7 +386,7 @@ class LakeTables:
         among them changed a row of this one. Named in an error with the fix; the move goes on."""
         if _mark_order(table_properties(self.spark, old).get(RENAMED_AT_PROPERTY))[0] == r.seq:
             return  # named by an earlier step of this statement: that step looked already
-        early = self.executor.rows_after(old, r.seq)
+        early = self.executor.catalog.rows_after(old, r.seq)
         if early:
             log.error(
                 "table %s: %d row(s) of changes written after the source renamed it to %s were applied to it "
@@ -409,7 +409,7 @@ class LakeTables:
         if self.state(old) is None or _mark_order(old_mark) > _mark_order(r.mark):
             return True
         if self.state(new) is not None and table_properties(self.spark, new).get(RENAMED_AT_PROPERTY) == r.mark:
-            self.executor.finish_move(old, new)
+            self.executor.catalog.finish_move(old, new)
             self._states[old] = None
             return True
         return False

@@ -174,7 +174,7 @@ class TableWriter:
             table=ident,
             batch=batch.fingerprint,
             truncate=truncate_seq,
-            newer_rows=probe is not None and self.executor.has_rows_after(ident, probe),
+            newer_rows=probe is not None and self.executor.catalog.has_rows_after(ident, probe),
         )
         return PlannedTable(ident, groups, plan, events, started)
 

@@ -1,0 +1,135 @@
+"""The executor's writes and markers (executor.py dispatches to it): a step's dead letters, a
+truncate, and the write step, which decodes the table's schema groups, hands them to the `Writes`
+(executor.py: the MERGEs by default) and appends the batch's delete markers (deletes.py)."""
+
+from __future__ import annotations
+
+import logging
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..common.conflicts import retry_on_conflict
+from ..common.lake_contract import CDC_INGESTED_AT, CDC_SEQ
+from ..events.decode import RAW_KEEP, SchemaGroup, as_leaf, conform, decode_group, group_rows, to_lake_names
+from ..events.ordering import latest_per_key
+from . import table_plan
+from .deadletter import as_dead_letters
+from .deletes import KnownMarkers, create_markers_sql, image_deletes, keyed_deletes, marker_table, truncate_marker
+from .evolution import Columns
+from .execution import Execution, Statements, Written
+from .formats import Format
+from .merge import MERGE_RETRY, truncate_sql
+from .unavailable import carry_within_batch, keep_existing, placeholder_columns
+
+if TYPE_CHECKING:
+    from .executor import Writes
+
+log = logging.getLogger("cdclake")
+
+
+class TableWrites(Statements):
+    """A table's rows: `writes`, the keyed and keyless writes; `placeholder`: the connector's
+    unavailable-value text."""
+
+    def __init__(
+        self, spark: SparkSession, fmt: Format, markers: KnownMarkers, writes: Writes, placeholder: str
+    ) -> None:
+        super().__init__(spark, fmt, markers)
+        self.writes = writes
+        self.placeholder = placeholder
+
+    def dead_letter(self, s: table_plan.DeadLetter, ex: Execution) -> None:
+        """The group's records as dead letters, counted in the table's report."""
+        g = ex.groups[s.group]
+        if s.loud:
+            log.error("table %s: %d event(s) rejected to dead letters: %s", ex.ident, g.events, s.reason)
+        ex.dead.append(as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id))
+        tr = ex.report
+        tr.dead += g.events
+        tr.dead_reasons[s.reason] = tr.dead_reasons.get(s.reason, 0) + g.events
+
+    def truncate(self, ident: str, seq: int) -> None:
+        """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
+        read later does not come back."""
+        self.sql(truncate_sql(ident, seq))
+        self._remember(ident, truncate_marker(self.spark, seq), seq)
+
+    def write(self, s: table_plan.Write, ex: Execution) -> None:
+        """Decode the groups and write what decodes. The decoded rows are kept until the
+        batch counts them (table_writer.count_written): the events per op and those that did not decode."""
+        good = []
+        for v in s.groups:
+            g = ex.groups[v.index]
+            g.renamed, g.ignored = dict(v.renamed), set(v.ignored)
+            good.append(g)
+        fills, ex.fills = ex.fills, {}
+        columns, keys = list(s.columns), list(s.keys)
+        decoded = as_leaf(decoded_rows(ex.cached, good, columns, fills))
+        ex.written.append(Written(ex.ident, ex.report, decoded, good, columns, fills, keys))
+        changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
+        if s.truncate is not None:
+            self.truncate(ex.ident, s.truncate)
+            changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
+        changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
+        self._merge(ex.ident, changes, s, columns, good)
+
+    def _merge(
+        self, ident: str, changes: DataFrame, s: table_plan.Write, columns: Columns, good: list[SchemaGroup]
+    ) -> None:
+        """Write the decoded changes: newest per key, or per row image for a table without a key.
+        Then the batch's deletes are remembered (deletes.py) for later batches' writes; a crash
+        between the two commits re-runs the batch, which writes them then."""
+        names = [n for n, _ in columns]
+        keys = list(s.keys)
+        # Read the markers only when one may be newer than a change: not in a stream read in order.
+        oldest = None if any(g.min_seq is None for g in good) else min(g.min_seq or 0 for g in good)
+        markers = self.markers.to_consult(ident, oldest)
+        newest_seq = max(g.max_seq for g in good)
+        if not keys:
+            self.writes.keyless(ident, changes, names, list(s.match), markers=markers)
+            if s.deletes:
+                self._remember(ident, image_deletes(changes, names, list(s.match)), newest_seq)
+            return
+        newest = latest_per_key(changes, keys)
+        keep = None
+        unavailable = placeholder_columns(columns, self.placeholder) if s.toasted else {}
+        if unavailable:
+            # Only batches with an update lacking a TOASTed value pay for this (unavailable.py).
+            newest = carry_within_batch(newest, changes, keys, unavailable, self.placeholder)
+            keep = keep_existing(unavailable, self.placeholder)
+        self.writes.keyed(ident, newest, keys, names, keep, markers=markers)
+        if s.deletes:
+            self._remember(ident, keyed_deletes(changes, keys, names), newest_seq)
+
+    def _remember(self, ident: str, deleted: DataFrame, position: int) -> None:
+        """Append `deleted` (the marker columns, at positions up to `position`) to the table's
+        markers, in one commit; the marker table is created first unless it is known to exist. An
+        append reads nothing and never conflicts with a concurrent rewrite; a key deleted again, or
+        a batch run again, adds a row, which the anti-join and the pruning handle alike."""
+        if self.markers.newest(ident) is None:
+            self.sql(create_markers_sql(ident, self.fmt))
+            self.markers.created(ident)
+        markers = marker_table(ident)
+
+        def append() -> None:
+            if self.fmt.v2_writes:
+                deleted.writeTo(markers).append()
+            else:  # by position: `deleted` has the marker table's columns in their order
+                deleted.write.insertInto(markers)
+
+        retry_on_conflict(append, f"append to {markers}", MERGE_RETRY)
+        self.markers.wrote(ident, position)
+
+
+def decoded_rows(
+    classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]
+) -> DataFrame:
+    """The groups' events decoded and conformed to the lake columns, as one DataFrame."""
+    return reduce(
+        DataFrame.unionByName,
+        [conform(to_lake_names(decode_group(classified, g), g), columns, fills) for g in groups],
+    )

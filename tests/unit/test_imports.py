@@ -235,3 +235,49 @@ def test_the_layer_check_names_an_upward_import() -> None:
         "cdclake.jobs.batch": {"cdclake.lake.merge"},
     }
     assert layer_violations(graph) == ["cdclake.events.decode -> cdclake.lake.merge"]
+
+
+# Within the lake layer: the planner (table_plan.py and its plan_*.py parts) is pure and runs nothing,
+# so it imports no part of the executor; the executor's parts (execution.py, exec_*.py) are reached
+# only through executor.py, the one module the batch hands a plan to.
+def _executor_part(module: str) -> bool:
+    return module == "cdclake.lake.execution" or module.startswith("cdclake.lake.exec_")
+
+
+def _executor_layer(module: str) -> bool:
+    return module == "cdclake.lake.executor" or _executor_part(module)
+
+
+def _planner(module: str) -> bool:
+    return module == "cdclake.lake.table_plan" or module.startswith("cdclake.lake.plan_")
+
+
+def planner_executor_violations(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` for a planner module importing the executor layer, and for a module outside the
+    executor layer importing one of its parts."""
+    out = [f"{m} -> {i}" for m, imp in graph.items() if _planner(m) for i in sorted(imp) if _executor_layer(i)]
+    out += [
+        f"{m} -> {i}" for m, imp in graph.items() if not _executor_layer(m) for i in sorted(imp) if _executor_part(i)
+    ]
+    return sorted(out)
+
+
+def test_the_planner_imports_no_executor_and_the_executor_parts_only_the_executor() -> None:
+    graph = import_graph(project_modules())
+    assert any(_executor_part(m) for m in graph) and any(_planner(m) for m in graph if m != "cdclake.lake.table_plan")
+    violations = planner_executor_violations(graph)
+    assert not violations, "the planner is pure; the executor's parts are reached through executor.py:\n" + "\n".join(
+        violations
+    )
+
+
+def test_the_planner_executor_check_names_both_kinds_of_import() -> None:
+    graph = {
+        "cdclake.lake.plan_columns": {"cdclake.lake.executor", "cdclake.lake.table_plan"},
+        "cdclake.lake.table_writer": {"cdclake.lake.exec_writes", "cdclake.lake.executor"},
+        "cdclake.lake.executor": {"cdclake.lake.exec_ddl"},
+    }
+    assert planner_executor_violations(graph) == [
+        "cdclake.lake.plan_columns -> cdclake.lake.executor",
+        "cdclake.lake.table_writer -> cdclake.lake.exec_writes",
+    ]

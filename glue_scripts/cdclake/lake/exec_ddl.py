@@ -27,6 +27,7 @@ from ..common.lake_contract import (
     SOURCE_DROPPED_POSITION_PROPERTY,
     SOURCE_DROPPED_PROPERTY,
     WriteMode,
+    dumps,
     keys_text,
 )
 from ..common.sqltext import quote, table_properties
@@ -66,7 +67,7 @@ class SchemaDDL(Statements):
         self.set_properties(ex.ident, {KEY_PROPERTY: keys_text(list(s.keys))})
 
     def record_column_changes(self, s: table_plan.RecordColumnChanges, ex: Execution) -> None:
-        self.set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: table_plan.dumps(list(s.changes))})
+        self.set_properties(ex.ident, {COLUMN_CHANGES_PROPERTY: dumps(list(s.changes))})
 
     # -------------------------------------------------------------- a primary key changed at the source
     def rekey(self, s: table_plan.Rekey, ex: Execution) -> None:

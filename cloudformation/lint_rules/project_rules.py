@@ -18,7 +18,9 @@ from cfnlint.template import Template
 GLUE_COMMANDS = ("glueetl", "gluestreaming", "pythonshell", "glueray")
 # Arguments that only a streaming job has (glue_scripts/cdclake/common/settings.py).
 STREAMING_ARGS = ("--checkpoint_location", "--kafka_bootstrap_servers", "--trigger_interval_seconds")
-GLUE_VERSION = "5.0"  # Spark 3.5.4, Python 3.11: what the job and its tests target
+GLUE_VERSION = "6.0"  # Spark 4.1.1, Python 3.13: what the job and its tests target (the default)
+# Versions a GlueVersion parameter may offer: 6.0, and 5.0 for Hudi (template rule HudiNeedsGlue50).
+GLUE_VERSIONS = ("6.0", "5.0")
 SEVEN_DAYS_MINUTES = 7 * 24 * 60
 
 
@@ -125,21 +127,28 @@ class GlueJobCommand(CloudFormationLintRule):
 class GlueJobVersion(CloudFormationLintRule):
     id = "E9002"
     shortdesc = f"Glue jobs run Glue {GLUE_VERSION}"
-    description = f"GlueVersion must be {GLUE_VERSION} (the runtime the job and its tests target)"
+    description = (
+        f"GlueVersion must be {GLUE_VERSION} by default (the runtime the job and its tests target); a "
+        f"GlueVersion parameter offers only {GLUE_VERSIONS}"
+    )
     source_url = "https://docs.aws.amazon.com/glue/latest/dg/release-notes.html"
     tags: ClassVar[list[str]] = ["resources", "glue"]
 
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
         for name, _, props in _resources(cfn, "AWS::Glue::Job"):
+            path = ["Resources", name, "Properties", "GlueVersion"]
             version = _resolve(cfn, props.get("GlueVersion"))
             if str(version) != GLUE_VERSION:
-                matches.append(
-                    RuleMatch(
-                        ["Resources", name, "Properties", "GlueVersion"],
-                        f"{name}: GlueVersion must be {GLUE_VERSION!r}, got {version!r}",
+                matches.append(RuleMatch(path, f"{name}: GlueVersion must be {GLUE_VERSION!r}, got {version!r}"))
+            ref = props.get("GlueVersion")
+            if isinstance(ref, dict) and set(ref) == {"Ref"}:
+                allowed = cfn.template.get("Parameters", {}).get(ref["Ref"], {}).get("AllowedValues")
+                others = sorted({str(v) for v in allowed or [None]} - set(GLUE_VERSIONS))
+                if others:
+                    matches.append(
+                        RuleMatch(path, f"{name}: parameter {ref['Ref']} may offer only {GLUE_VERSIONS}, not {others}")
                     )
-                )
         return matches
 
 

@@ -1,5 +1,9 @@
 """scripts/glue-container: run a job script in AWS's Glue 5.0 container image (aws-glue-libs).
 
+AWS publishes no Glue 6.0 image ("Develop and test AWS Glue jobs locally using a Docker image" lists
+images up to 5.0), so this runs the job on Glue 5.0: the runtime of TableFormat=hudi, and of iceberg or
+delta only as far as Spark 3.5 runs the same code (the stack's default is 6.0).
+
     scripts/glue-container [--dry-run] [--profile P] [--job streaming|maintenance] -- --source files ...
 
 The job arguments are those of a local run (docs/CONFIGURATION.md); the container runs the job the Glue way
@@ -27,7 +31,7 @@ import cli
 from cdcdeploy import artifacts
 
 ROOT = artifacts.ROOT
-IMAGE = "public.ecr.aws/glue/aws-glue-libs:5"  # AWS Glue 5.0 (Spark 3.5.4, Iceberg 1.7.1, Python 3.11)
+IMAGE = "public.ecr.aws/glue/aws-glue-libs:5"  # AWS Glue 5.0 (Spark 3.5.4, Iceberg 1.7.1, Python 3.11): no 6.0 image
 WORKSPACE = "/home/hadoop/workspace"
 AWS_DIR = "/home/hadoop/.aws"
 BUILD = ROOT / "build" / "glue-container"

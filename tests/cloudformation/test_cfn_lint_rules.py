@@ -54,7 +54,7 @@ def lint(resources: str, parameters: str = "") -> list[str]:
     return [m for m in run_lint(text) if m.startswith("E90")]
 
 
-def job(command: str = "gluestreaming", version: str = "5.0", extra: str = "", args: str = STREAMING_ARGS) -> str:
+def job(command: str = "gluestreaming", version: str = "6.0", extra: str = "", args: str = STREAMING_ARGS) -> str:
     return JOB.format(command=command, version=version, extra=extra, args=args or "        --x: y\n")
 
 
@@ -80,9 +80,22 @@ def test_unknown_command_name_is_an_error() -> None:
     assert any("unknown Glue Command.Name 'gluestream'" in e for e in lint(job(command="gluestream")))
 
 
-def test_glue_version_other_than_5_is_an_error() -> None:
-    errors = lint(job(version="4.0", extra="      MaintenanceWindow: Sun:03"))
-    assert errors == ["E9002 Job: GlueVersion must be '5.0', got '4.0'"]
+def test_glue_version_other_than_6_is_an_error() -> None:
+    errors = lint(job(version="5.0", extra="      MaintenanceWindow: Sun:03"))
+    assert errors == ["E9002 Job: GlueVersion must be '6.0', got '5.0'"]
+
+
+def test_glue_version_parameter_defaults_to_6_and_offers_only_6_and_5() -> None:
+    window = "      MaintenanceWindow: Sun:03"
+    param = 'Parameters:\n  GlueVersion:\n    Type: String\n    Default: "{d}"\n    AllowedValues: [{a}]\n'
+    versioned = job(extra=window).replace('GlueVersion: "6.0"', "GlueVersion: !Ref GlueVersion")
+    assert lint(versioned, param.format(d="6.0", a='"6.0", "5.0"')) == []
+    assert lint(versioned, param.format(d="5.0", a='"6.0", "5.0"')) == [
+        "E9002 Job: GlueVersion must be '6.0', got '5.0'"
+    ]
+    assert lint(versioned, param.format(d="6.0", a='"6.0", "4.0"')) == [
+        "E9002 Job: parameter GlueVersion may offer only ('6.0', '5.0'), not ['4.0']"
+    ]
 
 
 @pytest.mark.parametrize("timeout", ["60", "2880"])

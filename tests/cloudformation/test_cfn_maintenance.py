@@ -16,9 +16,11 @@ def maintenance_job(template: dict[str, Any]) -> dict[str, Any]:
     return template["Resources"]["MaintenanceJob"]["Properties"]
 
 
-def test_maintenance_job_is_a_glue_5_batch_job_running_the_maintenance_script(template: dict[str, Any]) -> None:
+def test_maintenance_job_is_a_batch_job_of_the_streaming_jobs_glue_version_running_the_maintenance_script(
+    template: dict[str, Any],
+) -> None:
     props = maintenance_job(template)
-    assert props["GlueVersion"] == "5.0"
+    assert props["GlueVersion"] == {"Ref": "GlueVersion"}
     assert props["Command"]["Name"] == "glueetl"
     assert props["Command"]["ScriptLocation"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${MaintenanceScriptKey}"}
     assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 1

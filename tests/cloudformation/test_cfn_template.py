@@ -238,9 +238,10 @@ def test_roles_are_assumed_only_by_their_service(template: dict[str, Any]) -> No
 
 
 # ---------------------------------------------------------------- Glue streaming job
-def test_streaming_job_runs_glue_5_and_is_never_timed_out(template: dict[str, Any]) -> None:
+def test_streaming_job_runs_glue_6_by_default_and_is_never_timed_out(template: dict[str, Any]) -> None:
     props = job(template)
-    assert props["GlueVersion"] == "5.0"
+    assert props["GlueVersion"] == {"Ref": "GlueVersion"}
+    assert template["Parameters"]["GlueVersion"]["Default"] == "6.0"
     assert props["Command"]["Name"] == "gluestreaming"
     assert props["Command"]["ScriptLocation"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${GlueScriptKey}"}
     assert "Timeout" not in props or int(props["Timeout"]) >= SEVEN_DAYS_MINUTES
@@ -529,6 +530,25 @@ def test_mysql_defaults_to_8_4_and_8_0_needs_an_explicit_lifecycle_choice(raw_te
     assert "EngineLifecycleSupport" not in resolve_variant(raw_template)["Resources"]["Database"]["Properties"]
     family = raw_template["Resources"]["DbParameterGroup"]["Properties"]["Family"]
     assert family == {"Fn::Sub": "mysql${DbEngineVersion}"}
+
+
+def test_hudi_deploys_only_on_glue_5_and_glue_5_only_with_json(raw_template: dict[str, Any]) -> None:
+    """Athena reads Hudi 0.14/0.15 tables (Glue 5.0's Hudi), not those of Glue 6.0's Hudi 1.1.1; the
+    shipped spark-avro jar is Spark 4.1's, which Glue 5.0 cannot load."""
+    version = raw_template["Parameters"]["GlueVersion"]
+    assert version["Default"] == "6.0" and set(version["AllowedValues"]) == {"6.0", "5.0"}
+    hudi, json_only = raw_template["Rules"]["HudiNeedsGlue50"], raw_template["Rules"]["Glue50ReadsJsonOnly"]
+    for rule in (hudi, json_only):
+        assert _rule_holds(raw_template, rule)  # the defaults deploy
+        assert _rule_holds(raw_template, rule, TableFormat="delta")
+    assert not _rule_holds(raw_template, hudi, TableFormat="hudi")
+    assert _rule_holds(raw_template, hudi, TableFormat="hudi", GlueVersion="5.0")
+    assert _rule_holds(raw_template, json_only, TableFormat="hudi", GlueVersion="5.0")
+    assert not _rule_holds(raw_template, json_only, TableFormat="hudi", GlueVersion="5.0", WireFormat="avro")
+    assert _rule_holds(raw_template, json_only, WireFormat="avro")
+    # Both jobs run the chosen version.
+    for name in ("CdcJob", "MaintenanceJob"):
+        assert raw_template["Resources"][name]["Properties"]["GlueVersion"] == {"Ref": "GlueVersion"}
 
 
 def test_debezium_user_grants_exist_in_mysql_8_4(template: dict[str, Any]) -> None:

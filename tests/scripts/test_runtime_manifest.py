@@ -14,11 +14,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import runtime  # noqa: E402
 
 
-def test_manifest_pins_glue_5_versions_of_spark_and_iceberg() -> None:
+def test_manifest_pins_glue_6_versions_of_spark_iceberg_and_the_aws_sdk() -> None:
     pins = runtime.versions()
-    assert pins["spark"] == "3.5.4"
-    assert pins["iceberg"] == "1.7.1"
-    assert pins["spark-sql-kafka"].startswith("3.5.")
+    assert pins["spark"] == "4.1.1"
+    assert pins["iceberg"] == "1.11.0"
+    assert pins["spark-sql-kafka"] == pins["spark"]
+    assert pins["glue-aws-sdk"].startswith("2.44.")  # Glue 6.0's line (2.44.6; pom.xml says why 2.44.3)
     assert pins["kafka"].startswith("3.7.")  # the Kafka Connect line MSK Connect runs
 
 
@@ -37,9 +38,9 @@ def test_every_profile_of_the_manifest_has_a_folder_and_is_resolved_by_setup() -
 def test_resolved_jars_carry_the_pinned_versions() -> None:
     pins = runtime.versions()
     names = {j.name for p in set(runtime.profiles()) - runtime.ON_DEMAND for j in runtime.jars(p)}
-    assert f"iceberg-spark-runtime-3.5_2.12-{pins['iceberg']}.jar" in names
+    assert f"iceberg-spark-runtime-4.1_2.13-{pins['iceberg']}.jar" in names
     assert f"iceberg-aws-bundle-{pins['iceberg']}.jar" in names
-    assert f"spark-sql-kafka-0-10_2.12-{pins['spark-sql-kafka']}.jar" in names
+    assert f"spark-sql-kafka-0-10_2.13-{pins['spark-sql-kafka']}.jar" in names
     assert f"aws-msk-iam-auth-{pins['aws-msk-iam-auth']}.jar" in names
     assert f"sts-{pins['glue-aws-sdk']}.jar" in names
     assert f"kafka_2.13-{pins['kafka']}.jar" in names
@@ -49,7 +50,7 @@ def test_resolved_jars_carry_the_pinned_versions() -> None:
 
 
 def test_the_glue_job_ships_the_msk_iam_client_alone_and_uses_glues_own_sdk() -> None:
-    # Glue 5.0 ships the AWS SDK for Java v2, Jackson and SLF4J: a second copy would clash with them.
+    # Glue 6.0 ships the AWS SDK for Java v2, Jackson and SLF4J: a second copy would clash with them.
     names = [j.name for j in runtime.jars("glue-extra-jars")]
     assert names == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"]
 
@@ -57,16 +58,24 @@ def test_the_glue_job_ships_the_msk_iam_client_alone_and_uses_glues_own_sdk() ->
 def test_the_avro_wire_format_gets_the_registry_converter_and_spark_avro_at_glues_spark() -> None:
     pins = runtime.versions()
     assert pins["spark-avro"] == pins["spark"]
-    assert [j.name for j in runtime.jars("glue-avro-jars")] == [f"spark-avro_2.12-{pins['spark']}.jar"]
+    assert [j.name for j in runtime.jars("glue-avro-jars")] == [f"spark-avro_2.13-{pins['spark']}.jar"]
     converter = f"schema-registry-kafkaconnect-converter-{pins['glue-schema-registry']}.jar"
     assert [j.name for j in runtime.jars("glue-schema-registry")] == [converter]
 
 
-def test_the_delta_profile_is_glue_5s_delta_lake_alone_and_leaves_scala_and_antlr_to_spark() -> None:
-    # Glue 5.0's `--datalake-formats delta` is Delta Lake 3.3.0; pyspark's jars already hold the
-    # Scala library and ANTLR runtime Delta depends on (a second copy would shadow Spark's).
+def test_the_delta_profile_is_glue_6s_delta_lake_alone_and_leaves_scala_and_antlr_to_spark() -> None:
+    # Glue 6.0's `--datalake-formats delta` is Delta Lake 4.2.0 with the Delta Kernel modules it calls;
+    # pyspark's jars already hold the Scala library, ANTLR, Hadoop, Parquet, Jackson and the rest Delta
+    # depends on (a second copy, at another version, would shadow Spark's).
     names = [j.name for j in runtime.jars("delta")]
-    assert names == ["delta-spark_2.12-3.3.0.jar", "delta-storage-3.3.0.jar"]
+    assert names == [
+        "delta-kernel-api-4.2.0.jar",
+        "delta-kernel-defaults-4.2.0.jar",
+        "delta-kernel-unitycatalog-4.2.0.jar",
+        "delta-spark_2.13-4.2.0.jar",
+        "delta-storage-4.2.0.jar",
+        "unitycatalog-client-0.4.1.jar",
+    ]
 
 
 def test_the_hudi_profile_is_glue_5s_hudi_bundle_for_spark_3_5_alone() -> None:

@@ -61,11 +61,11 @@ FORMAT_JARS = {TableFormat.DELTA: ("delta", "delta-spark"), TableFormat.HUDI: ("
 
 
 def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
-    """The jars Glue 5.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
-    Iceberg 1.7.1 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
+    """The jars Glue 6.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
+    Iceberg 1.11.0 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
     jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions);
-    with `table_format` delta, Delta Lake 3.3.0 (.local/jars/delta: `--datalake-formats delta`), with
-    hudi, Hudi 0.15.0 (.local/jars/hudi: `--datalake-formats hudi`)."""
+    with `table_format` delta, Delta Lake 4.2.0 (.local/jars/delta: `--datalake-formats delta`), with
+    hudi, Glue 5.0's Hudi 0.15.0 (.local/jars/hudi: `--datalake-formats hudi`), a Spark 3.5 build."""
     default = Path(__file__).resolve().parents[3] / ".local" / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
     extra = FORMAT_JARS.get(table_format)

@@ -61,7 +61,7 @@ def glue_extra_jar_artifact(art_dir: Path, profile: str = artifacts.GLUE_EXTRA_J
     """The jar of one of the manifest's profiles the job gets with --extra-jars (glue-extra-jars: the MSK
     IAM client; glue-avro-jars: spark-avro), copied into art_dir under a content-hash key. The template
     names one jar per profile (GlueExtraJarKey, GlueAvroJarKey): each profile resolves to that jar alone
-    (its dependencies are Glue 5.0's), and anything else stops the build here."""
+    (its dependencies are Glue's own), and anything else stops the build here."""
     jars = artifacts.profile_jars(profile)
     if len(jars) != 1:
         names = ", ".join(j.name for j in jars)

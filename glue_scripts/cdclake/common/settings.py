@@ -191,7 +191,7 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "table_format",
         "iceberg",
-        "`iceberg` (Apache Iceberg 1.7.1), `delta` (Delta Lake 3.3.0) or `hudi` (Apache Hudi 0.15.0, copy-on-write; "
+        "`iceberg` (Apache Iceberg 1.11.0), `delta` (Delta Lake 4.2.0) or `hudi` (Apache Hudi 0.15.0 on Glue 5.0, copy-on-write; "
         "tables without a primary key go to the dead letters): the format of the lake tables the job writes. The Glue "
         "job needs `--datalake-formats delta` or `hudi` for those.",
         parse=one_of(TableFormat),

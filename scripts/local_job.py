@@ -32,6 +32,10 @@ from pathlib import Path
 import cli
 from cdcstack import commands, plumbing, registry, sources
 
+# The job's own account of which Glue runtime (and so which local pyspark) a table format runs on.
+sys.path.insert(0, str(plumbing.ROOT / "glue_scripts"))
+from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
+
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
 # Where the job's Spark session keeps a persistent session catalog (cdclake.local.session.SESSION_METASTORE_ENV).
@@ -116,7 +120,11 @@ def job_env(s: plumbing.StackConfig, table_format: str) -> dict[str, str] | None
     env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
     if table_format != "iceberg":
         env = {**(env or os.environ), **session_catalog_env(s)}
-    return env
+    try:  # Glue 5.0's pyspark for hudi, or for any format with CDC_GLUE_VERSION=5.0 (the upgrade drill)
+        runtime = runtime_env(table_format, env or os.environ)
+    except RuntimeError as exc:
+        raise plumbing.StackError(str(exc)) from None
+    return {**(env or os.environ), **runtime} if runtime else env
 
 
 def session_catalog_env(s: plumbing.StackConfig) -> dict[str, str]:
@@ -223,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         "--table-format", choices=TABLE_FORMATS, default="iceberg", help="the lake tables' format (default iceberg)"
     )
     st = sub.add_parser("start", parents=[common, formats], help="start the job in the background")
+    st.add_argument(
+        "--glue-version",
+        choices=("5.0", "6.0"),
+        help="the Glue runtime to run on (default: 6.0, hudi 5.0); 5.0 with iceberg starts a lake as a stack "
+        "deployed on Glue 5.0 did, to continue it on 6.0 (docs/DEPLOY.md, 'Glue versions')",
+    )
     st.add_argument("extra", nargs=argparse.REMAINDER, help="more job arguments, after --")
     res = sub.add_parser("resume", parents=[common, formats], help="resume a lake table set aside")
     res.add_argument("table", help="the lake table's name, e.g. salesdb_customer")
@@ -238,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         s = sources.stack_config(args.source)
         if args.command == "start":
             extra = [a for a in args.extra if a != "--"]
+            if args.glue_version:
+                os.environ[GLUE_VERSION_ENV] = args.glue_version
             return start(s, extra, args.table_format)
         if args.command == "resume":
             return resume(s, args.table, args.table_format)

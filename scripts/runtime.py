@@ -44,6 +44,9 @@ PROFILE_DIRS: dict[str, str] = {
     "glue-avro-jars": "jars/glue-avro",
     "delta": "jars/delta",
     "hudi": "jars/hudi",
+    # Glue 5.0's runtime, which table format hudi stays on (local/session.py runs it beside Glue 6.0's)
+    "glue5-spark": "jars/glue5/spark",
+    "glue5-avro-jars": "jars/glue5/glue-avro",
     "glue-aws-sdk": "jars/glue-aws-sdk",
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",

@@ -32,12 +32,15 @@ FORMATS = ("iceberg", "delta", "hudi")
 
 
 def run(spark: Any, cfg: Config, glue_scripts: Path, formats: tuple[str, ...] = FORMATS) -> list[Table]:
+    from cdclake.local.session import runtime_env
+
     work = cfg.work / "formats"
     manifest = _write_batches(spark, cfg, work)
     results: dict[str, dict[str, Any]] = {}
     for fmt in formats:
         started = time.monotonic()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(glue_scripts)])}
+        env |= runtime_env(fmt, env)  # hudi: Glue 5.0's Spark ahead of the venv's
         out = subprocess.run(
             [sys.executable, "-m", "cdcbench.formats", str(work), fmt], env=env, capture_output=True, text=True
         )

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from cdc_workload import Workload
+from cdclake.local.session import runtime_env
 from job_runs import STREAMING_JOB, write_lines
 from test_glue_catalog_on_s3 import job_argv, local_arguments
 
@@ -63,6 +64,7 @@ def spark_submit_conf(job) -> str:
 def run(work: Path, args: list[str], submit: str, crash_at: str | None = None, worker: bool = False):
     env = {k: v for k, v in os.environ.items() if k not in ("CDC_TEST_CRASH_AT", "PYSPARK_SUBMIT_ARGS")}
     env |= {"CDC_SESSION_METASTORE": str(work / "metastore"), "CDC_SPARK_MASTER": "local[2]"}
+    env |= runtime_env(args[args.index("--table_format") + 1], env)  # hudi: Glue 5.0's Spark
     if submit:
         env["PYSPARK_SUBMIT_ARGS"] = submit
     if crash_at:

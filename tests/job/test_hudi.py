@@ -20,6 +20,7 @@ from typing import Any
 import name_corpus as nc
 import pytest
 from cdclake.common.names import source_name
+from cdclake.local.session import runtime_env
 from lake_reads import (
     dead_letter_offsets,
     infinite_timestamp_offsets,
@@ -43,7 +44,7 @@ def hudi(tmp_path_factory) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=1500,
-        env=dict(os.environ),
+        env=dict(os.environ) | runtime_env("hudi"),  # Glue 5.0's Spark (local/session.py)
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return json.loads(out.read_text()) | {"warehouse": str(work / "warehouse")}

@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
 
 from ..common.settings import Settings, TableFormat
@@ -59,21 +60,76 @@ def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) ->
 # A table format's jars beyond Iceberg's: its folder under .local/jars and a jar name it must hold.
 FORMAT_JARS = {TableFormat.DELTA: ("delta", "delta-spark"), TableFormat.HUDI: ("hudi", "hudi-spark3.5-bundle")}
 
+# The formats that run on Glue 5.0, not Glue 6.0 (the template's rule HudiNeedsGlue50; docs/DEPLOY.md,
+# "Glue versions"): Athena reads Hudi 0.14/0.15 tables, and Hudi's Spark 4 bundle is not on Maven
+# Central. Locally, Glue 5.0's runtime is its pyspark in .local/glue5/python (requirements-glue5.txt)
+# ahead of the venv's on PYTHONPATH, and its jars in .local/jars/glue5.
+GLUE5_FORMATS = frozenset({TableFormat.HUDI})
+
+# Local runs only: "5.0" runs an Iceberg job on Glue 5.0's runtime (Spark 3.5.4, Iceberg 1.7.1), as a
+# stack deployed before Glue 6.0 did: the upgrade test starts a lake there and continues it on 6.0.
+GLUE_VERSION_ENV = "CDC_GLUE_VERSION"
+
+
+def glue_version(table_format: TableFormat | str, env: Mapping[str, str] = os.environ) -> str:
+    """The Glue version whose runtime a local run of `table_format` uses."""
+    fmt = TableFormat(table_format)
+    wanted = env.get(GLUE_VERSION_ENV, "").strip()
+    if fmt in GLUE5_FORMATS or wanted == "5.0":
+        if fmt == TableFormat.DELTA:
+            raise RuntimeError(f"{GLUE_VERSION_ENV}=5.0 runs iceberg or hudi locally; delta runs on Glue 6.0 only")
+        return "5.0"
+    if wanted not in ("", "6.0"):
+        raise RuntimeError(f"{GLUE_VERSION_ENV} must be 5.0 or 6.0, got {wanted!r}")
+    return "6.0"
+
+
+def _local_root(env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env.get("CDC_LOCAL_DIR") or Path(__file__).resolve().parents[3] / ".local")
+
+
+def runtime_env(table_format: TableFormat | str, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What a local process that runs the job in `table_format` needs in its environment beyond
+    `env`: on Glue 5.0's runtime, its pyspark first on PYTHONPATH; nothing on Glue 6.0's."""
+    if glue_version(table_format, env) != "5.0":
+        return {}
+    folder = _local_root(env) / "glue5" / "python"
+    if not (folder / "pyspark").is_dir():
+        raise RuntimeError(f"no Glue 5.0 pyspark in {folder} (table format {table_format}): run `make setup`")
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH", "")) if p)}
+
+
+def check_spark(table_format: TableFormat, version: str, env: Mapping[str, str] = os.environ) -> None:
+    """Refuse a session whose pyspark is not the Spark of the format's Glue version (the jars would
+    not load, or fail later with a linkage error), naming how to start it."""
+    glue5 = glue_version(table_format, env) == "5.0"
+    if version.split(".")[0] != ("3" if glue5 else "4"):
+        fix = (
+            f"put {_local_root(env) / 'glue5' / 'python'} first on PYTHONPATH (runtime_env; scripts/local-job does)"
+            if glue5
+            else "run it with the venv's own pyspark (nothing on PYTHONPATH ahead of it)"
+        )
+        raise RuntimeError(
+            f"table format {table_format.value} runs on Glue {'5.0' if glue5 else '6.0'}'s Spark "
+            f"{'3.5' if glue5 else '4.1'}, but this process has pyspark {version}: {fix}"
+        )
+
 
 def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
-    """The jars Glue 6.0 provides or the job ships, as scripts/setup-local resolved them from pom.xml:
-    Iceberg 1.11.0 + its AWS bundle, Spark's Kafka source (.local/jars/spark) and the Glue job's extra
-    jars (.local/jars/glue-extra: the MSK IAM client; .local/jars/glue-avro: Spark's Avro functions);
-    with `table_format` delta, Delta Lake 4.2.0 (.local/jars/delta: `--datalake-formats delta`), with
-    hudi, Glue 5.0's Hudi 0.15.0 (.local/jars/hudi: `--datalake-formats hudi`), a Spark 3.5 build."""
-    default = Path(__file__).resolve().parents[3] / ".local" / "jars"
+    """The jars the format's Glue version provides or the job ships, as scripts/setup-local resolved
+    them from pom.xml. Glue 6.0: Iceberg 1.11.0 + its AWS bundle and Spark's Kafka source
+    (.local/jars/spark), Spark's Avro functions (glue-avro) and, for delta, Delta Lake 4.2.0 (delta).
+    Glue 5.0 (hudi): the same roles at Spark 3.5 (.local/jars/glue5) and Hudi 0.15.0 (hudi). Both: the
+    MSK IAM client (glue-extra)."""
+    default = _local_root() / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
+    base = root / "glue5" if glue_version(table_format) == "5.0" else root
     extra = FORMAT_JARS.get(table_format)
-    folders = ["spark", "glue-extra", "glue-avro"] + ([extra[0]] if extra else [])
-    jars = [j for d in folders for j in sorted(glob.glob(str(root / d / "*.jar")))]
+    folders = [base / "spark", root / "glue-extra", base / "glue-avro"] + ([root / extra[0]] if extra else [])
+    jars = [j for d in folders for j in sorted(glob.glob(str(d / "*.jar")))]
     if not any("iceberg-spark-runtime" in j for j in jars):
         raise RuntimeError(
-            f"no iceberg-spark-runtime jar in {root}/spark: run `make setup` (scripts/setup-local) first"
+            f"no iceberg-spark-runtime jar in {base}/spark: run `make setup` (scripts/setup-local) first"
         )
     if extra and not any(extra[1] in j for j in jars):
         raise RuntimeError(f"no {extra[1]} jar in {root}/{extra[0]}: run `make setup` (scripts/setup-local) first")
@@ -107,6 +163,7 @@ def driver_java_options(s: Settings, env: Mapping[str, str] = os.environ) -> str
 
 def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str | None = None) -> SparkSession:
     """A local SparkSession equivalent to the Glue job's (same catalog name and settings)."""
+    check_spark(s.table_format, pyspark.__version__)
     b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))
     b = b.config("spark.jars", ",".join(local_jars(s.table_format)))
     b = b.config("spark.ui.enabled", os.environ.get("CDC_SPARK_UI", "false"))

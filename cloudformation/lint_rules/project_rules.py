@@ -239,6 +239,7 @@ POM = Path(__file__).resolve().parents[2] / "pom.xml"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 EXTRA_JARS_PROFILE = "glue-extra-jars"
 AVRO_JARS_PROFILE = "glue-avro-jars"
+GLUE5_AVRO_JARS_PROFILE = "glue5-avro-jars"
 
 
 def _pom_properties(root: ElementTree.Element) -> dict[str, str]:
@@ -270,50 +271,67 @@ def _uses_msk_iam(args: dict[str, Any]) -> bool:
     return str(args.get("--source", "kafka")) == "kafka" and str(args.get("--kafka_auth", "iam")) == "iam"
 
 
+def _extra_jars_texts(value: Any) -> list[str | None]:
+    """The --extra-jars value's `Fn::Sub` text, or each branch's of an `Fn::If` (one per Glue version)."""
+    if isinstance(value, dict) and "Fn::If" in value:
+        return [t for branch in value["Fn::If"][1:] for t in _extra_jars_texts(branch)]
+    text = value.get("Fn::Sub") if isinstance(value, dict) else value
+    return [text if isinstance(text, str) else None]
+
+
 class GlueExtraJarsMatchManifest(CloudFormationLintRule):
     id = "E9005"
     shortdesc = "A Glue job reading MSK with IAM ships exactly the manifest's extra jars"
     description = (
         "--extra-jars of a job with --kafka_auth iam must name, through parameters whose AllowedPattern "
         "pins the file name, exactly the jars of pom.xml's glue-extra-jars profile (the MSK IAM client) and "
-        "glue-avro-jars profile (spark-avro)"
+        "glue-avro-jars profile (spark-avro); an Fn::If on the Glue version may ship glue5-avro-jars instead "
+        "in its other branch"
     )
     source_url = "https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-glue-arguments.html"
     tags: ClassVar[list[str]] = ["resources", "glue"]
 
+    def _shipped(self, text: str, params: dict[str, Any], names: list[str]) -> list[str]:
+        """The manifest jar each URI of `text` pins through its key parameter's AllowedPattern."""
+        shipped = []
+        for uri in text.split(","):
+            refs = [r for r in re.findall(r"\$\{([^}!.]+)\}", uri) if r in params]
+            pattern = params[refs[-1]].get("AllowedPattern") if refs else None
+            shipped.append(
+                next(
+                    (j for j in names if pattern and re.fullmatch(pattern, f"glue-jars/0123456789ab/{j}")), "(unpinned)"
+                )
+            )
+        return shipped
+
     def match(self, cfn: Template) -> list[RuleMatch]:
         matches = []
-        # the MSK IAM client, and spark-avro for the wire format avro
-        wanted = manifest_jar_names() + manifest_jar_names(profile=AVRO_JARS_PROFILE)
+        # the MSK IAM client, and spark-avro for the wire format avro (Glue 6.0's, or Glue 5.0's)
+        iam = manifest_jar_names()
+        choices = [sorted(iam + manifest_jar_names(profile=p)) for p in (AVRO_JARS_PROFILE, GLUE5_AVRO_JARS_PROFILE)]
+        wanted = choices[0]
         params = cfn.template.get("Parameters", {})
         for name, _, props in _resources(cfn, "AWS::Glue::Job"):
             args = props.get("DefaultArguments") or {}
             if not isinstance(args, dict) or not _uses_msk_iam(args):
                 continue
             path = ["Resources", name, "Properties", "DefaultArguments"]
-            value = args.get("--extra-jars")
-            text = value.get("Fn::Sub") if isinstance(value, dict) else value
-            if not isinstance(text, str):
+            if "--extra-jars" not in args or None in _extra_jars_texts(args["--extra-jars"]):
                 matches.append(
                     RuleMatch(path, f"{name}: reads MSK with IAM but has no --extra-jars ({', '.join(wanted)})")
                 )
                 continue
-            patterns = []
-            for uri in text.split(","):
-                refs = [r for r in re.findall(r"\$\{([^}!.]+)\}", uri) if r in params]
-                pattern = params[refs[-1]].get("AllowedPattern") if refs else None
-                patterns.append(pattern)
-            shipped = [
-                next((j for j in wanted if p and re.fullmatch(p, f"glue-jars/0123456789ab/{j}")), None)
-                for p in patterns
+            found = [
+                sorted(self._shipped(t, params, choices[0] + choices[1]))
+                for t in _extra_jars_texts(args["--extra-jars"])
             ]
-            if None in shipped or sorted(shipped) != sorted(wanted):  # type: ignore[type-var]
+            if any(f not in choices for f in found) or wanted not in found:
                 matches.append(
                     RuleMatch(
                         [*path, "--extra-jars"],
                         f"{name}: --extra-jars must name exactly {', '.join(wanted)} (pom.xml profile "
-                        f"{EXTRA_JARS_PROFILE}, {AVRO_JARS_PROFILE}), each through a key parameter whose AllowedPattern "
-                        "pins that file",
+                        f"{EXTRA_JARS_PROFILE}, {AVRO_JARS_PROFILE}; {GLUE5_AVRO_JARS_PROFILE} in a GlueVersion 5.0 "
+                        "branch), each through a key parameter whose AllowedPattern pins that file",
                     )
                 )
         return matches

@@ -32,6 +32,7 @@ PLUGINS = {
 }
 GLUE_EXTRA_JARS_PROFILE = "glue-extra-jars"
 GLUE_AVRO_JARS_PROFILE = "glue-avro-jars"  # spark-avro: the job's from_avro (wire format avro)
+GLUE5_AVRO_JARS_PROFILE = "glue5-avro-jars"  # the same for a job on GlueVersion 5.0 (Spark 3.5)
 # The Glue Schema Registry's Avro converter joins every connector plugin: the wire format (the template's
 # WireFormat) is then a connector setting, never another plugin (the local stack loads it alike).
 CONVERTER_PROFILE = "glue-schema-registry"
@@ -120,9 +121,11 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
     return write_zip(out, entries)
 
 
-def glue_extra_jars() -> list[Path]:
-    """The jars the Glue streaming job gets with --extra-jars (profiles glue-extra-jars, glue-avro-jars)."""
-    return profile_jars(GLUE_EXTRA_JARS_PROFILE) + profile_jars(GLUE_AVRO_JARS_PROFILE)
+def glue_extra_jars(glue_version: str = "6.0") -> list[Path]:
+    """The jars the Glue streaming job gets with --extra-jars on `glue_version` (profiles glue-extra-jars
+    and glue-avro-jars, or glue5-avro-jars on 5.0)."""
+    avro = GLUE5_AVRO_JARS_PROFILE if glue_version == "5.0" else GLUE_AVRO_JARS_PROFILE
+    return profile_jars(GLUE_EXTRA_JARS_PROFILE) + profile_jars(avro)
 
 
 def build_cdclake_zip(out: Path, package_dir: Path = ROOT / "glue_scripts" / "cdclake") -> Built:

@@ -127,6 +127,7 @@ def build_artifacts(
         Artifact(str(maintenance), f"glue/{job_hash}/{maintenance_script.name}", maintenance_sha),
         glue_extra_jar_artifact(art_dir),
         glue_extra_jar_artifact(art_dir, artifacts.GLUE_AVRO_JARS_PROFILE),
+        glue_extra_jar_artifact(art_dir, artifacts.GLUE5_AVRO_JARS_PROFILE),
     ]
     for f in sql_files:
         dst = sql_dst / names[f]
@@ -144,6 +145,7 @@ def build_artifacts(
             "MaintenanceScriptKey": items[3].key,
             "GlueExtraJarKey": items[4].key,
             "GlueAvroJarKey": items[5].key,
+            "GlueAvro5JarKey": items[6].key,
             "SeedSqlPrefix": sql_prefix,
         },
         "seed_sql_files": [names[f] for f in sql_files],

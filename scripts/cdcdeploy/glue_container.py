@@ -89,7 +89,7 @@ def prepare(job: str, build_dir: Path = BUILD) -> dict[str, object]:
     script = build_dir / JOBS[job].name
     shutil.copyfile(JOBS[job], script)
     cdclake = artifacts.build_cdclake_zip(build_dir / "cdclake.zip").path
-    jars = artifacts.glue_extra_jars()
+    jars = artifacts.glue_extra_jars("5.0")  # the image is Glue 5.0's
     return {"script": script, "cdclake": cdclake, "jars": jars}
 
 

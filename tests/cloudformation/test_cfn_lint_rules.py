@@ -212,3 +212,27 @@ def test_a_client_bootstrap_mysql_call_without_tls_is_an_error(raw_template: dic
     user_data[0] = user_data[0].replace(" --ssl --batch", " --batch")
     (err,) = [e for e in lint_template(broken) if e.startswith("E9010")]
     assert "ClientInstance" in err and "connects without --ssl" in err
+
+
+def test_msk_iam_job_may_ship_glue_5s_spark_avro_in_a_glue_version_branch_but_not_in_both() -> None:
+    import runtime
+
+    def pin(name: str) -> str:
+        return '"^glue-jars/[0-9a-f]{12}/' + name.replace(".", "\\\\.") + '$"'
+
+    (iam,), (avro6,), (avro5,) = (runtime.jars(p) for p in ("glue-extra-jars", "glue-avro-jars", "glue5-avro-jars"))
+    params = "Parameters:\n" + "".join(
+        f"  {key}:\n    Type: String\n    AllowedPattern: {pin(jar.name)}\n"
+        for key, jar in (("Iam", iam), ("Avro", avro6), ("Avro5", avro5))
+    )
+
+    def branches(five: str, six: str) -> str:
+        return (
+            STREAMING_ARGS + "        --kafka_bootstrap_servers: b:9098\n        --kafka_auth: iam\n"
+            "        --extra-jars: !If\n          - IsGlue50\n"
+            f'          - !Sub "s3://b/${{Iam}},s3://b/${{{five}}}"\n          - !Sub "s3://b/${{Iam}},s3://b/${{{six}}}"\n'
+        )
+
+    assert lint(iam_job(branches("Avro5", "Avro")), params) == []
+    (err,) = lint(iam_job(branches("Avro5", "Avro5")), params)  # Glue 6.0 would load Spark 3.5's jar
+    assert err.startswith("E9005") and "glue5-avro-jars in a GlueVersion 5.0 branch" in err

@@ -306,6 +306,9 @@ def test_streaming_job_ships_the_manifests_msk_iam_jar_with_extra_jars(template:
     assert args["--extra-jars"] == {
         "Fn::Sub": "s3://${ArtifactsBucket}/${GlueExtraJarKey},s3://${ArtifactsBucket}/${GlueAvroJarKey}"
     }
+    for key, profile in (("GlueAvroJarKey", "glue-avro-jars"), ("GlueAvro5JarKey", "glue5-avro-jars")):
+        (avro,) = runtime.jars(profile)
+        assert re.fullmatch(template["Parameters"][key]["AllowedPattern"], f"glue-jars/0123456789ab/{avro.name}")
     (jar,) = runtime.jars("glue-extra-jars")
     pattern = template["Parameters"]["GlueExtraJarKey"]["AllowedPattern"]
     assert re.fullmatch(pattern, f"glue-jars/0123456789ab/{jar.name}")
@@ -532,20 +535,17 @@ def test_mysql_defaults_to_8_4_and_8_0_needs_an_explicit_lifecycle_choice(raw_te
     assert family == {"Fn::Sub": "mysql${DbEngineVersion}"}
 
 
-def test_hudi_deploys_only_on_glue_5_and_glue_5_only_with_json(raw_template: dict[str, Any]) -> None:
-    """Athena reads Hudi 0.14/0.15 tables (Glue 5.0's Hudi), not those of Glue 6.0's Hudi 1.1.1; the
-    shipped spark-avro jar is Spark 4.1's, which Glue 5.0 cannot load."""
+def test_hudi_deploys_only_on_glue_5_with_either_wire_format(raw_template: dict[str, Any]) -> None:
+    """Athena reads Hudi 0.14/0.15 tables (Glue 5.0's Hudi), not those of Glue 6.0's Hudi 1.1.1; a 5.0
+    job ships Spark 3.5's spark-avro (GlueAvro5JarKey), so Avro works there too."""
     version = raw_template["Parameters"]["GlueVersion"]
     assert version["Default"] == "6.0" and set(version["AllowedValues"]) == {"6.0", "5.0"}
-    hudi, json_only = raw_template["Rules"]["HudiNeedsGlue50"], raw_template["Rules"]["Glue50ReadsJsonOnly"]
-    for rule in (hudi, json_only):
-        assert _rule_holds(raw_template, rule)  # the defaults deploy
-        assert _rule_holds(raw_template, rule, TableFormat="delta")
+    hudi = raw_template["Rules"]["HudiNeedsGlue50"]
+    assert _rule_holds(raw_template, hudi)  # the defaults deploy
+    assert _rule_holds(raw_template, hudi, TableFormat="delta")
     assert not _rule_holds(raw_template, hudi, TableFormat="hudi")
     assert _rule_holds(raw_template, hudi, TableFormat="hudi", GlueVersion="5.0")
-    assert _rule_holds(raw_template, json_only, TableFormat="hudi", GlueVersion="5.0")
-    assert not _rule_holds(raw_template, json_only, TableFormat="hudi", GlueVersion="5.0", WireFormat="avro")
-    assert _rule_holds(raw_template, json_only, WireFormat="avro")
+    assert set(raw_template["Rules"]) & {"Glue50ReadsJsonOnly"} == set()
     # Both jobs run the chosen version.
     for name in ("CdcJob", "MaintenanceJob"):
         assert raw_template["Resources"][name]["Properties"]["GlueVersion"] == {"Ref": "GlueVersion"}

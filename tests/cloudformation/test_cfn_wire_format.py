@@ -78,8 +78,11 @@ def test_iam_grants_the_registry_calls_only_with_avro_and_only_in_the_stacks_reg
     assert _registry_actions(_role_statements(avro_variant, "GlueJobRole")) == ["glue:GetSchemaVersion"]
 
 
-def test_the_job_reads_the_stacks_wire_format_with_spark_avro_shipped(template):
+def test_the_job_reads_the_stacks_wire_format_with_its_glue_versions_spark_avro_shipped(template, raw_template):
     args = template["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]
     assert args["--wire_format"] == {"Ref": "WireFormat"}
-    assert "${GlueAvroJarKey}" in args["--extra-jars"]["Fn::Sub"]
+    assert "${GlueAvroJarKey}" in args["--extra-jars"]["Fn::Sub"]  # Glue 6.0's Spark 4.1 build
+    glue5 = resolve_variant(raw_template, GlueVersion="5.0", TableFormat="hudi", WireFormat="avro")
+    jars = glue5["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]["--extra-jars"]["Fn::Sub"]
+    assert "${GlueAvro5JarKey}" in jars and "${GlueAvroJarKey}" not in jars  # Spark 3.5's, for Hudi on 5.0
     assert template["Parameters"]["WireFormat"]["Default"] == "json"

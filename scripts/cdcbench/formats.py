@@ -122,7 +122,10 @@ def _bulk_rows(spark: Any, table: str, rows: int, system_columns: frozenset[str]
         data.write.insertInto(table)
 
 
-def worker(work: Path, fmt: str) -> None:
+def worker(work: Path, fmt: str, tag: str = "") -> None:
+    """Apply the manifest's batches with the job in `fmt`; `tag` names this run's table, warehouse
+    and result file (default: the format), so that runs of one format on two runtimes stay apart."""
+    tag = tag or fmt
     from cdclake.jobs.batch import BatchProcessor
     from cdclake.lake.formats import table_format
     from cdclake.local.session import local_session
@@ -132,7 +135,7 @@ def worker(work: Path, fmt: str) -> None:
 
     manifest = json.loads((work / "manifest.json").read_text())
     settings = tables.job_settings(
-        work / f"warehouse-{fmt}", f"bench_{fmt}", work, table_format=fmt,
+        work / f"warehouse-{tag}", f"bench_{fmt}", work, table_format=fmt,
         shuffle_partitions=str(manifest["shuffle_partitions"]),
     )  # fmt: skip
     rss = RssSampler()
@@ -140,9 +143,9 @@ def worker(work: Path, fmt: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     template = generator.Template()
     f = table_format(settings)
-    (work / f"setup-{fmt}").mkdir(exist_ok=True)
+    (work / f"setup-{tag}").mkdir(exist_ok=True)
     # The job creates its table from one snapshot record (key 0); the other keys are appended.
-    table = tables.create_job_table(spark, settings, 1, template, work / f"setup-{fmt}")
+    table = tables.create_job_table(spark, settings, 1, template, work / f"setup-{tag}")
     _bulk_rows(spark, table, manifest["table_rows"], f.system_columns, f.v2_writes)
     from cdclake.common.records import RAW_SCHEMA
 
@@ -162,9 +165,11 @@ def worker(work: Path, fmt: str) -> None:
             expected = pickle.loads(Path(b["expected"]).read_bytes())
             verdicts[str(b["size"])] = check_table(spark, table, expected).summary()
     result = {"times": times, "verdicts": verdicts, "write_mode": _write_mode(fmt, settings), "peak_rss": rss.peak()}
+    spark_version = spark.version
     spark.stop()
     rss.stop()
-    (work / f"result-{fmt}.json").write_text(json.dumps(result))
+    result["spark"] = spark_version
+    (work / f"result-{tag}.json").write_text(json.dumps(result))
 
 
 def _write_mode(fmt: str, settings: Any) -> str:
@@ -174,4 +179,4 @@ def _write_mode(fmt: str, settings: Any) -> str:
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
-    worker(Path(sys.argv[1]), sys.argv[2])
+    worker(Path(sys.argv[1]), sys.argv[2], *sys.argv[3:4])

@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         "moto server; "
         "`fixed`: the fixed cost of 100-change batches against the pinned baseline commit (cdcbench/fixedcost.py); "
         "`formats` (not by default): the job with --table_format iceberg, delta and hudi on the same batches, each "
-        "format in a child process of its own (cdcbench/formats.py)",
+        "format in a child process of its own (cdcbench/formats.py); `runtimes` (not by default): the job "
+        "(Iceberg, merge-on-read) on Glue 5.0's runtime and on Glue 6.0's, alternated, a child process each "
+        "(cdcbench/runtimes.py)",
     )
     ap.add_argument(
         "--batch-sizes",
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
     )
     args = ap.parse_args(argv)
-    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed", "formats")
+    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed", "formats", "runtimes")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
@@ -228,12 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     if "a" in sections:
         from . import apply
 
-        if set(cfg.methods) - {"fixed", "formats"}:
+        if set(cfg.methods) - {"fixed", "formats", "runtimes"}:
             emit(apply.run(spark, cfg, rss))
         if "formats" in cfg.methods:
             from . import formats
 
             emit(formats.run(spark, cfg, args.glue_scripts.resolve()))
+        if "runtimes" in cfg.methods:
+            from . import runtimes
+
+            emit(runtimes.run(spark, cfg, args.glue_scripts.resolve()))
         if "fixed" in cfg.methods:
             from . import fixedcost
 

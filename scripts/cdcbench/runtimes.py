@@ -1,0 +1,87 @@
+"""a. The job's apply cost on the two Glue runtimes the template deploys: Glue 5.0's (Spark 3.5.4,
+Iceberg 1.7.1; the runtime of Hudi, and of a stack deployed before 6.0) and Glue 6.0's (Spark 4.1.1,
+Iceberg 1.11.0, the default). The same job code and the same batches (Parquet, written once) on an
+Iceberg merge-on-read table of the same initial rows.
+
+Two Sparks cannot share a JVM, so each run is a child process (cdcbench/formats.py's worker, started
+with the runtime's pyspark: local/session.runtime_env), and the runtimes alternate over the rounds
+(5.0, 6.0, then 6.0, 5.0, ...) so that a drift of the machine's load falls on both. Each child
+applies a warm-up batch, then the measured ones, to a table of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import formats
+from .config import Config
+from .report import Table, rate, ratio, secs
+
+log = logging.getLogger("cdcbench")
+RUNTIMES = ("5.0", "6.0")
+
+
+def run(spark: Any, cfg: Config, glue_scripts: Path, rounds: int = 2) -> list[Table]:
+    from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
+
+    work = cfg.work / "runtimes"
+    formats._write_batches(spark, cfg, work)
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in RUNTIMES}
+    for r in range(rounds):
+        for version in RUNTIMES if r % 2 == 0 else RUNTIMES[::-1]:
+            started, tag = time.monotonic(), f"iceberg-{version}-r{r}"
+            env = {**os.environ, GLUE_VERSION_ENV: version}
+            env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), str(glue_scripts)])
+            env |= runtime_env("iceberg", env)
+            out = subprocess.run(
+                [sys.executable, "-m", "cdcbench.formats", str(work), "iceberg", tag],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if out.returncode != 0:
+                raise RuntimeError(f"the Glue {version} run failed ({out.returncode}):\n{out.stderr[-4000:]}")
+            runs[version].append(json.loads((work / f"result-{tag}.json").read_text()))
+            log.info("runtimes: Glue %s, round %d done in %.0f s", version, r + 1, time.monotonic() - started)
+    return [_table(cfg, runs, n, rounds) for n in cfg.batch_sizes]
+
+
+def _table(cfg: Config, runs: dict[str, list[dict[str, Any]]], n: int, rounds: int) -> Table:
+    t = Table(
+        f"a. The job on Glue 5.0's and Glue 6.0's runtime, batches of {n:,} change events ({n // 10:,} tombstones "
+        f"more), Iceberg merge-on-read table of {cfg.table_rows:,} rows, 10 columns",
+        ["Glue runtime", "s/batch (median)", "min-max s", "events/s", "CPU s/batch", "CPU s per million events",
+         "Spark jobs", "vs Glue 5.0", "correct", "peak RSS MiB"],
+    )  # fmt: skip
+    times = {v: [x for r in rs for x in r["times"][str(n)]] for v, rs in runs.items()}
+    med = {v: statistics.median(x["seconds"] for x in ts) for v, ts in times.items()}
+    for version, ts in times.items():
+        cpu = statistics.median(x["cpu_seconds"] for x in ts)
+        spark = runs[version][0]["spark"]
+        t.add(
+            f"Glue {version} (Spark {spark}, Iceberg {'1.7.1' if version == '5.0' else '1.11.0'})",
+            secs(med[version]),
+            f"{min(x['seconds'] for x in ts):.2f}-{max(x['seconds'] for x in ts):.2f}",
+            rate(n, med[version]),
+            secs(cpu),
+            f"{cpu / n * 1e6:,.0f}",
+            f"{statistics.median(x['spark_jobs'] for x in ts):.0f}",
+            ratio(med["5.0"], med[version]),
+            ", ".join(sorted({r["verdicts"].get(str(n), "n/a") for r in runs[version]})),
+            f"{max(r['peak_rss'] for r in runs[version]) / (1 << 20):,.0f}",
+        )
+    t.notes.append(
+        f"{len(times['6.0'])} measured batch(es) per runtime over {rounds} rounds, each round a child process per "
+        "runtime (a warm-up batch, then the measured ones, on a table of its own), the runtimes alternating in "
+        "order. CPU s = user+system time of the child's process tree (Python + JVM). Correctness is checked "
+        "against the expected table state after the last batch of this size."
+    )
+    return t

@@ -227,13 +227,13 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     bucket, database = glue_stack_resources["bucket"], glue_stack_resources["database"]
     # The template's catalog: Iceberg's GlueCatalog + S3FileIO, the warehouse on the lake bucket.
     assert args["--catalog_type"] == "glue" and args["--datalake-formats"] == "iceberg"
-    # Glue 5.0's Iceberg (`--datalake-formats iceberg`) is the manifest's, and the local run loads it.
+    # Glue 6.0's Iceberg (`--datalake-formats iceberg`) is the manifest's, and the local run loads it.
     import runtime
     from cdclake.local.session import local_jars
 
     iceberg = runtime.versions()["iceberg"]
     jars = {Path(j).name for j in local_jars()}
-    assert {f"iceberg-spark-runtime-3.5_2.12-{iceberg}.jar", f"iceberg-aws-bundle-{iceberg}.jar"} <= jars, jars
+    assert {f"iceberg-spark-runtime-4.1_2.13-{iceberg}.jar", f"iceberg-aws-bundle-{iceberg}.jar"} <= jars, jars
     assert args["--warehouse"] == f"s3://{bucket}/warehouse" and args["--namespace"] == database
     # ... and Spark's checkpoint and dead letters on S3 too, which this tier keeps on local disk.
     assert args["--checkpoint_location"].startswith(f"s3://{bucket}/")

@@ -62,6 +62,9 @@ def session(work: Path, jdbc_url: str, jdbc_jar: str, name: str):
         .config(f"{p}.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
         .config(f"{p}.uri", jdbc_url)
         .config(f"{p}.jdbc.user", "postgres")
+        # Iceberg 1.11's JDBC catalog answers Spark 4's table-exists check through its view support,
+        # which needs its V1 schema (it adds the column on a new database).
+        .config(f"{p}.jdbc.schema-version", "V1")
         .config(f"{p}.warehouse", str(work / "warehouse"))
         .config(f"{p}.cache-enabled", "false")
     )

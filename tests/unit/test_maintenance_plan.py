@@ -189,6 +189,21 @@ def test_conflicts_are_recognised_through_the_java_cause_chain_or_the_message():
     assert conflict_reason(ValueError("boom")) is None
 
 
+def test_spark_4_1s_merge_metrics_failure_is_run_again_and_other_null_pointers_are_not():
+    # The text of the failure as Spark 4.1.1 raised it for a MERGE (its first lines).
+    npe = RuntimeError(
+        "An error occurred while calling o64.sql.\n: org.apache.spark.SparkException: Job aborted due to stage "
+        "failure: Task 0 in stage 2719.0 failed 1 times, most recent failure: Lost task 0.0 in stage 2719.0: "
+        'java.lang.NullPointerException: Cannot invoke "org.apache.spark.sql.classic.SparkSession.sparkContext()" '
+        'because the return value of "org.apache.spark.sql.execution.SparkPlan.session()" is null\n'
+        "\tat org.apache.spark.sql.execution.SparkPlan.sparkContext(SparkPlan.scala:68)\n"
+        "\tat org.apache.spark.sql.execution.datasources.v2.MergeRowsExec.metrics$lzycompute(MergeRowsExec.scala:50)"
+    )
+    assert "MergeRowsExec.metrics" in (conflict_reason(npe) or "")
+    other = RuntimeError("java.lang.NullPointerException\n\tat org.apache.spark.sql.execution.SortExec.doExecute")
+    assert conflict_reason(other) is None
+
+
 def test_a_conflicting_operation_is_run_again_with_exponential_backoff():
     outcomes: list[Exception | str] = [validation(), validation(), "done"]
     waits: list[float] = []

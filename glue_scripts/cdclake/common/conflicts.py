@@ -50,9 +50,18 @@ def _java_chain(exc: BaseException) -> list[Any]:
     return chain
 
 
+# Spark 4.1.1 (Glue 6.0): a MERGE's task may fail with a NullPointerException from MergeRowsExec's
+# metrics, which Spark 4.1 creates lazily and which a copy of the plan node made during adaptive
+# execution can first touch on an executor, where the node has no session. Seen under load, one MERGE
+# in a few hundred here; nothing is committed, and the same MERGE run again succeeds.
+SPARK_MERGE_METRICS_NPE = ("NullPointerException", "MergeRowsExec.metrics")
+
+
 def conflict_reason(exc: BaseException) -> str | None:
     """`"ValidationException: Cannot commit, missing data files..."` when `exc` is a commit conflict
-    (retrying the whole operation can succeed), else None. Any other failure is not a conflict."""
+    (retrying the whole operation can succeed), else None. Any other failure is not a conflict,
+    except Spark 4.1's MergeRowsExec metrics failure (SPARK_MERGE_METRICS_NPE), which running the
+    operation again cures the same way."""
     for j in _java_chain(exc):
         try:
             name = j.getClass().getName()
@@ -61,6 +70,8 @@ def conflict_reason(exc: BaseException) -> str | None:
         if name in CONFLICT_EXCEPTIONS:
             return f"{name.rsplit('.', 1)[-1]}: {str(j.getMessage())[:200]}"
     text = str(exc)
+    if all(part in text for part in SPARK_MERGE_METRICS_NPE):
+        return "NullPointerException in Spark 4.1's MergeRowsExec.metrics (a task failed; nothing was committed)"
     for name in CONFLICT_EXCEPTIONS:
         if name in text:  # e.g. a wrapped error whose cause is only in the message
             after = (text.split(name, 1)[1].lstrip(": ").splitlines() or [""])[0]

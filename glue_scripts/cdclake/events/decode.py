@@ -8,7 +8,8 @@ the Spark type derived from that schema, then one conversion expression per colu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -58,10 +59,6 @@ class SchemaGroup:
     columns: list[ColumnSpec] | None = None
     keys: list[str] | None = None  # [] for a table without a primary key
     error: str | None = None
-    # The lake's view of this schema (source_ddl.translation): event column -> lake column for columns
-    # renamed at the source after these events were written, and columns dropped since.
-    renamed: dict[str, str] = field(default_factory=dict)
-    ignored: set[str] = field(default_factory=set)
     min_seq: int | None = None
     # Only the events after `seq_after` and up to `seq_upto` (a group cut at a DDL statement's
     # position, `cut_at`); None: no bound.
@@ -73,14 +70,6 @@ class SchemaGroup:
     deletes: bool = False
     updates: bool = False
     toasted: bool = False
-
-    def lake_columns(self) -> list[tuple[str, T.DataType]]:
-        return [
-            (self.renamed.get(c.name, c.name), c.spark_type) for c in self.columns or [] if c.name not in self.ignored
-        ]
-
-    def lake_keys(self) -> list[str]:
-        return [self.renamed.get(k, k) for k in self.keys or []]
 
     def resolve(self, infer: callable | None = None) -> None:  # type: ignore[valid-type]
         """Derive column specs and key names; on failure set `error` (the group is dead-lettered)."""
@@ -182,7 +171,7 @@ def cut_at(classified: DataFrame, groups: list[SchemaGroup], positions: list[int
             after = max((x for x in (g.seq_after, bounds[i]) if x is not None), default=None)
             upto = min((x for x in (g.seq_upto, bounds[i + 1]) if x is not None), default=None)
             out.append(replace(g, events=r["n"], min_seq=int(r["lo"]), max_seq=int(r["hi"]), seq_after=after,
-                               seq_upto=upto, renamed={}, ignored=set()))  # fmt: skip
+                               seq_upto=upto))  # fmt: skip
     return out
 
 
@@ -306,15 +295,15 @@ def release(leaf: DataFrame) -> None:
     leaf._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
-def to_lake_names(decoded: DataFrame, group: SchemaGroup) -> DataFrame:
-    """Decoded rows of `group` with its columns named as in the lake (renamed at the source after
-    these events) and without the columns dropped since."""
-    df = decoded.drop(*group.ignored) if group.ignored else decoded
-    if not group.renamed:
+def to_lake_names(decoded: DataFrame, renamed: Mapping[str, str], ignored: Collection[str]) -> DataFrame:
+    """Decoded rows of a group with its columns named as in the lake (`renamed`: event column -> lake
+    column, renamed at the source after these events) and without the columns dropped since (`ignored`)."""
+    df = decoded.drop(*ignored) if ignored else decoded
+    if not renamed:
         return df
     # All at once: renames may chain (`tag` set aside, `v` renamed onto `tag`), and renaming one
     # after the other would give two columns one name.
-    return df.select(*[F.col(quote(c)).alias(group.renamed.get(c, c)) for c in df.columns])
+    return df.select(*[F.col(quote(c)).alias(renamed.get(c, c)) for c in df.columns])
 
 
 def conform(

@@ -41,7 +41,7 @@ from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
 from ..lake.set_aside import SetAsideStore, table_records
 from ..lake.table_plan import TableDDL
-from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor, release
+from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor
 from ..local.faults import TableFault
 from .concurrency import concurrency, run_bounded
 
@@ -126,7 +126,6 @@ class BatchProcessor:
             self.forget()
             raise
         finally:
-            release(batch.written)
             release_rows(cached)
             decoded.release()
         report.seconds = time.monotonic() - t0
@@ -163,7 +162,7 @@ class BatchProcessor:
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, follow)
         outcomes = self._apply_tables(batch, sorted(tables.items()), truncated, statements)
-        dead += self._writer.count_written(batch)
+        dead += self._writer.count_written(batch, outcomes)
         for outcome in outcomes:
             dead += self._take(batch, report, outcome)
         for outcome in self._without_changes(batch, tables, truncated, statements):
@@ -203,10 +202,8 @@ class BatchProcessor:
             outcomes = run_bounded(execute, planned, workers, inheritable_thread_target)
         else:
             outcomes = run_bounded(lambda item: execute(plan(item)), items, workers, inheritable_thread_target)
-        aside = {o.report.table for o in outcomes if o.set_aside is not None}
-        if aside:  # what a table set aside decoded before it failed is not counted
-            release([w for w in batch.written if w.ident in aside])
-            batch.written = [w for w in batch.written if w.ident not in aside]
+        # A table set aside has no writes to count: what it decoded before it failed was freed
+        # (Executor.run), its outcome is its records as dead letters.
         return outcomes
 
     def _plan(

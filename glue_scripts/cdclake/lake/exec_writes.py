@@ -5,6 +5,7 @@ truncate, and the write step, which decodes the table's schema groups, hands the
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -20,9 +21,10 @@ from . import table_plan
 from .deadletter import as_dead_letters
 from .deletes import KnownMarkers, create_markers_sql, image_deletes, keyed_deletes, marker_table, truncate_marker
 from .evolution import Columns
-from .execution import Execution, Statements, Written
+from .execution import Execution, Rejected, Statements, Written
 from .formats import Format
 from .merge import MERGE_RETRY, truncate_sql
+from .plan_steps import GroupView
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
 if TYPE_CHECKING:
@@ -43,14 +45,11 @@ class TableWrites(Statements):
         self.placeholder = placeholder
 
     def dead_letter(self, s: table_plan.DeadLetter, ex: Execution) -> None:
-        """The group's records as dead letters, counted in the table's report."""
+        """The group's records as dead letters (counted in the table's report by table_writer)."""
         g = ex.groups[s.group]
         if s.loud:
             log.error("table %s: %d event(s) rejected to dead letters: %s", ex.ident, g.events, s.reason)
-        ex.dead.append(as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id))
-        tr = ex.report
-        tr.dead += g.events
-        tr.dead_reasons[s.reason] = tr.dead_reasons.get(s.reason, 0) + g.events
+        ex.rejected.append(Rejected(s.reason, g.events, as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id)))
 
     def truncate(self, ident: str, seq: int) -> None:
         """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
@@ -61,21 +60,17 @@ class TableWrites(Statements):
     def write(self, s: table_plan.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the
         batch counts them (table_writer.count_written): the events per op and those that did not decode."""
-        good = []
-        for v in s.groups:
-            g = ex.groups[v.index]
-            g.renamed, g.ignored = dict(v.renamed), set(v.ignored)
-            good.append(g)
+        groups = tuple((ex.groups[v.index], v) for v in s.groups)
         fills, ex.fills = ex.fills, {}
         columns, keys = list(s.columns), list(s.keys)
-        decoded = as_leaf(decoded_rows(ex.cached, good, columns, fills))
-        ex.written.append(Written(ex.ident, ex.report, decoded, good, columns, fills, keys))
+        decoded = as_leaf(decoded_rows(ex.cached, groups, columns, fills))
+        ex.written.append(Written(ex.ident, decoded, groups, columns, fills, keys))
         changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
         if s.truncate is not None:
             self.truncate(ex.ident, s.truncate)
             changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
         changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
-        self._merge(ex.ident, changes, s, columns, good)
+        self._merge(ex.ident, changes, s, columns, [g for g, _ in groups])
 
     def _merge(
         self, ident: str, changes: DataFrame, s: table_plan.Write, columns: Columns, good: list[SchemaGroup]
@@ -126,10 +121,11 @@ class TableWrites(Statements):
 
 
 def decoded_rows(
-    classified: DataFrame, groups: list[SchemaGroup], columns: Columns, fills: dict[str, str]
+    classified: DataFrame, groups: Sequence[tuple[SchemaGroup, GroupView]], columns: Columns, fills: dict[str, str]
 ) -> DataFrame:
-    """The groups' events decoded and conformed to the lake columns, as one DataFrame."""
+    """The groups' events decoded, named as the lake's view of each group says, and conformed to the
+    lake columns, as one DataFrame."""
     return reduce(
         DataFrame.unionByName,
-        [conform(to_lake_names(decode_group(classified, g), g), columns, fills) for g in groups],
+        [conform(to_lake_names(decode_group(classified, g), v.renamed, v.ignored), columns, fills) for g, v in groups],
     )

@@ -20,17 +20,29 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import WriteMode
+from ..events.decode import release as release_rows
 from . import table_plan
 from .deletes import KnownMarkers, markers_if_any
 from .exec_ddl import SchemaDDL
 from .exec_moves import TableMoves
 from .exec_writes import TableWrites, decoded_rows
-from .execution import Execution, Written
+from .execution import Execution, Rejected, TableRun, Written
 from .formats import Format, Iceberg
 from .keyless import copies_to_write, merge_multiset_sql
 from .merge import MERGE_RETRY, merge_sql
 
-__all__ = ["LOOK_UP", "Execution", "Executor", "Writes", "Written", "decoded_rows", "merge_changes", "merge_multiset"]
+__all__ = [
+    "LOOK_UP",
+    "Execution",
+    "Executor",
+    "Rejected",
+    "TableRun",
+    "Writes",
+    "Written",
+    "decoded_rows",
+    "merge_changes",
+    "merge_multiset",
+]
 
 log = logging.getLogger("cdclake")
 
@@ -56,10 +68,17 @@ class Executor:
         self.rows = TableWrites(spark, self.fmt, self.markers, writes, placeholder)
         self.catalog = TableMoves(spark, self.fmt, self.markers)
 
-    def run(self, plan: table_plan.TablePlan, ex: Execution) -> None:
-        """Every step of `plan`, in order."""
-        for step in plan.steps:
-            self.step(step, ex)
+    def run(self, plan: table_plan.TablePlan, ex: Execution) -> TableRun:
+        """Every step of `plan`, in order; what they wrote and rejected. A step that fails frees
+        the rows the table decoded so far (nothing counts them) and raises."""
+        try:
+            for step in plan.steps:
+                self.step(step, ex)
+        except BaseException:
+            for w in ex.written:
+                release_rows(w.decoded)
+            raise
+        return ex.result()
 
     def step(self, step: table_plan.Step, ex: Execution) -> None:
         """One step, by its type (a step type without a case here fails tests/unit/test_plan_table.py)."""

@@ -28,7 +28,7 @@ from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
-from .executor import Execution, Executor, Writes, Written, decoded_rows
+from .executor import Execution, Executor, TableRun, Writes, Written, decoded_rows
 from .formats import Format, UnsupportedName, table_format
 from .lake_tables import LakeTables
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
@@ -42,13 +42,13 @@ class ClassifiedBatch:
     full: DataFrame  # classified records, as computed from the raw batch
     cached: DataFrame  # the same rows, persisted, without the record's key and value text
     fingerprint: str = ""  # the batch's offset ranges: the same when the batch runs again
-    written: list[Written] = field(default_factory=list)  # decoded and written, not counted yet
 
 
 @dataclass
 class TableOutcome:
     report: TableReport
     dead_letters: list[DataFrame] = field(default_factory=list)
+    written: tuple[Written, ...] = ()  # decoded and written, not counted yet (count_written)
     # A table set aside (jobs/batch.py): its mark; `new`: set aside by this batch; `keep`: its
     # changes are the ones a resume replays, already in the mark's folder.
     set_aside: SetAsideMark | None = None
@@ -181,29 +181,24 @@ class TableWriter:
     def execute(self, batch: ClassifiedBatch, planned: PlannedTable) -> TableOutcome:
         """Run the table's plan; its report and dead letters."""
         plan = planned.plan
-        report = TableReport(planned.ident, events=planned.events)
-        ex = Execution(planned.ident, planned.groups, report, batch.batch_id, batch.full, batch.cached, batch.written)
-        self.executor.run(plan, ex)
+        ex = Execution(planned.ident, planned.groups, batch.batch_id, batch.full, batch.cached)
+        run = self.executor.run(plan, ex)
         self.tables.settle(planned.ident, plan)
-        report.schema = "; ".join(plan.schema)
-        report.truncated = plan.truncated
-        report.source_dropped = plan.source_dropped
-        report.seconds = time.monotonic() - planned.started
-        return TableOutcome(report, ex.dead)
+        return TableOutcome(table_report(planned, run), [r.rows for r in run.rejected], run.written)
 
     # ------------------------------------------------------------------ counting what was written
-    def count_written(self, batch: ClassifiedBatch) -> list[DataFrame]:
+    def count_written(self, batch: ClassifiedBatch, outcomes: list[TableOutcome]) -> list[DataFrame]:
         """Events per op and decode error of every table the batch wrote, in one Spark action over
         the persisted decoded rows (instead of one per table): the tables' reports get their
         counts, and the events that did not decode come back as dead letters. Releases the rows."""
-        written, batch.written = list(batch.written), []
+        written = [(w, o.report) for o in outcomes for w in o.written]
         try:
             counts: dict[int, list[Any]] = defaultdict(list)
             if written:
                 parts = [
                     w.decoded.select(F.lit(i).alias("_w"), F.col("_decode_error").isNull().alias("ok"), CDC_OP,
                                      "_decode_error")
-                    for i, w in enumerate(written)
+                    for i, (w, _) in enumerate(written)
                 ]  # fmt: skip
                 rows = (
                     union_all(parts)
@@ -214,12 +209,31 @@ class TableWriter:
                 for r in rows:
                     counts[r["_w"]].append(r)
             dead: list[DataFrame] = []
-            for i, w in enumerate(written):
-                dead += _undecodable(batch, w, counts[i])
-                _count_ops(w.report, counts[i], w.keys)
+            for i, (w, report) in enumerate(written):
+                dead += _undecodable(batch, w, report, counts[i])
+                _count_ops(report, counts[i], w.keys)
             return dead
         finally:
-            release(written)
+            release([w for w, _ in written])
+
+
+def table_report(planned: PlannedTable, run: TableRun) -> TableReport:
+    """The table's report from its plan and what running it did (the op counts and the events that
+    did not decode come with the batch's count, `TableWriter.count_written`)."""
+    plan = planned.plan
+    reasons: dict[str, int] = {}
+    for r in run.rejected:
+        reasons[r.reason] = reasons.get(r.reason, 0) + r.events
+    return TableReport(
+        planned.ident,
+        events=planned.events,
+        dead=sum(reasons.values()),
+        dead_reasons=reasons,
+        schema="; ".join(plan.schema),
+        truncated=plan.truncated,
+        source_dropped=plan.source_dropped,
+        seconds=time.monotonic() - planned.started,
+    )
 
 
 def union_all(parts: list[DataFrame]) -> DataFrame:
@@ -232,12 +246,11 @@ def union_all(parts: list[DataFrame]) -> DataFrame:
     return union_all(parts[:half]).union(union_all(parts[half:]))
 
 
-def _undecodable(batch: ClassifiedBatch, w: Written, counts: list[Any]) -> list[DataFrame]:
+def _undecodable(batch: ClassifiedBatch, w: Written, tr: TableReport, counts: list[Any]) -> list[DataFrame]:
     """The events that did not decode, as dead letters, counted in the table's report."""
     bad = sum(r["count"] for r in counts if not r["ok"])
     if not bad:
         return []
-    tr = w.report
     tr.dead += bad
     for r in counts:
         if not r["ok"]:
@@ -246,7 +259,7 @@ def _undecodable(batch: ClassifiedBatch, w: Written, counts: list[Any]) -> list[
     # Decoded again from the uncached records (they hold the key and value text). A local
     # checkpoint makes them a leaf of the plan: without it the optimizer merges the envelope
     # parsing into every decoded column and spends minutes planning a handful of rows.
-    again = decoded_rows(batch.full.localCheckpoint(eager=False), w.good, w.columns, w.fills)
+    again = decoded_rows(batch.full.localCheckpoint(eager=False), w.groups, w.columns, w.fills)
     errors = again.where(F.col("_decode_error").isNotNull())
     return [as_dead_letters(errors, F.col("_decode_error"), batch.batch_id, "_raw_")]
 

@@ -38,8 +38,9 @@ def test_dry_run_prints_the_documented_glue_5_docker_command_with_the_manifests_
     submit = cmd[image + 1 :]
     assert submit[0] == "spark-submit"
     jars = submit[submit.index("--jars") + 1].split(",")
-    # What the Glue job gets with --extra-jars: the MSK IAM client, then spark-avro (wire format avro).
-    shipped = runtime.jars("glue-extra-jars") + runtime.jars("glue-avro-jars")
+    # What the Glue job gets with --extra-jars on the image's Glue 5.0: the MSK IAM client, then Spark 3.5's
+    # spark-avro (wire format avro).
+    shipped = runtime.jars("glue-extra-jars") + runtime.jars("glue5-avro-jars")
     assert jars == [f"/home/hadoop/workspace/{j.relative_to(ROOT)}" for j in shipped]
     assert jars[0].endswith(f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar")
     py_files = submit[submit.index("--py-files") + 1]

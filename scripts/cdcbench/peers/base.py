@@ -118,7 +118,9 @@ R = TypeVar("R")
 
 # What Iceberg says when it prunes a scan's requested columns against a table whose schema a commit
 # changed after the read was analysed (a column turned optional, a decimal's scale changed).
-_SCHEMA_MOVED = ("Cannot project", "Invalid projection")
+# Spark 3.5 + Iceberg 1.7 (Iceberg refuses the older column types), and Spark 4's own check that a
+# DataFrame's table is still the one it analysed.
+_SCHEMA_MOVED = ("Cannot project", "Invalid projection", "INCOMPATIBLE_TABLE_CHANGE_AFTER_ANALYSIS")
 
 
 def settled(read: Callable[[], R], attempts: int = 3) -> R:
@@ -127,12 +129,12 @@ def settled(read: Callable[[], R], attempts: int = 3) -> R:
     refuses the older column types (a system under test commits while the benchmark polls). `read`
     must build its DataFrames itself, so that a new attempt analyses the new schema. Any other error,
     and this one `attempts` times in a row, is raised."""
-    from pyspark.errors import IllegalArgumentException
+    from pyspark.errors import AnalysisException, IllegalArgumentException
 
     for _ in range(attempts - 1):
         try:
             return read()
-        except IllegalArgumentException as e:
+        except (IllegalArgumentException, AnalysisException) as e:
             if not any(m in str(e) for m in _SCHEMA_MOVED):
                 raise
     return read()

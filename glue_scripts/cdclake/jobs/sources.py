@@ -42,7 +42,7 @@ def kafka_options(s: Settings) -> dict[str, str]:
     return opts
 
 
-# Phrases of Spark's Kafka source when failOnDataLoss stops a query (KafkaMicroBatchStream, Spark 3.5).
+# Phrases of Spark's Kafka source when failOnDataLoss stops a query (Spark 3.5: missed; Spark 4.1: lost).
 _DATA_LOSS_PHRASES = ("some data may have been missed", "some data may have been lost")
 
 

@@ -32,23 +32,45 @@ FORMATS = ("iceberg", "delta", "hudi")
 
 
 def run(spark: Any, cfg: Config, glue_scripts: Path, formats: tuple[str, ...] = FORMATS) -> list[Table]:
-    from cdclake.local.session import runtime_env
-
     work = cfg.work / "formats"
     manifest = _write_batches(spark, cfg, work)
     results: dict[str, dict[str, Any]] = {}
     for fmt in formats:
         started = time.monotonic()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(glue_scripts)])}
-        env |= runtime_env(fmt, env)  # hudi: Glue 5.0's Spark ahead of the venv's
-        out = subprocess.run(
-            [sys.executable, "-m", "cdcbench.formats", str(work), fmt], env=env, capture_output=True, text=True
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"the {fmt} worker failed ({out.returncode}):\n{out.stderr[-4000:]}")
-        results[fmt] = json.loads((work / f"result-{fmt}.json").read_text())
+        results[fmt] = run_worker(work, fmt, glue_scripts)
         log.info("formats: %s done in %.0f s", fmt, time.monotonic() - started)
     return [_table(cfg, results, n, manifest) for n in cfg.batch_sizes]
+
+
+def run_worker(
+    work: Path, fmt: str, glue_scripts: Path, tag: str = "", env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """`worker` in a child process on the format's runtime (hudi, or any format with `env`'s
+    CDC_GLUE_VERSION=5.0: Glue 5.0's pyspark ahead of the venv's); its result."""
+    from cdclake.local.session import runtime_env
+
+    child = {**os.environ, **(env or {})}
+    child["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), str(glue_scripts)])
+    child |= runtime_env(fmt, child)
+    args = [sys.executable, "-m", "cdcbench.formats", str(work), fmt] + ([tag] if tag else [])
+    out = subprocess.run(args, env=child, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"the {tag or fmt} worker failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    return json.loads((work / f"result-{tag or fmt}.json").read_text())
+
+
+def timing_cells(ts: list[dict[str, Any]], n: int, median_s: float) -> list[str]:
+    """A row's timing cells over measured batches `ts` of `n` events: s/batch, min-max, events/s,
+    CPU s/batch, CPU s per million events, Spark jobs."""
+    cpu = statistics.median(x["cpu_seconds"] for x in ts)
+    return [
+        secs(median_s),
+        f"{min(x['seconds'] for x in ts):.2f}-{max(x['seconds'] for x in ts):.2f}",
+        rate(n, median_s),
+        secs(cpu),
+        f"{cpu / n * 1e6:,.0f}",
+        f"{statistics.median(x['spark_jobs'] for x in ts):.0f}",
+    ]
 
 
 def _write_batches(spark: Any, cfg: Config, work: Path) -> dict[str, Any]:
@@ -82,16 +104,9 @@ def _table(cfg: Config, results: dict[str, dict[str, Any]], n: int, manifest: di
     )  # fmt: skip
     med = {f: statistics.median(x["seconds"] for x in r["times"][str(n)]) for f, r in results.items()}
     for fmt, r in results.items():
-        ts = r["times"][str(n)]
-        cpu = statistics.median(x["cpu_seconds"] for x in ts)
         t.add(
             f"job, --table_format {fmt} ({r['write_mode']})",
-            secs(med[fmt]),
-            f"{min(x['seconds'] for x in ts):.2f}-{max(x['seconds'] for x in ts):.2f}",
-            rate(n, med[fmt]),
-            secs(cpu),
-            f"{cpu / n * 1e6:,.0f}",
-            f"{statistics.median(x['spark_jobs'] for x in ts):.0f}",
+            *timing_cells(r["times"][str(n)], n, med[fmt]),
             ratio(med["iceberg"], med[fmt]) if "iceberg" in med else "-",
             r["verdicts"].get(str(n), "n/a"),
             f"{r['peak_rss'] / (1 << 20):,.0f}",

@@ -11,26 +11,23 @@ applies a warm-up batch, then the measured ones, to a table of its own.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from . import formats
 from .config import Config
-from .report import Table, rate, ratio, secs
+from .formats import timing_cells
+from .report import Table, ratio
 
 log = logging.getLogger("cdcbench")
 RUNTIMES = ("5.0", "6.0")
 
 
 def run(spark: Any, cfg: Config, glue_scripts: Path, rounds: int = 2) -> list[Table]:
-    from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
+    from cdclake.local.session import GLUE_VERSION_ENV
 
     work = cfg.work / "runtimes"
     formats._write_batches(spark, cfg, work)
@@ -38,18 +35,7 @@ def run(spark: Any, cfg: Config, glue_scripts: Path, rounds: int = 2) -> list[Ta
     for r in range(rounds):
         for version in RUNTIMES if r % 2 == 0 else RUNTIMES[::-1]:
             started, tag = time.monotonic(), f"iceberg-{version}-r{r}"
-            env = {**os.environ, GLUE_VERSION_ENV: version}
-            env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), str(glue_scripts)])
-            env |= runtime_env("iceberg", env)
-            out = subprocess.run(
-                [sys.executable, "-m", "cdcbench.formats", str(work), "iceberg", tag],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if out.returncode != 0:
-                raise RuntimeError(f"the Glue {version} run failed ({out.returncode}):\n{out.stderr[-4000:]}")
-            runs[version].append(json.loads((work / f"result-{tag}.json").read_text()))
+            runs[version].append(formats.run_worker(work, "iceberg", glue_scripts, tag, {GLUE_VERSION_ENV: version}))
             log.info("runtimes: Glue %s, round %d done in %.0f s", version, r + 1, time.monotonic() - started)
     return [_table(cfg, runs, n, rounds) for n in cfg.batch_sizes]
 
@@ -64,16 +50,10 @@ def _table(cfg: Config, runs: dict[str, list[dict[str, Any]]], n: int, rounds: i
     times = {v: [x for r in rs for x in r["times"][str(n)]] for v, rs in runs.items()}
     med = {v: statistics.median(x["seconds"] for x in ts) for v, ts in times.items()}
     for version, ts in times.items():
-        cpu = statistics.median(x["cpu_seconds"] for x in ts)
         spark = runs[version][0]["spark"]
         t.add(
             f"Glue {version} (Spark {spark}, Iceberg {'1.7.1' if version == '5.0' else '1.11.0'})",
-            secs(med[version]),
-            f"{min(x['seconds'] for x in ts):.2f}-{max(x['seconds'] for x in ts):.2f}",
-            rate(n, med[version]),
-            secs(cpu),
-            f"{cpu / n * 1e6:,.0f}",
-            f"{statistics.median(x['spark_jobs'] for x in ts):.0f}",
+            *timing_cells(ts, n, med[version]),
             ratio(med["5.0"], med[version]),
             ", ".join(sorted({r["verdicts"].get(str(n), "n/a") for r in runs[version]})),
             f"{max(r['peak_rss'] for r in runs[version]) / (1 << 20):,.0f}",

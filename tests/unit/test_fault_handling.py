@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from cdclake.common.settings import build_settings
-from cdclake.jobs.sources import data_loss_advice, kafka_options
+from cdclake.jobs.sources import data_loss_advice, kafka_options, restart_after
 from cdclake.lake.catalog import catalog_conf
 from cdclake.local import faults
 
@@ -40,6 +40,33 @@ def test_a_kafka_data_loss_stop_gets_advice_that_keeps_the_records_and_other_err
     assert "--checkpoint_location" in advice and "--starting_offsets earliest" in advice
     assert "Do not set failOnDataLoss=false" in advice
     assert data_loss_advice("[STREAM_FAILED] Cannot commit, missing data files") is None
+
+
+# As Spark 4.1.1 stopped the local job after re-running a batch on restart (its message, then the JVM
+# stack trace PySpark keeps beside it).
+KAFKA_METRICS_STOP = (
+    "[STREAM_FAILED] Query [id = 7262, runId = 2dd0] terminated with exception: Cannot invoke "
+    '"scala.collection.IterableOps.map(scala.Function1)" because the return value of "scala.Option.get()" '
+    "is null SQLSTATE: XXKST\n"
+    'java.lang.NullPointerException: Cannot invoke "scala.collection.IterableOps.map(scala.Function1)" '
+    'because the return value of "scala.Option.get()" is null\n'
+    "\tat org.apache.spark.sql.kafka010.KafkaMicroBatchStream$.metrics(KafkaMicroBatchStream.scala:520)\n"
+    "\tat org.apache.spark.sql.kafka010.KafkaMicroBatchStream.metrics(KafkaMicroBatchStream.scala:363)\n"
+)
+
+
+def test_spark_kafka_progress_failure_after_a_rerun_batch_restarts_the_stream_once_per_batch():
+    assert restart_after(KAFKA_METRICS_STOP, batch=1, restarted_at=None)
+    assert restart_after(KAFKA_METRICS_STOP, batch=5, restarted_at=1)  # a later batch: progress was made
+    # The same batch failing again after a restart would loop: the job stops instead.
+    assert not restart_after(KAFKA_METRICS_STOP, batch=1, restarted_at=1)
+    assert not restart_after(KAFKA_METRICS_STOP, batch=None, restarted_at=None)  # before any batch ran
+
+
+def test_other_stream_failures_stop_the_job_without_a_restart():
+    assert not restart_after("[STREAM_FAILED] Cannot commit, missing data files", batch=3, restarted_at=None)
+    other_npe = "java.lang.NullPointerException\n\tat org.apache.spark.sql.execution.MergeRowsExec.metrics"
+    assert not restart_after(other_npe, batch=3, restarted_at=None)
 
 
 def test_spark_kafka_source_sees_a_new_tables_topic_within_seconds_not_minutes():

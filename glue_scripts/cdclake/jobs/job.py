@@ -21,7 +21,7 @@ from ..lake.maintenance import Cadence, MaintenanceReport, StreamMaintainer, mai
 from ..local import faults
 from ..local.session import local_session
 from .batch import BatchProcessor
-from .sources import data_loss_advice, open_stream
+from .sources import data_loss_advice, open_stream, restart_after
 
 log = logging.getLogger("cdclake")
 
@@ -71,9 +71,11 @@ def run_stream(
     maintainer = stream_maintainer(settings)
 
     in_batch = threading.Event()
+    ran: list[int] = []  # the batches this run started, the last one last
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
         in_batch.set()
+        ran.append(batch_id)
         try:
             if crash:
                 crash.reached(faults.BEFORE_COMMIT, batch_id)
@@ -89,19 +91,51 @@ def run_stream(
         finally:
             in_batch.clear()
 
-    query = _start_query(spark, settings, each_batch)
-    log.info(
-        "streaming from %s into %s.%s (checkpoint %s, %s)",
-        settings.source,
-        settings.catalog_name,
-        settings.namespace,
-        settings.checkpoint_location,
-        "run once" if settings.run_once else f"every {settings.trigger_interval_seconds}s",
-    )
-    _until_stopped(query, in_batch)
+    _run_query(spark, settings, each_batch, in_batch, ran)
     if resume is not None:
         _finish_resume(processor, resume)
     return processor.set_aside_in_run
+
+
+def _run_query(
+    spark: SparkSession,
+    settings: Settings,
+    each_batch: Callable[[DataFrame, int], None],
+    in_batch: threading.Event,
+    ran: list[int],
+) -> None:
+    """Start the query and wait until it ends; start it again from its checkpoint after Spark 4.1.1's
+    Kafka progress failure (sources.restart_after), so that it does not stop a running job."""
+    restarted_at: int | None = None
+    while True:
+        query = _start_query(spark, settings, each_batch)
+        log.info(
+            "streaming from %s into %s.%s (checkpoint %s, %s)",
+            settings.source,
+            settings.catalog_name,
+            settings.namespace,
+            settings.checkpoint_location,
+            "run once" if settings.run_once else f"every {settings.trigger_interval_seconds}s",
+        )
+        try:
+            _until_stopped(query, in_batch)
+            return
+        except Exception as e:  # StreamingQueryException; its import path differs across pyspark versions
+            last = ran[-1] if ran else None
+            if not restart_after(_error_text(e), last, restarted_at):
+                raise
+            log.warning(
+                "batch %d: the Kafka source failed to report the batch's progress after running it "
+                "(Spark 4.1.1, SPARK-57438); starting the stream again from its checkpoint",
+                last,
+            )
+            restarted_at = last
+
+
+def _error_text(e: BaseException) -> str:
+    """A stopped query's message with its JVM stack trace (where the failing class is named); PySpark
+    keeps the trace on the captured exception and prints it only when told to."""
+    return f"{e}\n{getattr(e, '_stackTrace', '') or ''}"
 
 
 def _until_stopped(query: Any, in_batch: threading.Event) -> None:

@@ -61,6 +61,23 @@ def data_loss_advice(error_text: str) -> str | None:
     )
 
 
+# Spark 4.1.1 (Glue 6.0): when a restarted query re-runs the batch its offset log planned but its
+# commit log lacks, the Kafka source reports that batch's progress before it has asked Kafka for the
+# latest offsets, and KafkaMicroBatchStream.metrics fails on Some(null) (SPARK-57438, fixed after
+# 4.1.1). The batch's data is applied and committed by then; a new start of the query plans the next
+# batch normally.
+KAFKA_METRICS_NPE = ("NullPointerException", "scala.Option.get()")
+
+
+def restart_after(error_text: str, batch: int | None, restarted_at: int | None) -> bool:
+    """Whether the query may be started again after it stopped with `error_text`, `batch` being the
+    last batch it ran and `restarted_at` the batch of the previous such restart: only for Spark
+    4.1.1's Kafka metrics failure, and not twice after the same batch (that would loop)."""
+    if batch is None or batch == restarted_at:
+        return False
+    return all(part in error_text for part in KAFKA_METRICS_NPE) and "KafkaMicroBatchStream" in error_text
+
+
 def record_text(data: Column) -> Column:
     """A Kafka key or value as the raw batch's text: JsonConverter's JSON as it is; an Avro record of
     the Glue Schema Registry (its first byte is the header's version, 3, which no JSON text starts

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 import duckdb
 
 # The job's lake-table contract (names of its metadata columns, properties, marker tables).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "glue_scripts"))
 from cdclake.common.lake_contract import MARKER_SUFFIX
 from cdclake.common.names import source_name
 from cdclake.lake.formats import HUDI_META_COLUMNS

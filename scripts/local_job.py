@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cli
-from cdcstack import commands, plumbing, registry, sources
 
 # The job's own account of which Glue runtime (and so which local pyspark) a table format runs on.
-sys.path.insert(0, str(plumbing.ROOT / "glue_scripts"))
 from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
+from cdcstack import commands, plumbing, registry, sources
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from clean_env import behaviour_variables  # tests/ is on the path: pyproject.toml's pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "glue_scripts"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from clean_env import behaviour_variables  # noqa: E402  (needs the path above)
 
 # Cleared at import, before any fixture builds a subprocess environment from os.environ.
 CLEARED = {k: os.environ.pop(k) for k in behaviour_variables(dict(os.environ))}
@@ -23,6 +19,14 @@ CLEARED = {k: os.environ.pop(k) for k in behaviour_variables(dict(os.environ))}
 # about a third less CPU per JVM than the defaults (docs/BENCHMARKS.md, section j). An exported
 # CDC_JVM_OPTIONS wins (e.g. " " for the JDK's defaults).
 os.environ.setdefault("CDC_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The tests' child processes (workers, the tools) import this checkout's code as the tests do
+    # (pyproject.toml's pythonpath), also when the venv (CDC_LOCAL_DIR) holds another checkout's install.
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    roots = [str(p) for p in config.getini("pythonpath") if str(p) not in inherited]
+    os.environ["PYTHONPATH"] = os.pathsep.join([*roots, *inherited])
 
 
 def pytest_report_header() -> str:

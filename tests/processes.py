@@ -4,10 +4,7 @@ a Kafka broker, a PostgreSQL) outside the local stack."""
 from __future__ import annotations
 
 import socket
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from cdcbench.motoserver import stop_process
 from cdcstack.plumbing import free_port
 

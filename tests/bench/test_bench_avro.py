@@ -13,16 +13,12 @@ import base64
 import json
 import math
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "glue_scripts"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from avro_records import load  # noqa: E402
 from cdcbench import avrowire, generator  # noqa: E402

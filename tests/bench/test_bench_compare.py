@@ -3,13 +3,11 @@ revision's package must import as its own package, not as the working tree's cdc
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from cdcbench.compare import CompareError, extract, import_module  # noqa: E402
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
 from cdcbench.measure import cpu_spent, cpu_split_cells, trees_cpu
 
 # spins 0.6 CPU-s, says so, then sleeps

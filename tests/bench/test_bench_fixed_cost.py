@@ -4,12 +4,9 @@ slower than at the pinned commit, and only when both its wall time and its CPU t
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "glue_scripts"))
 
 from cdcbench.fixedcost import PINNED, verdict  # noqa: E402
 from cdcbench.measure import Timed  # noqa: E402

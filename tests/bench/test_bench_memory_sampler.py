@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
 from cdcbench import measure
 
 MIB = 1 << 20

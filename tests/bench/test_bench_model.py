@@ -6,14 +6,9 @@ that catches what the AWS sample's logic gets wrong (deletes not applied, ties o
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
 from cdcbench import generator
 from cdcbench.checker import compare, version_of
 

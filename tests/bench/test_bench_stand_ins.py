@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 import inspect
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "glue_scripts"))
 
 from cdcbench.apply import _append_instead  # noqa: E402
 from cdclake.lake.executor import merge_changes  # noqa: E402

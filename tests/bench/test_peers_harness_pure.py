@@ -4,13 +4,11 @@ a system's missing row fails the run, and the reader that survives a schema comm
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from cdcbench.peers import runner  # noqa: E402
 from cdcbench.peers.base import Context, System, fresh, settled  # noqa: E402

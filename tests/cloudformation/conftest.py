@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import HTTPServer
@@ -10,20 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-# cloudformation/lambda: the custom resources' shared reply module (cfn_reply), next to their index.py in each zip.
-for extra in (
-    ROOT / "scripts",
-    ROOT / "glue_scripts",
-    ROOT / "cloudformation" / "lint_rules",
-    ROOT / "cloudformation" / "lambda",
-):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-
-from cdcdeploy import build, templates  # noqa: E402
-from cfn_helpers import Replies, resolve_variant  # noqa: E402
+from cdcdeploy import build, templates
+from cfn_helpers import Replies, resolve_variant
 
 REGION = "eu-west-1"
 

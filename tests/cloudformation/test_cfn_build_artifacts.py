@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import io
+import os
 import subprocess
 import sys
 import zipfile
@@ -94,12 +95,10 @@ def test_cdclake_zip_is_importable_as_a_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(built.path).namelist()
     assert "cdclake/__init__.py" in names and "cdclake/common/settings.py" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    # As Glue does with --extra-py-files: the zip on sys.path, then `import cdclake`.
-    code = (
-        f"import sys; sys.path.insert(0, {str(built.path)!r}); import cdclake.common.settings as s; "
-        "assert s.__file__.startswith(sys.path[0]), s.__file__; print(len(s.ARGS))"
-    )
-    out = subprocess.run([sys.executable, "-I", "-c", code], check=True, capture_output=True, text=True)
+    # As Glue does with --extra-py-files: the zip on the path (ahead of the venv's install), then `import cdclake`.
+    code = f"import cdclake.common.settings as s; assert s.__file__.startswith({str(built.path)!r}), s.__file__; print(len(s.ARGS))"
+    env = {"PYTHONPATH": str(built.path), "PATH": os.environ.get("PATH", "")}
+    out = subprocess.run([sys.executable, "-s", "-c", code], env=env, check=True, capture_output=True, text=True)
     assert int(out.stdout) >= 10
 
 

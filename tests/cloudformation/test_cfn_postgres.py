@@ -19,8 +19,6 @@ import runtime
 from cdcdeploy import artifacts, build, deploy, templates
 from cfn_helpers import resources_of, sub_parts, walk
 from cfnlint.api import lint as cfn_lint
-
-sys.path.insert(0, str(templates.ROOT / "cloudformation" / "lint_rules"))
 from project_rules import expected_family
 
 SOURCE = templates.CFN_DIR / "connector" / "debezium-postgres.json"
@@ -205,7 +203,6 @@ def test_the_client_script_is_valid_bash(pg_template: dict[str, Any], tmp_path: 
 
 def test_the_clients_scram_verifier_is_the_one_postgres_checks(pg_template: dict[str, Any]) -> None:
     # Run the script's own verifier code, then derive the verifier independently from its salt.
-    sys.path.insert(0, str(templates.ROOT / "scripts"))
     from cdcstack import postgres
 
     script = pg_user_data(pg_template)[0]

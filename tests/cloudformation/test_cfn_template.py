@@ -584,9 +584,7 @@ def test_saved_queries_name_the_lake_table_the_job_writes_for_each_engine(
 def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template: dict[str, Any]) -> None:
     """Column renames and dropped tables come from the DDL on the connector's `topic.prefix` topic
     (`include.schema.changes`): the job's topic pattern must match it, and the Glue role may read it."""
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import local_job
     from cdcstack import sources
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,8 +10,6 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
 
 REGION = "eu-west-1"
 

@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent)]
 
 from cdc_events import Events  # noqa: E402
 from cdc_workload import MergeBarrier, Workload, assert_rows  # noqa: E402

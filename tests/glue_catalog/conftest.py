@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +19,6 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT / "scripts", ROOT / "glue_scripts", ROOT / "tests" / "cloudformation"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
 
 REGION = "eu-west-1"
 ACCOUNT_ID = "123456789012"  # moto's default account

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "glue_scripts"))
 
 
 def hive_entry(spark: Any, database: str, table: str) -> dict[str, Any]:

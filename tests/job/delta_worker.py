@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "glue_scripts"), str(ROOT / "tests")]
 
 import name_corpus  # noqa: E402
 from cdc_events import (  # noqa: E402

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from delta_worker import batches, worker_settings  # also puts glue_scripts and tests on sys.path
+from delta_worker import batches, worker_settings
 
 # Hudi services a lake of a few rows does not need, off in this harness only (the job keeps Hudi's
 # defaults): the metadata table (a second, merge-on-read table written on every commit), the embedded

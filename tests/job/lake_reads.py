@@ -4,13 +4,11 @@ Delta and Hudi modules check the reconcile reader on the lake their one run alre
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import lake
 from cdclake.common.names import source_name
 

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent), str(HERE)]
 
 from cdc_workload import Workload, assert_rows  # noqa: E402
 from maintenance_worker import session  # noqa: E402

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1] / "glue_scripts"), str(HERE.parent)]
 
 from cdc_workload import MergeBarrier, Workload, assert_rows  # noqa: E402
 from cdclake.local.session import local_jars  # noqa: E402

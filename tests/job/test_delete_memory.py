@@ -6,17 +6,14 @@ only live rows."""
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 
+import lake as reader
 import pytest
 from cdc_events import Events, customer, email_became_int_schema
 from cdc_workload import Workload, wrote_nothing
 from job_runs import run_job, write_lines
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import lake as reader
 
 LOG = "inventory_log"
 

@@ -156,7 +156,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory, tls: dict[str, Path]) -> It
 # cdclake, the truststore added, the local session of cdclake.local.session (its jars: CDC_JARS_DIR).
 _READ = r"""
 import json, os, sys
-sys.path.insert(0, os.environ["GLUE_SCRIPTS"])
 from cdclake.local.session import local_session
 from cdclake.common.settings import build_settings
 from cdclake.jobs.sources import kafka_options
@@ -190,7 +189,7 @@ spark.stop()
 def spark_read(broker: str, tls: dict[str, Path], work: Path, jars_dir: Path) -> dict[str, object]:
     env = {
         **os.environ,
-        "GLUE_SCRIPTS": str(ROOT / "glue_scripts"),
+        "PYTHONPATH": str(ROOT / "glue_scripts"),
         "BOOTSTRAP": broker,
         "WORK": str(work),
         "TRUSTSTORE": str(tls["truststore"]),
@@ -331,7 +330,6 @@ def test_the_iam_callback_signs_an_authentication_payload_on_glue_5s_aws_sdk(tmp
 
 
 def runtime_versions() -> dict[str, str]:
-    sys.path.insert(0, str(ROOT / "scripts"))
     import runtime
 
     return runtime.versions()

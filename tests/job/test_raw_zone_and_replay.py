@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from cdc_events import Events, customer, email_became_int_schema, load
-from job_runs import ROOT, run_job, run_job_script
+from job_runs import run_job, run_job_script
 
 DATA = ["id", "first_name", "last_name", "email", "balance", "created_at", "loyalty_tier", "_cdc_op", "_cdc_seq"]
 
@@ -69,9 +69,7 @@ def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside
     """The argument overrides scripts/replay gives the deployed job's replay run, on the streaming
     job's own arguments, with a local folder as the lake bucket: the dead letters are applied and the
     stream's checkpoint is not touched (the replay has its own)."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "scripts"))
     from cdcdeploy.replay import replay_arguments
 
     bucket = tmp_path / "lake-bucket"

@@ -4,7 +4,6 @@ from and to such names; one added) on Iceberg. The Delta and Hudi modules apply 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,6 @@ def test_a_table_named_and_keyed_with_every_kind_of_name_holds_the_sources_rows_
 
 def test_reconciles_reader_gives_the_rows_under_the_sources_names(named):
     lake, _ = named
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import lake as lakefiles
 
     con = lakefiles.connect()

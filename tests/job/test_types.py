@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import sys
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -33,7 +32,6 @@ PLACEHOLDER = "__debezium_unavailable_value"
 def duckdb_rows(lake, table: str) -> dict:
     """The lake table as another engine reads it (DuckDB, Athena's role in scripts/lake.py): no
     Python conversion of Spark's, which cannot build datetimes near year 1 from epoch values."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import lake as lakefiles
 
     con = lakefiles.connect()
@@ -317,7 +315,6 @@ def test_array_elements_reach_the_lake_as_values_not_as_the_connectors_encodings
     # microseconds, bytea as base64, jsonb as quoted text.
     import json
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import reconcile
 
     lake = make_lake()

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "glue_scripts"))
 from cdclake.common.settings import ARGS, MAINTENANCE_JOB_ARGS  # noqa: E402
 
 JOB = "glue_scripts/cdc_iceberg_job.py"

@@ -4,14 +4,12 @@ for the local stack exactly as for MSK Connect."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
-sys.path.insert(0, str(ROOT / "scripts"))
 
 import connector_config  # noqa: E402
 from cdcstack import postgres, sources  # noqa: E402

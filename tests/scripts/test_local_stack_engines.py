@@ -7,14 +7,12 @@ from __future__ import annotations
 import base64
 import inspect
 import re
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from cdcstack import kafka, plumbing, sources  # noqa: E402
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 import reconcile  # noqa: E402
 
 COLUMNS = ["id", "name", "balance", "updated_at"]

@@ -6,11 +6,9 @@ test_set_aside.py run scripts/status over the log of a real run."""
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 import status  # noqa: E402
 from cdclake.common.metrics import batch_metrics, emit, maintenance_metrics  # noqa: E402
 from cdclake.common.report import BatchReport, TableReport  # noqa: E402

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parents[1] / "scripts"), str(HERE.parents[1] / "glue_scripts")]
 
 import stack_types as st  # noqa: E402
 import type_matrix as tm  # noqa: E402

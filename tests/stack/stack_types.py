@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from typing import Any
 
 import type_matrix as tm
-from stack_helpers import ROOT, Stack
-
-sys.path.insert(0, str(ROOT / "scripts"))
+from stack_helpers import Stack
 
 
 def lake_rows(stack: Stack, lake_table: str) -> dict[int, dict[str, Any]] | None:

@@ -9,17 +9,14 @@ the entry script's process, whose exit code and output are what a user sees."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
+import lake
 import pytest
 from cdc_events import Events, customer
 from job_runs import local_argv, run_job_script
-from stack_helpers import ROOT, Stack
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import lake
+from stack_helpers import Stack
 
 pytestmark = pytest.mark.stack
 

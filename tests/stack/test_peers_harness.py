@@ -7,14 +7,12 @@ loses it is what the benchmark reports, not a harness failure."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from cdcbench.endtoend import Stack  # noqa: E402
 from cdcbench.peers import runner  # noqa: E402

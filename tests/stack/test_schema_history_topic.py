@@ -9,17 +9,14 @@ document as allowed (-1 is its unlimited); made first with -1, Debezium finds it
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from types import ModuleType
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
-from stack_helpers import ROOT, Stack
-
-sys.path.insert(0, str(ROOT / "scripts"))
 from cdcstack import kafka
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from stack_helpers import Stack
 
 UNLIMITED = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 DEBEZIUM_RETENTION_MS = str(2**63 - 1)  # what Debezium 3.6's KafkaSchemaHistory asks for

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
 import runtime  # noqa: E402
 
 REQUIREMENTS = ROOT / "requirements-peers.txt"

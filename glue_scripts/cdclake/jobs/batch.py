@@ -161,12 +161,13 @@ class BatchProcessor:
             # (no Spark action unless a group has events on both sides).
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
             tables, truncated = follow_renames(tables, truncated, follow)
-        outcomes = self._apply_tables(batch, sorted(tables.items()), truncated, statements)
+        # Tables with only a truncate or statements in the batch take the same per-table path.
+        quiet: list[Item] = [(t, []) for t in sorted((set(truncated) | set(statements)) - set(tables))]
+        outcomes = self._apply_tables(batch, sorted(tables.items()) + quiet, truncated, statements)
         dead += self._writer.count_written(batch, outcomes)
         for outcome in outcomes:
-            dead += self._take(batch, report, outcome)
-        for outcome in self._without_changes(batch, tables, truncated, statements):
-            dead += self._take(batch, report, outcome)
+            if _took_effect(outcome):
+                dead += self._take(batch, report, outcome)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
@@ -223,28 +224,6 @@ class BatchProcessor:
         if self._fault is not None and self._fault.hits(planned.ident, batch.batch_id):
             self._fault.fail(self.spark, planned.ident)
         return self._writer.execute(batch, planned)
-
-    def _without_changes(
-        self,
-        batch: ClassifiedBatch,
-        tables: dict[tuple[str, str], list[SchemaGroup]],
-        truncated: dict[tuple[str, str], int],
-        statements: dict[tuple[str, str], TableDDL],
-    ) -> list[TableOutcome]:
-        """Truncates and statements of tables that have no change events in the batch."""
-        out = []
-        for table in sorted((set(truncated) | set(statements)) - set(tables)):
-            item: Item = (table, [])
-
-            def run(item: Item = item) -> TableOutcome:
-                p = self._plan(batch, item, truncated, statements)
-                return p if isinstance(p, TableOutcome) else self._execute(batch, p)
-
-            o = self._guarded(batch, item, run)
-            tr = o.report
-            if tr.schema or tr.truncated or tr.source_dropped or o.set_aside is not None:
-                out.append(o)
-        return out
 
     # ------------------------------------------------------------------ tables set aside
     def _marked(self, ident: str) -> SetAsideMark | None:
@@ -361,6 +340,13 @@ def _fail_on_lossy_change(planned: list[PlannedTable]) -> None:
         for p in problems:
             log.error("%s (--schema_change_policy fail: the batch fails, nothing is committed)", p)
         raise SchemaChangeError("; ".join(problems))
+
+
+def _took_effect(outcome: TableOutcome) -> bool:
+    """A table's outcome belongs in the batch's report: it had events, or its statements, truncate or
+    drop changed it, or it is set aside (a table whose statements the lake already holds did nothing)."""
+    tr = outcome.report
+    return bool(tr.events or tr.schema or tr.truncated or tr.source_dropped or outcome.set_aside is not None)
 
 
 def _count(report: BatchReport, summary: BatchSummary) -> None:

@@ -5,7 +5,7 @@
     anything that cannot be applied ──> dead letters (with reason, topic/partition/offset)
 
 This module runs a batch: classify (envelope.py), summarize (summary.py), hand each table's groups
-to the table writer, apply truncates and statements of tables without changes (lake_tables.py),
+to the table writer (tables with only truncates or statements too, lake_tables.py),
 write the dead letters and log the batch's line (report.py) and its metrics (metrics.py, EMF lines).
 
 Both sources (Spark's Kafka source on Glue, the files source, and the local Kafka client) call

@@ -3,6 +3,8 @@
 SHELL := /bin/bash
 VENV  := .local/venv
 PY    := $(VENV)/bin/python
+# The tools' commands (pyproject.toml), installed by make setup.
+BIN   := $(VENV)/bin
 # Three pytest workers, also on two cores: most of the suite waits on a stack, Spark or a subprocess,
 # not on the CPU.
 # Tests that share a stack or a module fixture stay in one worker (tests/conftest.py).
@@ -27,7 +29,7 @@ format: setup
 	@$(VENV)/bin/ruff check --fix glue_scripts tests
 
 lint-cfn: setup-deploy ## CloudFormation: render, cfn-lint + project rules, checkov, ruff on the deploy code
-	@scripts/build-artifacts --templates-only >/dev/null
+	@$(BIN)/build-artifacts --templates-only >/dev/null
 	@$(VENV)/bin/cfn-lint build/cloudformation/*.yaml --append-rules cloudformation/lint_rules
 	@$(VENV)/bin/checkov -d build/cloudformation --framework cloudformation --compact --quiet --skip-download
 	@$(VENV)/bin/ruff check cloudformation
@@ -46,20 +48,20 @@ test-stack: setup ## the real local pipeline: tests/stack
 	@$(PY) -m pytest $(XDIST) --durations=15 tests/stack $(PYTEST_ARGS)
 
 demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres, FORMAT=avro, TABLE_FORMAT=delta|hudi)
-	@scripts/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),) $(if $(FORMAT),--format $(FORMAT),) $(if $(TABLE_FORMAT),--table-format $(TABLE_FORMAT),)
+	@$(BIN)/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),) $(if $(FORMAT),--format $(FORMAT),) $(if $(TABLE_FORMAT),--table-format $(TABLE_FORMAT),)
 
 clean:            ## remove local state (keeps the venv and jars)
 	rm -rf .local/warehouse .local/tmp
 
 .PHONY: stack-up stack-down stack-status
 stack-up: setup   ## local MariaDB -> Kafka Connect + Debezium -> Apache Kafka (docs/LOCAL_STACK.md)
-	@scripts/local-stack up --init-sql sql/01_create_customer.sql
+	@$(BIN)/local-stack up --init-sql sql/01_create_customer.sql
 
 stack-down:       ## stop the local stack and the local job (data stays in .local/stack)
-	@scripts/local-stack down
+	@$(BIN)/local-stack down
 
 stack-status:
-	@scripts/local-stack status
+	@$(BIN)/local-stack status
 
 .PHONY: fuzz
 fuzz: setup       ## the decoder's property and fuzz tests with a longer budget (FUZZ_EXAMPLES per property, FUZZ_BATCHES batches)
@@ -68,4 +70,4 @@ fuzz: setup       ## the decoder's property and fuzz tests with a longer budget 
 
 .PHONY: bench
 bench: setup      ## benchmarks (docs/BENCHMARKS.md); QUICK=1: <2 min, BENCH_ARGS="--sections a --compare REV"; PEERS=1: the job beside Flink CDC, the Iceberg sink and the AWS sample (installs those into .local/peers)
-	@scripts/bench $(if $(QUICK),--quick,) $(if $(PEERS),--peers,) $(BENCH_ARGS)
+	@$(BIN)/bench $(if $(QUICK),--quick,) $(if $(PEERS),--peers,) $(BENCH_ARGS)

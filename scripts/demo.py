@@ -193,7 +193,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
             print("  latency probe: no change became visible")
         print("  final reconciliation (row count + per-row checksum over all columns):")
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
-        print("  the job's figures per table (scripts/status: the EMF lines the CloudWatch dashboard shows on AWS):")
+        print("  the job's figures per table (status: the EMF lines the CloudWatch dashboard shows on AWS):")
         print("    " + status.snapshot(s.log(local_job.COMPONENT))[0].replace("\n", "\n    "))
         print(
             f"\n[demo] {'PASS' if ok else 'FAIL'}: source and lake {'match' if ok else 'DIFFER'} "
@@ -202,13 +202,9 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
     finally:
         if keep:
             print(
-                f"[demo] still running. Explore: CDC_STACK_DIR={s.state} scripts/local-stack status | "
-                "scripts/local-job logs | scripts/status | scripts/reconcile | scripts/apply-sql FILE"
-                + (
-                    ""
-                    if table_format == "iceberg"
-                    else f" | scripts/local-job stop, start --table-format {table_format}"
-                )
+                f"[demo] still running. Explore: CDC_STACK_DIR={s.state} local-stack status | "
+                "local-job logs | status | reconcile | apply-sql FILE"
+                + ("" if table_format == "iceberg" else f" | local-job stop, start --table-format {table_format}")
             )
         else:
             plumbing.stop(s, local_job.COMPONENT)
@@ -219,7 +215,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/demo", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="leave the stack and the job running")
     parser.add_argument(
         "--source",

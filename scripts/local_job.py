@@ -1,11 +1,11 @@
 """The Glue job script running locally in streaming mode against the local stack's broker.
 
-    scripts/local-job start [-- EXTRA JOB ARGS]   start it in the background (idempotent)
-    scripts/local-job stop                        SIGTERM: finish the current batch, then exit
-    scripts/local-job kill                        SIGKILL, as a crash would (for recovery drills)
-    scripts/local-job resume TABLE                resume a lake table set aside: stop the job, replay
+    local-job start [-- EXTRA JOB ARGS]   start it in the background (idempotent)
+    local-job stop                        SIGTERM: finish the current batch, then exit
+    local-job kill                        SIGKILL, as a crash would (for recovery drills)
+    local-job resume TABLE                resume a lake table set aside: stop the job, replay
                                                   the table's set-aside changes once, in the foreground
-    scripts/local-job status | logs [-n N] [-f] | command
+    local-job status | logs [-n N] [-f] | command
     (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics;
     start/resume/command --table-format delta|hudi: the lake tables' format, the job's --table_format)
 
@@ -140,7 +140,7 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceber
         return 0
     if not plumbing.tcp_open(s.ports["kafka"]):
         raise plumbing.StackError(
-            f"the broker is not listening on 127.0.0.1:{s.ports['kafka']}: start the stack first (scripts/local-stack up)"
+            f"the broker is not listening on 127.0.0.1:{s.ports['kafka']}: start the stack first (local-stack up)"
         )
     for d in (s.path("logs"), s.path("run")):
         d.mkdir(parents=True, exist_ok=True)
@@ -176,7 +176,7 @@ def resume(s: plumbing.StackConfig, table: str, table_format: str = "iceberg") -
         resume_command(s, table, table_format, stamp), env=job_env(s, table_format), cwd=s.state
     ).returncode
     if code == 0:
-        plumbing.say(f"job: table {table} resumed (or was not set aside); start the job: scripts/local-job start")
+        plumbing.say(f"job: table {table} resumed (or was not set aside); start the job: local-job start")
     else:
         plumbing.say(f"job: the resume run of {table} exited {code} (3: set aside again, the log above says why)")
     return code
@@ -188,7 +188,7 @@ def _run_log(s: plumbing.StackConfig) -> str:
         text = s.log(COMPONENT).read_text(errors="replace")
     except OSError:
         return ""
-    return text.rsplit(f"scripts/local-stack starts {COMPONENT}", 1)[-1]
+    return text.rsplit(f"local-stack starts {COMPONENT}", 1)[-1]
 
 
 def kill(s: plumbing.StackConfig) -> int:
@@ -217,7 +217,7 @@ def status(s: plumbing.StackConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/local-job", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="local-job", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

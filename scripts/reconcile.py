@@ -1,7 +1,7 @@
 """Reconcile the source database with the lake, exactly: every table, as multisets of rows.
 
-    scripts/reconcile [--table customer ...] [--wait SECONDS]     compare every source table
-    scripts/apply-sql FILE [--wait SECONDS]                        run SQL, wait until the lake caught up
+    reconcile [--table customer ...] [--wait SECONDS]     compare every source table
+    apply-sql FILE [--wait SECONDS]                        run SQL, wait until the lake caught up
     (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB;
     --table-format iceberg|delta|hudi: the lake's format, found from the lake when not given)
 
@@ -407,7 +407,7 @@ class Source:
 
     def __init__(self, s: StackConfig, database: str) -> None:
         if live_record(s, mariadb.COMPONENT) is None:
-            raise StackError("MariaDB is not running: scripts/local-stack up")
+            raise StackError("MariaDB is not running: local-stack up")
         self.database = database
         self.lake_prefix = database  # lake tables are <namespace>.<database>_<table>
         self.conn = pymysql.connect(
@@ -493,7 +493,7 @@ class PostgresSource:
         import psycopg
 
         if live_record(s, postgres.COMPONENT) is None:
-            raise StackError("PostgreSQL is not running: scripts/local-stack up --source postgres")
+            raise StackError("PostgreSQL is not running: local-stack up --source postgres")
         self.database = database
         self.schema = postgres.SCHEMA
         self.lake_prefix = postgres.SCHEMA
@@ -688,9 +688,7 @@ def _postgres_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
-    parser = cli.Parser(
-        prog="scripts/apply-sql" if apply_sql else "scripts/reconcile", description=__doc__.split("\n\n")[0]
-    )
+    parser = cli.Parser(prog="apply-sql" if apply_sql else "reconcile", description=__doc__.split("\n\n")[0])
     if apply_sql:
         parser.add_argument("file", help="SQL file to run against the local MariaDB or PostgreSQL (database salesdb)")
     parser.add_argument("--table", action="append", help="only this source table (repeatable)")
@@ -733,6 +731,11 @@ def main(argv: list[str] | None = None, apply_sql: bool = False) -> int:
     verdict = "MATCH" if ok else "DIFFERENCE"
     print(f"[reconcile] {verdict}: {len(results)} table(s) compared in {time.monotonic() - t0:.1f}s")
     return 0 if ok else 1
+
+
+def apply_sql(argv: list[str] | None = None) -> int:
+    """The command apply-sql: runs a SQL file at the source, waits for the lake, reconciles."""
+    return main(argv, apply_sql=True)
 
 
 if __name__ == "__main__":

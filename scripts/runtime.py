@@ -53,7 +53,7 @@ PROFILE_DIRS: dict[str, str] = {
     "debezium-postgres": "connect/plugins/debezium-connector-postgres",
     # not a plugin of its own: the local stack and the MSK Connect zip put it in the connector's plugin
     "glue-schema-registry": "connect/converters/glue-schema-registry",
-    # the peers of `scripts/bench --peers`, outside connect/plugins so that the stack's Connect does
+    # the peers of `bench --peers`, outside connect/plugins so that the stack's Connect does
     # not load the sink unless the benchmark adds that folder to its plugin.path
     "peer-flink": "peers/flink/jars",
     "peer-iceberg-sink": "peers/connect-plugins/iceberg-kafka-connect",

@@ -1,9 +1,9 @@
 """The local job's figures, read from the CloudWatch embedded-metric-format lines in its log: the
 same lines, metric names and dimensions the dashboard on AWS shows (cdclake/common/metrics.py).
 
-    scripts/status                 a table that refreshes every 2 s (Ctrl-C ends it)
-    scripts/status --once          print it once (for scripts and tests)
-    scripts/status --log FILE      read another job log (default: the local stack's, logs/job.log)
+    status                 a table that refreshes every 2 s (Ctrl-C ends it)
+    status --once          print it once (for scripts and tests)
+    status --log FILE      read another job log (default: the local stack's, logs/job.log)
 
 Counts are totals since the job's latest start (the log's lines after it); the state, the lag and
 the seconds are the latest batch's. Exit code 0, 1 when the log has no metrics line yet.
@@ -54,8 +54,8 @@ class Figures:
 
 
 def since_latest_start(text: str) -> str:
-    """The log's part written by the job's latest start (scripts/local-stack marks each start)."""
-    return text.rsplit(f"scripts/local-stack starts {plumbing.JOB}", 1)[-1]
+    """The log's part written by the job's latest start (local-stack marks each start)."""
+    return text.rsplit(f"local-stack starts {plumbing.JOB}", 1)[-1]
 
 
 def read_figures(lines: Iterable[str]) -> Figures:
@@ -113,7 +113,7 @@ def snapshot(log: Path) -> tuple[str, bool]:
     try:
         text = log.read_text(errors="replace")
     except OSError:
-        return f"no job log at {log} (start the job: scripts/local-job start)", False
+        return f"no job log at {log} (start the job: local-job start)", False
     figures = read_figures(since_latest_start(text).splitlines())
     if not (figures.batches or figures.maintenance):
         return f"no batch in {log} yet (the job prints its figures after each batch)", False
@@ -121,7 +121,7 @@ def snapshot(log: Path) -> tuple[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/status", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="status", description=__doc__.split("\n\n")[0])
     parser.add_argument("--once", action="store_true", help="print the table once and exit")
     parser.add_argument("--log", type=Path, help="the job log to read (default: the local stack's job log)")
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default 2)")

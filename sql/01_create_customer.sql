@@ -1,7 +1,7 @@
 -- Demo scenario, step 1: the source table and its initial rows.
 -- Loaded before the Debezium connector is registered, these rows reach Kafka as snapshot
 -- events (op "r"); loaded afterwards, as inserts (op "c"). Run once, on a new database:
---   scripts/local-stack up --init-sql sql/01_create_customer.sql
+--   local-stack up --init-sql sql/01_create_customer.sql
 -- The column types are chosen to exercise Debezium's type mapping: DECIMAL (precise: bytes +
 -- scale), DATE (days), DATETIME (ms), DATETIME(6) (us), ENUM, CHAR, VARCHAR with UTF-8, INT, NULLs.
 CREATE DATABASE IF NOT EXISTS salesdb;

@@ -52,14 +52,17 @@ def run_job(work: Path, warehouse: Path, namespace: str, *extra: str) -> subproc
 
 
 def run_status(log: Path) -> subprocess.CompletedProcess:
-    """scripts/status --once over a job log, as a user runs it."""
+    """status --once over a job log, as a user runs it."""
     return subprocess.run(
-        [str(ROOT / "scripts" / "status"), "--once", "--log", str(log)], capture_output=True, text=True, timeout=120
+        [str(Path(sys.executable).parent / "status"), "--once", "--log", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def status_rows(text: str) -> dict[str, list[str]]:
-    """scripts/status's table rows by table: state, inserts, updates, deletes, dead, commits, batch."""
+    """status's table rows by table: state, inserts, updates, deletes, dead, commits, batch."""
     rows = [line.split() for line in text.splitlines()]
     head = next(i for i, r in enumerate(rows) if r[:2] == ["table", "state"])
     end = next((i for i, r in enumerate(rows) if i > head and not r), len(rows))

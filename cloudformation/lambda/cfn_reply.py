@@ -1,5 +1,5 @@
 """The reply of a CloudFormation custom resource, shared by the functions under cloudformation/lambda/
-(scripts/build-artifacts puts this file next to each function's index.py in its zip).
+(build-artifacts puts this file next to each function's index.py in its zip).
 
 Written here rather than with the cfnresponse module, which exists only for inline code.
 """

@@ -1,4 +1,4 @@
-"""Benchmarks of the CDC job: `scripts/bench` / `make bench`, results in docs/BENCHMARKS.md.
+"""Benchmarks of the CDC job: `bench` / `make bench`, results in docs/BENCHMARKS.md.
 
 generator.py  Debezium change streams built from the real messages in tests/fixtures/debezium/,
               with the expected lake state they must produce

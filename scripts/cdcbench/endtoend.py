@@ -36,6 +36,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -104,7 +105,11 @@ class Stack:
 
     def cli(self, *args: str) -> None:
         res = subprocess.run(
-            [str(ROOT / "scripts" / "local-stack"), *args], env=self.env, capture_output=True, text=True, timeout=600
+            [str(Path(sys.executable).parent / "local-stack"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         if res.returncode != 0:
             raise RuntimeError(f"local-stack {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")

@@ -1,4 +1,4 @@
-"""`scripts/bench [--quick] [--sections a,b,c,j,t] [--markdown FILE]`: run the benchmarks, print the
+"""`bench [--quick] [--sections a,b,c,j,t] [--markdown FILE]`: run the benchmarks, print the
 tables and write them as Markdown (see docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = cli.Parser(prog="scripts/bench", description=__doc__)
+    ap = cli.Parser(prog="bench", description=__doc__)
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         or ROOT / ".local" / "bench" / f"results-{'peers-' if peers else ''}{'quick' if cfg.quick else 'full'}.md"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = "scripts/bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "bench " + " ".join(argv if argv is not None else sys.argv[1:])
     out.write_text(f"### `{command.strip()}`\n\n" + "\n".join(t.markdown() for t in tables) + f"\n{footer}\n")
     print(f"Markdown copy: {out}")
     if missing:  # after the tables and their copy: what was measured stays readable

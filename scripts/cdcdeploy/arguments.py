@@ -1,4 +1,4 @@
-"""The AWS commands' common arguments, declared once: scripts/deploy, destroy, doctor and replay name
+"""The AWS commands' common arguments, declared once: deploy, destroy, doctor and replay name
 the stack, the region, the profile and their wait bounds alike, with the same help and the same errors."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def parser(prog: str, doc: str, *, stack_positional: bool = False) -> cli.Parser
     """A command's parser with the stack (an option, or the first positional), --region and --profile."""
     p = cli.Parser(prog=prog, description=doc.split("\n")[0])
     if stack_positional:
-        p.add_argument("stack_name", metavar="stack", help=f"{STACK_HELP} (scripts/deploy --stack-name)")
+        p.add_argument("stack_name", metavar="stack", help=f"{STACK_HELP} (deploy --stack-name)")
     else:
         p.add_argument("--stack-name", default=STACK_NAME, metavar="NAME", help=f"{STACK_HELP} (default {STACK_NAME})")
     p.add_argument(

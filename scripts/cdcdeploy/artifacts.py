@@ -115,7 +115,7 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
         f"{profile} of pom.xml, and the AWS Glue Schema Registry's Avro converter "
         f"{versions[CONVERTER_PROFILE]} (profile {CONVERTER_PROFILE}), resolved from Maven Central by "
         "scripts/runtime.py.\n"
-        "Built by scripts/build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
+        "Built by build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )
     entries.append((f"{folder}/README.txt", notes.encode()))
     return write_zip(out, entries)

@@ -1,4 +1,4 @@
-"""scripts/build-artifacts: everything `scripts/deploy` uploads, built offline into build/.
+"""build-artifacts: everything `deploy` uploads, built offline into build/.
 
   build/cloudformation/cdc-pipeline.yaml   rendered template (connector config, worker config, queries)
   build/cloudformation/bootstrap.yaml      artifacts-bucket stack
@@ -155,7 +155,7 @@ def build_artifacts(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/build-artifacts", description=__doc__.split("\n")[0])
+    parser = cli.Parser(prog="build-artifacts", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default build/)")
     parser.add_argument(
         "--templates-only", action="store_true", help="render the templates and the Lambda zips only (for linting)"

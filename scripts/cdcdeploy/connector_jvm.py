@@ -1,4 +1,4 @@
-"""The Java that runs the connector's workers, read from the connector's log delivery while scripts/deploy
+"""The Java that runs the connector's workers, read from the connector's log delivery while deploy
 waits on the stack.
 
 AWS does not document which Java MSK Connect's workers for Kafka Connect 3.7.x run. The shipped

@@ -1,4 +1,4 @@
-"""scripts/deploy: build, upload, package and deploy the CDC lake; running it twice changes nothing.
+"""deploy: build, upload, package and deploy the CDC lake; running it twice changes nothing.
 
 Steps: with ExistingVpcId, preflight checks of your network, secret and security group (exit 2 with
 the fix) -> build artifacts (offline) -> bootstrap stack <stack>-bootstrap (artifacts bucket) -> upload
@@ -405,7 +405,7 @@ def deploy_and_wait(cfn: Any, stack_name: str, wait_s: float, deploy: Any, poll_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments.parser("scripts/deploy", __doc__)
+    parser = arguments.parser("deploy", __doc__)
     parser.add_argument("--artifacts-bucket", help="use this existing bucket instead of the <stack>-bootstrap stack's")
     parser.add_argument(
         "--parameter",
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     for key, value in sorted(outputs.items()):
         print(f"  {key:26} {value}")
-    print(f"[deploy] check the running pipeline end to end: scripts/doctor {args.stack_name} --region {args.region}")
+    print(f"[deploy] check the running pipeline end to end: doctor {args.stack_name} --region {args.region}")
     return 0
 
 

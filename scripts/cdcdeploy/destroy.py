@@ -1,4 +1,4 @@
-"""scripts/destroy: stop the job, empty the buckets, delete the pipeline stack and its bootstrap stack.
+"""destroy: stop the job, empty the buckets, delete the pipeline stack and its bootstrap stack.
 
 CloudFormation cannot delete a bucket that still holds objects (or object versions), so every bucket
 the stacks output is emptied first. S3 delivers access logs late, so a deletion that fails on a
@@ -91,7 +91,7 @@ def destroy_stack(session: Any, stack_name: str, bucket_outputs: tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments.parser("scripts/destroy", __doc__)
+    parser = arguments.parser("destroy", __doc__)
     parser.add_argument("--keep-bootstrap", action="store_true", help="keep <stack>-bootstrap (artifacts bucket)")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     args = arguments.parse(parser, argv)

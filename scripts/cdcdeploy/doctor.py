@@ -1,4 +1,4 @@
-"""scripts/doctor STACK: check a deployed CDC lake end to end, one line per check, OK or the fix.
+"""doctor STACK: check a deployed CDC lake end to end, one line per check, OK or the fix.
 
 In order: the stack's status, the connector's state and its last error, the streaming job's latest
 run, its last batch line (lag, dead letters), the lake tables in the Glue database, whether Lake
@@ -44,7 +44,7 @@ def check_stack(cfn: Any, stack: str) -> tuple[Result, dict[str, str]]:
     described = stacks.describe(cfn, stack)
     if described is None:
         return Result("stack", False, f"no stack {stack} in this account and region",
-                      "check --region and --profile, or deploy it: scripts/deploy --stack-name " + stack), {}  # fmt: skip
+                      "check --region and --profile, or deploy it: deploy --stack-name " + stack), {}  # fmt: skip
     state = described["StackStatus"]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
     if state in stacks.USABLE:
@@ -70,7 +70,7 @@ def check_connector(kafkaconnect: Any, arn: str, log_group: str) -> Result:
         f"{c.get('connectorName', arn)} {state}" + (f": {error}" if error else ""),
         f"its worker log, log group {log_group}; docs/DEPLOY_WALKTHROUGH.md, Troubleshooting on AWS, 'connector FAILED'"
         if state == "FAILED"
-        else "wait for RUNNING (creating or updating takes minutes), then run scripts/doctor again",
+        else "wait for RUNNING (creating or updating takes minutes), then run doctor again",
     )
 
 
@@ -189,7 +189,7 @@ def check_lake_formation(glue: Any, database: str, grants: str, stack: str) -> R
         "lakeformation",
         False,
         f"Lake Formation governs {database} and the stack grants the jobs nothing: their catalog calls fail",
-        f"scripts/deploy --stack-name {stack} --parameter LakeFormationGrants=true (as a Lake Formation "
+        f"deploy --stack-name {stack} --parameter LakeFormationGrants=true (as a Lake Formation "
         "administrator); your Athena users need SELECT and DESCRIBE too (docs/DEPLOY_WALKTHROUGH.md, Troubleshooting on AWS)",
     )
 
@@ -209,7 +209,7 @@ def check_dead_letters(s3: Any, path: str, region: str) -> Result:
         "dead-letters",
         False,
         f"{len(keys)} file(s) in {len(batches)} batch folder(s) under {path}, newest {newest}",
-        f"each file names its reason; fix the cause, then scripts/replay {path}{newest}/ --region {region}",
+        f"each file names its reason; fix the cause, then replay {path}{newest}/ --region {region}",
     )
 
 
@@ -310,7 +310,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments.parse(arguments.parser("scripts/doctor", __doc__, stack_positional=True), argv)
+    args = arguments.parse(arguments.parser("doctor", __doc__, stack_positional=True), argv)
     results = run(arguments.session(args), args.stack_name, args.region)
     for r in results:
         print(r.line(), flush=True)

@@ -1,14 +1,14 @@
-"""scripts/glue-container: run a job script in AWS's Glue 5.0 container image (aws-glue-libs).
+"""glue-container: run a job script in AWS's Glue 5.0 container image (aws-glue-libs).
 
 AWS publishes no Glue 6.0 image ("Develop and test AWS Glue jobs locally using a Docker image" lists
 images up to 5.0), so this runs the job on Glue 5.0: the runtime of TableFormat=hudi, and of iceberg or
 delta only as far as Spark 3.5 runs the same code (the stack's default is 6.0).
 
-    scripts/glue-container [--dry-run] [--profile P] [--job streaming|maintenance] -- --source files ...
+    glue-container [--dry-run] [--profile P] [--job streaming|maintenance] -- --source files ...
 
 The job arguments are those of a local run (docs/CONFIGURATION.md); the container runs the job the Glue way
 (`--JOB_NAME`/`--JOB_RUN_ID` added, so the script takes its awsglue branch) with what a deployment
-ships: the manifest's glue-extra-jars with --jars, cdclake zipped as scripts/deploy zips it with
+ships: the manifest's glue-extra-jars with --jars, cdclake zipped as deploy zips it with
 --py-files, and the job script copied beside that zip (so cdclake is imported from the zip, as on Glue).
 
 Mounts (as AWS documents for the image): ~/.aws -> /home/hadoop/.aws (read-only), the repository ->
@@ -68,7 +68,7 @@ def job_arguments(job: str, argv: list[str]) -> list[str]:
         raise UsageError(str(e)) from None
     for glue_arg in ("JOB_NAME", "JOB_RUN_ID"):
         if glue_arg in raw:
-            raise UsageError(f"--{glue_arg} is set by scripts/glue-container")
+            raise UsageError(f"--{glue_arg} is set by glue-container")
     out: list[str] = []
     for name, value in raw.items():
         if value.startswith("/"):
@@ -108,7 +108,7 @@ def docker_command(
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.Parser(
-        prog="scripts/glue-container",
+        prog="glue-container",
         description=__doc__.split("\n")[0],
         usage="%(prog)s [--dry-run] [--profile P] [--job streaming|maintenance] [--image I] -- JOB_ARGUMENTS...",
     )
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(shlex.join(cmd))
         return 0
     if shutil.which("docker") is None:
-        print("scripts/glue-container: no docker client on PATH", file=sys.stderr)
+        print("glue-container: no docker client on PATH", file=sys.stderr)
         return 1
     return subprocess.call(cmd)
 

@@ -1,7 +1,7 @@
-"""Checks of your own network and database before scripts/deploy creates anything (ExistingVpcId mode).
+"""Checks of your own network and database before deploy creates anything (ExistingVpcId mode).
 
 Each check reads with the deploying credentials what the stack will rely on and, when it is not so,
-returns a Problem saying what is wrong and how to fix it; scripts/deploy prints them all and exits 2.
+returns a Problem saying what is wrong and how to fix it; deploy prints them all and exits 2.
 The template's Rules catch missing parameters; these catch parameters that name the wrong things.
 """
 

@@ -1,4 +1,4 @@
-"""scripts/replay: run the deployed streaming job once over JSON-lines files (dead letters, or the raw
+"""replay: run the deployed streaming job once over JSON-lines files (dead letters, or the raw
 zone), then let it stream again.
 
 The streaming job allows one run at a time (its checkpoint admits one writer) and is always running,
@@ -108,7 +108,7 @@ def replay(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments.parser("scripts/replay", __doc__)
+    parser = arguments.parser("replay", __doc__)
     parser.add_argument(
         "files_path", nargs="?", help="s3://<lake bucket>/dead-letters/... or s3://<lake bucket>/raw/... to replay"
     )

@@ -2,7 +2,7 @@
 
 `aws cloudformation deploy` gives up waiting after 60 minutes and exits non-zero, though the stack
 goes on being created: a demo stack (VPC, RDS, the client's first boot, MSK Connect) may need longer.
-scripts/deploy then waits here instead, and a later run resumes waiting for a stack still in progress.
+deploy then waits here instead, and a later run resumes waiting for a stack still in progress.
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ def fix_for(state: str, name: str) -> str:
     """What to do with a stack in this state."""
     if state == "ROLLBACK_COMPLETE":
         return (
-            f"its first creation failed and cannot be updated: fix the cause, `scripts/destroy --stack-name {name}`, "
+            f"its first creation failed and cannot be updated: fix the cause, `destroy --stack-name {name}`, "
             "then deploy again"
         )
     if state == "UPDATE_ROLLBACK_COMPLETE":
         return "the last update failed and was rolled back (the previous version runs): fix the cause and deploy again"
     if in_progress(state):
-        return f"it is still in progress: `scripts/deploy --stack-name {name} ...` again waits for it and then starts the job"
+        return f"it is still in progress: `deploy --stack-name {name} ...` again waits for it and then starts the job"
     return "read the stack's Events (CloudFormation console), fix the cause, then deploy again"
 
 

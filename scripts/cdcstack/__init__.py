@@ -1,4 +1,4 @@
-"""cdcstack: the local pipeline stack behind `scripts/local-stack` (docs/LOCAL_STACK.md).
+"""cdcstack: the local pipeline stack behind `local-stack` (docs/LOCAL_STACK.md).
 
 A source database -> Apache Kafka (KRaft, one node) <- Kafka Connect running the Debezium connector
 for that source, as plain processes on 127.0.0.1. Modules:

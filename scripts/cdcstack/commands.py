@@ -4,11 +4,11 @@ and logs under $CDC_STACK_DIR (default .local/stack). See docs/LOCAL_STACK.md.
 With --source postgres (or CDC_STACK_SOURCE=postgres) the source is PostgreSQL and the Debezium
 PostgreSQL connector instead.
 
-    scripts/local-stack up [--init-sql FILE ...]   start what is not running, register the connector
-    scripts/local-stack down [COMPONENT ...]       stop what `up` started (by recorded pid)
-    scripts/local-stack status                     component, pid, port, health
-    scripts/local-stack logs [COMPONENT] [-n N] [-f]
-    scripts/local-stack sql (FILE | -e SQL) [-D DB]
+    local-stack up [--init-sql FILE ...]   start what is not running, register the connector
+    local-stack down [COMPONENT ...]       stop what `up` started (by recorded pid)
+    local-stack status                     component, pid, port, health
+    local-stack logs [COMPONENT] [-n N] [-f]
+    local-stack sql (FILE | -e SQL) [-D DB]
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def cmd_up(s: StackConfig, init_sql: list[Path]) -> int:
             if rec.port != s.ports[c]:
                 say(
                     f"{c}: already running on port {rec.port} (not {s.ports[c]} from {s.port_env[c]}); "
-                    f"run `scripts/local-stack down {c}` to move it"
+                    f"run `local-stack down {c}` to move it"
                 )
             continue
         if not port_free(s.ports[c]):
@@ -201,7 +201,7 @@ def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[
 
 def cmd_down(s: StackConfig, components: list[str]) -> int:
     # Every component this state directory may hold, whichever source `up` was given; the whole
-    # stack includes the local job (scripts/local-job), stopped first, after its current batch.
+    # stack includes the local job (local-job), stopped first, after its current batch.
     targets = [
         c
         for c in reversed(ALL_COMPONENTS)
@@ -269,7 +269,7 @@ def cmd_sql(s: StackConfig, file: str | None, statement: str | None, database: s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="scripts/local-stack", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="local-stack", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -336,5 +336,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[stack] ERROR: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("[stack] interrupted; components started so far keep running (scripts/local-stack down)", file=sys.stderr)
+        print("[stack] interrupted; components started so far keep running (local-stack down)", file=sys.stderr)
         return 130

@@ -50,7 +50,7 @@ def warn(message: str) -> None:
     print(f"[stack] WARNING: {message}", file=sys.stderr, flush=True)
 
 
-# The local Glue job (scripts/local-job) keeps its pid record beside the components'.
+# The local Glue job (local-job) keeps its pid record beside the components'.
 JOB = "job"
 
 
@@ -268,7 +268,7 @@ def state_lock(s: StackConfig) -> Iterator[None]:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say("another scripts/local-stack command is working on this state directory; waiting")
+            say("another local-stack command is working on this state directory; waiting")
             fcntl.flock(f, fcntl.LOCK_EX)
         yield
 
@@ -319,7 +319,7 @@ def launch(s: StackConfig, component: str, cmd: list[str], port: int, **popen: A
     """Starts a detached process (own session, output to its log) and records its pid.
     `popen`: more subprocess.Popen arguments (PostgreSQL runs as another OS user when we are root)."""
     logf = s.log(component).open("ab")
-    logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} scripts/local-stack starts {component}\n".encode())
+    logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} local-stack starts {component}\n".encode())
     logf.flush()
     proc = subprocess.Popen(
         cmd,

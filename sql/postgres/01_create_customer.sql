@@ -1,7 +1,7 @@
 -- Demo scenario (PostgreSQL), step 1: the source table and its initial rows; the counterpart of
 -- sql/01_create_customer.sql. Loaded before the Debezium connector is registered, these rows reach
 -- Kafka as snapshot events (op "r"). Run once, connected to database salesdb, on a new database:
---   scripts/local-stack up --source postgres --init-sql sql/postgres/01_create_customer.sql
+--   local-stack up --source postgres --init-sql sql/postgres/01_create_customer.sql
 -- Types: NUMERIC(12,2) (precise: bytes + scale), DATE (days), TIMESTAMP(0) and TIMESTAMP(6)
 -- (microseconds), an ENUM type, CHAR, VARCHAR with UTF-8, INTEGER, NULLs.
 --

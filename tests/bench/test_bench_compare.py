@@ -1,4 +1,4 @@
-"""`scripts/bench --compare REV` measures another revision of the job in the same process: the
+"""`bench --compare REV` measures another revision of the job in the same process: the
 revision's package must import as its own package, not as the working tree's cdclake."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fixed-cost row of `scripts/bench` (section a, method `fixed`) flags a small batch that got
+"""The fixed-cost row of `bench` (section a, method `fixed`) flags a small batch that got
 slower than at the pinned commit, and only when both its wall time and its CPU time did."""
 
 from __future__ import annotations

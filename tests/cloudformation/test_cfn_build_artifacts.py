@@ -1,4 +1,4 @@
-"""scripts/build-artifacts: reproducible zips, content-hash keys, and a connector plugin that loads."""
+"""build-artifacts: reproducible zips, content-hash keys, and a connector plugin that loads."""
 
 from __future__ import annotations
 

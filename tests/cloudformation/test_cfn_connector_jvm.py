@@ -1,4 +1,4 @@
-"""scripts/deploy's check of the Java that runs the connector's workers (cdcdeploy/connector_jvm.py): read
+"""deploy's check of the Java that runs the connector's workers (cdcdeploy/connector_jvm.py): read
 from the lines a real Kafka Connect worker and a real JVM write, and from a log group on a moto server
 while deploy waits."""
 

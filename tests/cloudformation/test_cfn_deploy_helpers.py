@@ -1,4 +1,4 @@
-"""scripts/deploy and scripts/destroy helpers against moto: uploads are idempotent, the job is started
+"""deploy and destroy helpers against moto: uploads are idempotent, the job is started
 once, `cloudformation package` reuses its keys, and destroy empties versioned buckets before deleting.
 
 moto does not implement glue.batch_stop_job_run: that one call is answered by a botocore Stubber.

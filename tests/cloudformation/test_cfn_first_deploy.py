@@ -1,6 +1,6 @@
 """What a first deployment on a new account needs from the template: demo subnets in zones the user
 can choose, a demo database that the seed files fill, and one list of the VPC endpoints the Glue
-subnet needs, the same in the template, the docs and scripts/deploy."""
+subnet needs, the same in the template, the docs and deploy."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The stack parameters recovery needs: the raw zone (RawZoneEnabled, RawZoneRetentionDays) and the
 checkpoint location (CheckpointName), and the streaming job role's reach over the prefixes that
-scripts/replay uses."""
+replay uses."""
 
 from __future__ import annotations
 

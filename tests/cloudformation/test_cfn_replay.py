@@ -1,4 +1,4 @@
-"""scripts/replay against moto: the streaming run is stopped, one run of the same job replays the
+"""replay against moto: the streaming run is stopped, one run of the same job replays the
 files with arguments of its own, and the stream is started again, also when the replay fails.
 
 moto does not implement glue.batch_stop_job_run: that one call is answered by a botocore Stubber."""

@@ -263,7 +263,7 @@ def test_the_reply_path_is_created_before_and_deleted_after_the_topic_resource(
         assert {"PrivateSubnetARouteTable", "PrivateDefaultRoute", "S3GatewayEndpoint", "NatGateway"} <= deps
         assert subnet == glue_subnet == {"Ref": "PrivateSubnetA"}
     else:
-        # The Glue job's subnet, the one whose route to S3 scripts/deploy's preflight checks.
+        # The Glue job's subnet, the one whose route to S3 deploy's preflight checks.
         assert glue_subnet == {"Fn::Select": [0, {"Ref": "ExistingSubnetIds"}]}
         assert subnet == {"Fn::Select": [0, {"Fn::Split": [",", {"Fn::Join": [",", {"Ref": "ExistingSubnetIds"}]}]}]}
 

@@ -1,10 +1,11 @@
-"""scripts/glue-container: the docker command that runs a job in AWS's Glue 5.0 image (tested with
+"""glue-container: the docker command that runs a job in AWS's Glue 5.0 image (tested with
 --dry-run: no Docker engine runs on these machines)."""
 
 from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import runtime
 from cdcdeploy import glue_container
 
 ROOT = glue_container.ROOT
-SCRIPT = ROOT / "scripts" / "glue-container"
+SCRIPT = Path(sys.executable).parent / "glue-container"  # installed by make setup
 LOCAL_RUN = [
     "--source", "files", "--files_path", "./events", "--run_once", "true", "--catalog_type", "hadoop",
     "--warehouse", str(ROOT / ".local" / "warehouse"), "--checkpoint_location", ".local/checkpoints/c",
@@ -75,7 +76,7 @@ def test_wrong_arguments_exit_2_with_the_reason() -> None:
             "--files_path is required with --source files"
         ),
         ("--", *LOCAL_RUN, "--warehouse", "/elsewhere/wh"): "--warehouse /elsewhere/wh: outside the repository",
-        ("--", *LOCAL_RUN, "--JOB_RUN_ID", "x"): "--JOB_RUN_ID is set by scripts/glue-container",
+        ("--", *LOCAL_RUN, "--JOB_RUN_ID", "x"): "--JOB_RUN_ID is set by glue-container",
         ("--job", "maintenance", "--", "--kafka_topics", "t"): "unknown argument --kafka_topics",
         ("--", "source", "files"): "arguments are `--name value` pairs",
     }

@@ -1,4 +1,4 @@
-"""scripts/deploy against a moto server, twice: a changed worker property (or plugin) makes MSK Connect
+"""deploy against a moto server, twice: a changed worker property (or plugin) makes MSK Connect
 replace the connector, which CloudFormation cannot do under its old name, so the second deploy gives
 it a new one; a comment edit changes nothing. moto does not create the whole pipeline (it skips the
 MSK Connect resources and fails on attributes of skipped ones), so the stack here is the rendered
@@ -43,7 +43,7 @@ def naming_stack(cfn_dir: Path, out: Path) -> Path:
 
 
 def run_deploy(cfn_dir: Path, tmp_path: Path, *parameters: str, plugin: str = PLUGIN) -> dict[str, str]:
-    """What scripts/deploy does about the connector's name, then `aws cloudformation deploy`; returns the
+    """What deploy does about the connector's name, then `aws cloudformation deploy`; returns the
     deployed stack's parameters."""
     cfn = boto3.client("cloudformation", region_name=REGION)
     naming = deploy.connector_naming(

@@ -1,4 +1,4 @@
-"""scripts/doctor against a moto server holding a deployed stack in each state it must diagnose:
+"""doctor against a moto server holding a deployed stack in each state it must diagnose:
 healthy, tables missing, the job's run failed, dead letters present, an alarm in ALARM, and no stack.
 
 moto has no MSK Connect API: the connector's describe call alone is answered by a botocore Stubber.
@@ -164,7 +164,7 @@ def test_dead_letters_present_are_diagnosed_with_the_replay_command(stack: dict[
     assert failed(results) == ["batches", "dead-letters"]
     assert results["dead-letters"].detail.startswith("2 file(s) in 2 batch folder(s)")
     assert results["dead-letters"].fix.endswith(
-        f"scripts/replay s3://{LAKE}/dead-letters/cdc-iceberg/batch=9-5f4e3d2c1b0a/ --region {REGION}"
+        f"replay s3://{LAKE}/dead-letters/cdc-iceberg/batch=9-5f4e3d2c1b0a/ --region {REGION}"
     )
 
 

@@ -1,4 +1,4 @@
-"""scripts/deploy through a first create that outlasts the aws CLI's 60-minute waiter: it waits on with
+"""deploy through a first create that outlasts the aws CLI's 60-minute waiter: it waits on with
 its own bound, resumes a stack a previous run left in progress, and names the first failure.
 
 moto creates a stack at once, so the states in between (CREATE_IN_PROGRESS for an hour) are answered
@@ -71,7 +71,7 @@ def test_waiting_past_the_bound_says_that_deploying_again_resumes() -> None:
     cfn, _ = stubbed(["CREATE_IN_PROGRESS"] * 5)
     clock = Clock()
     with pytest.raises(
-        stacks.StackNotReady, match=r"still CREATE_IN_PROGRESS after 60 min; .*scripts/deploy --stack-name cdc-lake"
+        stacks.StackNotReady, match=r"still CREATE_IN_PROGRESS after 60 min; .*deploy --stack-name cdc-lake"
     ):
         stacks.wait(cfn, NAME, 3600, poll_s=1200, sleep=clock.sleep, clock=clock)
 
@@ -93,7 +93,7 @@ def test_a_rolled_back_first_create_names_the_first_failed_resource_and_the_way_
         "first failure: BootstrapBrokersFunction (AWS::Lambda::Function): Specified ReservedConcurrentExecutions"
         in message
     )
-    assert "scripts/destroy --stack-name cdc-lake" in message
+    assert "destroy --stack-name cdc-lake" in message
 
 
 def failing_cli() -> None:

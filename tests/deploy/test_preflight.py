@@ -1,4 +1,4 @@
-"""scripts/deploy's preflight checks of your own network and database, against a moto server: each
+"""deploy's preflight checks of your own network and database, against a moto server: each
 wrong parameter is named with its fix, and the deploy stops with exit 2 before anything exists."""
 
 from __future__ import annotations

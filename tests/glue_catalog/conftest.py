@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"
 ACCOUNT_ID = "123456789012"  # moto's default account
 STACK_NAME = "cdc-moto"
-# Deploy-time values of the template parameters that have no default (scripts/deploy passes the
-# bootstrap stack's bucket and the content-hash keys of scripts/build-artifacts).
+# Deploy-time values of the template parameters that have no default (deploy passes the
+# bootstrap stack's bucket and the content-hash keys of build-artifacts).
 DEPLOY_PARAMETERS = {
     "ArtifactsBucket": f"{STACK_NAME}-artifacts",
     "GlueScriptKey": "glue/000000000000/cdc_iceberg_job.py",
@@ -149,7 +149,7 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def rendered_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The pipeline template rendered by the project's own renderer (scripts/build-artifacts
+    """The pipeline template rendered by the project's own renderer (build-artifacts
     --templates-only)."""
     from cdcdeploy import build, templates
 

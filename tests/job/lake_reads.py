@@ -1,4 +1,4 @@
-"""What scripts/reconcile reads from a worker's Delta or Hudi lake (scripts/lake.py: DuckDB's Delta
+"""What reconcile reads from a worker's Delta or Hudi lake (scripts/lake.py: DuckDB's Delta
 extension, hudi-rs; no Spark), side by side with the rows the job's own Spark session read back: the
 Delta and Hudi modules check the reconcile reader on the lake their one run already wrote."""
 
@@ -50,7 +50,7 @@ def read_differences(out: dict[str, Any], warehouse: Path, table_format: str) ->
 
 
 def type_differences(warehouse: Path, table_format: str, dialect: str = "postgres") -> list[str]:
-    """A source's all-types table as scripts/reconcile reads it, value by value against what the
+    """A source's all-types table as reconcile reads it, value by value against what the
     database held (type_matrix: the same comparison as Iceberg's in test_types.py)."""
     import type_matrix as tm
 

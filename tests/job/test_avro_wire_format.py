@@ -185,7 +185,7 @@ def test_a_job_reading_json_keeps_avro_records_as_dead_letters_that_say_how_to_r
     (letter,) = lake.dead_letters()
     assert letter["reason"] == (
         "record value: Avro record of the AWS Glue Schema Registry, and the job runs with --wire_format json: "
-        "run it with --wire_format avro, then replay these dead letters (scripts/replay)"
+        "run it with --wire_format avro, then replay these dead letters (replay)"
     )
     assert letter["value"] == records(fx, registry)[0]["value"]
 

@@ -196,7 +196,7 @@ def test_the_maintenance_job_optimizes_and_vacuums_delta_tables_and_never_calls_
 
 
 def test_reconciles_reader_gives_every_delta_tables_rows_and_history_as_spark_reads_them(delta):
-    # scripts/reconcile's reader (DuckDB's Delta extension): customers' renamed and dropped columns
+    # reconcile's reader (DuckDB's Delta extension): customers' renamed and dropped columns
     # are read through the column mapping, so rows written before the rename keep their surname.
     warehouse = Path(delta["warehouse"])
     assert lake.lake_format(warehouse, "cdc") == "delta"

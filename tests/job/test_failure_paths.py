@@ -142,7 +142,7 @@ def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read
     spark.catalog.refreshTable(healthy)
     assert spark.sql(f"SELECT count(*) AS n FROM {healthy}.data_files").first()["n"] == 1
     lake.assert_rows(ws["healthy"].expected, name="inventory_healthy")
-    # Its figures per table as EMF lines (the dashboard's maintenance widgets), and scripts/status's rows.
+    # Its figures per table as EMF lines (the dashboard's maintenance widgets), and status's rows.
     emf = {x["Table"]: x for x in (json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"'))}
     assert (emf["inventory_broken"]["MaintenanceFailed"], "DataFiles" in emf["inventory_broken"]) == (1, False)
     healthy_fig = emf["inventory_healthy"]

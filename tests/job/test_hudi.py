@@ -222,7 +222,7 @@ def test_a_table_named_and_keyed_with_every_kind_of_name_holds_the_sources_rows_
 
 
 def test_reconciles_reader_gives_every_hudi_tables_rows_as_spark_reads_them(hudi):
-    # scripts/reconcile's reader (hudi-rs into DuckDB), Hudi's columns left out. customers had a column
+    # reconcile's reader (hudi-rs into DuckDB), Hudi's columns left out. customers had a column
     # renamed and one dropped, then rows written: copy-on-write rewrote its file with the new columns.
     warehouse = Path(hudi["warehouse"])
     assert lake.lake_format(warehouse, "cdc") == "hudi"

@@ -35,7 +35,7 @@ def test_files_source_run_once_end_to_end_through_the_command_line(spark, wareho
     ]
     dead = [json.loads(x) for f in (tmp_path / "dead").glob("batch=*/*.json") for x in f.read_text().splitlines()]
     assert [d["value"] for d in dead] == ["not json at all"]
-    # The batch's figures as EMF lines on stdout, equal to its log line's, and scripts/status's table of them.
+    # The batch's figures as EMF lines on stdout, equal to its log line's, and status's table of them.
     emf = [json.loads(x) for x in first.stdout.splitlines() if x.startswith('{"_aws"')]
     customers = [x for x in emf if x.get("Table") == "inventory_customers"]
     (batch,) = [x for x in emf if "Table" not in x]

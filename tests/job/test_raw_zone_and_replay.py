@@ -66,7 +66,7 @@ def test_dead_letters_replay_after_the_cause_is_fixed(lake, tmp_path, warehouse,
 def test_the_replay_run_scripts_replay_starts_on_aws_applies_dead_letters_beside_the_streams_checkpoint(
     make_lake, tmp_path, warehouse, spark
 ):
-    """The argument overrides scripts/replay gives the deployed job's replay run, on the streaming
+    """The argument overrides replay gives the deployed job's replay run, on the streaming
     job's own arguments, with a local folder as the lake bucket: the dead letters are applied and the
     stream's checkpoint is not touched (the replay has its own)."""
 

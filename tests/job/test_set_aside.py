@@ -59,7 +59,7 @@ def test_a_table_failing_for_good_is_set_aside_while_the_others_commit_and_resum
     assert "inventory_t1: 6 ev" in first.line() and "STOPPED-FOLLOWING[set aside since batch 1:" in first.line()
     [error] = [r.getMessage() for r in caplog.records if STOPPED_PHRASE in r.getMessage()]
     assert error.startswith(f"table {lake.table('inventory_t1')} {STOPPED_PHRASE}: set aside;")
-    assert "scripts/replay --resume inventory_t1" in error
+    assert "replay --resume inventory_t1" in error
     mark = json.loads(properties(lake, "inventory_t1")["cdc.set-aside"])
     assert mark["batch"] == 1 and mark["reason"] == t1.set_aside
     assert len(set_aside_letters(lake, "inventory_t1")) == 6
@@ -197,7 +197,7 @@ def test_kill_9_after_a_table_was_set_aside_then_the_restart_keeps_its_changes_o
     assert len(letters) == 5 and len({(d["partition"], d["offset"]) for d in letters}) == 5
     assert (tmp_path / "checkpoint" / "commits" / "0").exists()
     assert_rows(spark, f"glue_catalog.{namespace}.inventory_t0", w["t0"].expected)
-    # The run's figures (EMF lines), through scripts/status: t1 stopped, t0 following with its changes.
+    # The run's figures (EMF lines), through status: t1 stopped, t0 following with its changes.
     (tmp_path / "job.log").write_text(again.stdout)
     status = run_status(tmp_path / "job.log")
     rows = status_rows(status.stdout)

@@ -327,6 +327,6 @@ def test_array_elements_reach_the_lake_as_values_not_as_the_connectors_encodings
     assert json.loads(got["n"]) == [1.5, None, -3] and got["d"] == '["2024-02-29",null]'
     assert got["ts"] == '["2024-02-29T12:34:56.123456"]' and got["by"] == '["\\\\x00ff"]'
     assert json.loads(got["j"]) == [{"a": 1}] and json.loads(got["t"]) == ["12:34:56.000000"]
-    # scripts/reconcile's JSON comparison (the oracle users run) takes each one as the source's.
+    # reconcile's JSON comparison (the oracle users run) takes each one as the source's.
     for c, want in PG_ARRAYS_TO_JSON.items():
         assert reconcile.normalise_as(reconcile.JSON, got[c]) == reconcile.normalise_as(reconcile.JSON, want), c

@@ -37,36 +37,36 @@ CASES: list[tuple[str, list[str], str]] = [
     (MAINTENANCE, ["--warehouse", "OUT", "--force", "maybe"], "--force must be true or false, got 'maybe'"),
     (MAINTENANCE, ["--tables", "t"], "--warehouse is required"),
     (
-        "scripts/bench",
+        "bench",
         ["--sections", "z", "--work", "OUT"],
         "--sections 'z': choose a comma-separated subset of a, b, c",
     ),
-    ("scripts/bench", ["--quick", "--work", "OUT", "--methods", "fast"], "unknown --methods ['fast']"),
+    ("bench", ["--quick", "--work", "OUT", "--methods", "fast"], "unknown --methods ['fast']"),
     (
-        "scripts/bench",
+        "bench",
         ["--work", "OUT", "--batch-sizes", "lots"],
         "--batch-sizes 'lots': comma-separated whole numbers",
     ),
-    ("scripts/apply-sql", [], "the following arguments are required: file"),
-    ("scripts/apply-sql", ["x.sql", "--source", "oracle"], "argument --source: invalid choice: 'oracle'"),
-    ("scripts/reconcile", ["--wait", "soon"], "argument --wait: invalid float value: 'soon'"),
-    ("scripts/reconcile", ["--tabel", "t"], "unrecognized arguments: --tabel"),
-    ("scripts/demo", ["--source", "oracle"], "argument --source: invalid choice: 'oracle'"),
-    ("scripts/local-job", [], "the following arguments are required: command"),
-    ("scripts/local-job", ["start", "--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/local-stack", ["up", "--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/local-stack", ["sideways"], "argument command: invalid choice: 'sideways'"),
-    ("scripts/build-artifacts", ["--out", "OUT", "--source-engine", "oracle"], "invalid choice: 'oracle'"),
-    ("scripts/deploy", ["--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/destroy", ["--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/deploy", ["--wait-minutes", "long"], "argument --wait-minutes: 'long' is not a number of minutes"),
-    ("scripts/deploy", ["--wait-minutes", "0"], "argument --wait-minutes: '0': give a number of minutes above 0"),
-    ("scripts/destroy", ["--region", ""], "--region (or AWS_REGION) is required"),
-    ("scripts/doctor", [], "the following arguments are required: stack"),
-    ("scripts/doctor", ["cdc-lake", "--bogus"], "unrecognized arguments: --bogus"),
-    ("scripts/replay", [], "give files_path (a folder to replay) or --resume TABLE, one of them"),
-    ("scripts/replay", ["OUT", "--timeout-minutes", "soon"], "argument --timeout-minutes: 'soon' is not a number"),
-    ("scripts/glue-container", ["--dry-run", "--", "--sourc", "files"], "unknown argument --sourc"),
+    ("apply-sql", [], "the following arguments are required: file"),
+    ("apply-sql", ["x.sql", "--source", "oracle"], "argument --source: invalid choice: 'oracle'"),
+    ("reconcile", ["--wait", "soon"], "argument --wait: invalid float value: 'soon'"),
+    ("reconcile", ["--tabel", "t"], "unrecognized arguments: --tabel"),
+    ("demo", ["--source", "oracle"], "argument --source: invalid choice: 'oracle'"),
+    ("local-job", [], "the following arguments are required: command"),
+    ("local-job", ["start", "--bogus"], "unrecognized arguments: --bogus"),
+    ("local-stack", ["up", "--bogus"], "unrecognized arguments: --bogus"),
+    ("local-stack", ["sideways"], "argument command: invalid choice: 'sideways'"),
+    ("build-artifacts", ["--out", "OUT", "--source-engine", "oracle"], "invalid choice: 'oracle'"),
+    ("deploy", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("destroy", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("deploy", ["--wait-minutes", "long"], "argument --wait-minutes: 'long' is not a number of minutes"),
+    ("deploy", ["--wait-minutes", "0"], "argument --wait-minutes: '0': give a number of minutes above 0"),
+    ("destroy", ["--region", ""], "--region (or AWS_REGION) is required"),
+    ("doctor", [], "the following arguments are required: stack"),
+    ("doctor", ["cdc-lake", "--bogus"], "unrecognized arguments: --bogus"),
+    ("replay", [], "give files_path (a folder to replay) or --resume TABLE, one of them"),
+    ("replay", ["OUT", "--timeout-minutes", "soon"], "argument --timeout-minutes: 'soon' is not a number"),
+    ("glue-container", ["--dry-run", "--", "--sourc", "files"], "unknown argument --sourc"),
     ("scripts/setup-local", ["--bogus"], "unknown argument --bogus: it takes no arguments"),
     ("scripts/setup-stack", ["--bogus"], "unknown argument --bogus: it takes no arguments"),
     ("scripts/setup-deploy", ["--bogus"], "unknown argument --bogus: it takes no arguments"),
@@ -74,7 +74,10 @@ CASES: list[tuple[str, list[str], str]] = [
 
 
 def run(command: str, args: list[str]) -> subprocess.CompletedProcess:
-    exe = [sys.executable, command] if command.endswith(".py") else [command]
+    if command.endswith(".py"):
+        exe = [sys.executable, command]
+    else:  # a set-up script, or one of the commands installed into the venv (pyproject.toml)
+        exe = [command if command.startswith("scripts/") else str(Path(sys.executable).parent / command)]
     return subprocess.run(
         [*exe, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
     )

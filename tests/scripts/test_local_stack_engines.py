@@ -126,7 +126,7 @@ def test_the_avro_wire_format_adds_the_registry_before_connect_and_its_converter
 def test_make_demo_table_format_reaches_the_local_jobs_settings(
     table_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # make demo TABLE_FORMAT=x -> scripts/demo --table-format x -> the local job's command line, which
+    # make demo TABLE_FORMAT=x -> demo --table-format x -> the local job's command line, which
     # the job's own argument parsing turns into its settings.
     import subprocess
 
@@ -136,7 +136,7 @@ def test_make_demo_table_format_reaches_the_local_jobs_settings(
     recipe = subprocess.run(
         ["make", "-n", "demo", f"TABLE_FORMAT={table_format}"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    assert re.search(rf"scripts/demo\s.*--table-format {table_format}\b", recipe), recipe
+    assert re.search(rf"demo\s.*--table-format {table_format}\b", recipe), recipe
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
     command = local_job.job_command(sources.stack_config("mysql", "json"), [], table_format)
     assert command[1] == str(local_job.SCRIPT)
@@ -163,7 +163,7 @@ def test_a_local_delta_or_hudi_job_keeps_its_catalog_in_the_stacks_state_folder(
 def test_a_local_resume_run_writes_the_streams_lake_and_reads_its_marks_with_a_checkpoint_of_its_own(
     table_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # scripts/local-job resume TABLE: the job once over the table's set-aside folder (found by its mark
+    # local-job resume TABLE: the job once over the table's set-aside folder (found by its mark
     # under the stream's --dead_letter_path), a new checkpoint each run (a retry reads every file again).
     import local_job
     from cdclake.common.settings import build_settings, parse_argv

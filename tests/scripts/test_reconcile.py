@@ -1,4 +1,4 @@
-"""scripts/reconcile's comparison (`compare_rows`), on rows as the source and the lake return them:
+"""reconcile's comparison (`compare_rows`), on rows as the source and the lake return them:
 counts decide, and each kind of difference is reported as what it is."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def test_exit_codes_0_when_equal_1_when_different_2_on_a_connection_error(monkey
         assert f"[reconcile] {verdict}: 1 table(s) compared" in out
 
     def unreachable(*_a):
-        raise reconcile.StackError("MariaDB is not running: scripts/local-stack up")
+        raise reconcile.StackError("MariaDB is not running: local-stack up")
 
     monkeypatch.setattr(reconcile, "reconcile_until", unreachable)
     assert reconcile.main([]) == 2

@@ -1,9 +1,10 @@
-"""Deploying needs only scripts/setup-deploy: the aws CLI and the linters, no database server, no
+"""Deploying needs only scripts/setup-deploy (it installs the deploy commands): the aws CLI and the linters, no database server, no
 sudo; the local stack's set-up (make setup) includes all of it and adds the rest."""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +40,12 @@ def test_setup_deploy_installs_no_system_package_and_no_database() -> None:
     )
 
 
-def test_the_aws_scripts_set_up_with_setup_deploy_and_make_has_both_targets() -> None:
-    for name in ("deploy", "destroy", "replay", "glue-container"):
-        text = (ROOT / "scripts" / name).read_text()
-        assert '"$ROOT/scripts/setup-deploy"' in text and "setup-local" not in text, name
+def test_setup_deploy_installs_the_aws_commands_and_make_has_both_targets() -> None:
+    code = (ROOT / "scripts" / "setup-deploy").read_text()
+    assert '"$ROOT/scripts/setup-package" "$VENV"' in code
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for name in ("deploy", "destroy", "doctor", "replay", "glue-container", "build-artifacts"):
+        assert declared[name].startswith("cdcdeploy."), name
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^setup-deploy:.*\n\t@scripts/setup-deploy$", makefile, re.M)
     assert re.search(r"^lint-cfn: setup-deploy ", makefile, re.M)

@@ -1,7 +1,7 @@
-"""scripts/status's reading of the job's EMF lines (read_figures, render): counts add up over batches,
+"""status's reading of the job's EMF lines (read_figures, render): counts add up over batches,
 the state and the lag are the latest batch's, a restart starts the counts again. The lines are the
 job's own (cdclake.common.metrics.emit of batch reports); tests/job/test_job_cli.py and
-test_set_aside.py run scripts/status over the log of a real run."""
+test_set_aside.py run status over the log of a real run."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_table_set_aside_shows_stopped_until_a_batch_reports_it_following_agai
 
 def test_only_the_lines_after_the_jobs_latest_start_count():
     text = "\n".join(log_of((batch(0, TableReport("c.cdc.customer", events=4, inserts=4)), [])))
-    text += "\n===== 2026-11-28 10:05:00 scripts/local-stack starts job\n"
+    text += "\n===== 2026-11-28 10:05:00 local-stack starts job\n"
     text += "\n".join(log_of((batch(1, TableReport("c.cdc.customer", events=1, inserts=1)), [])))
     f = status.read_figures(status.since_latest_start(text).splitlines())
     assert f.tables[("cdc-iceberg", "customer")]["Inserts"] == 1

@@ -63,7 +63,7 @@ def stack() -> Iterator[Stack]:
 
 @pytest.fixture(scope="session")
 def pg_stack() -> Iterator[Stack]:
-    """The same stack with PostgreSQL as the source (scripts/local-stack --source postgres), with the
+    """The same stack with PostgreSQL as the source (local-stack --source postgres), with the
     wire format avro: PostgreSQL's end-to-end tests in Avro, MariaDB's in JSON (test_pipeline_end_to_end.py)
     and Avro (test_pipeline_failures.py). CDC_CAPTURE_FIXTURES=1 runs it in JSON: its tests then keep
     the connector's JSON messages as fixtures (the Avro ones: tests/stack/capture_avro_fixtures.py)."""

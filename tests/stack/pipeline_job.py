@@ -26,9 +26,7 @@ def start_job(stack: Stack, env: dict[str, str] | None = None) -> None:
 
 
 def job_log_since_start(stack: Stack) -> str:
-    return (
-        (stack.state / "logs" / "job.log").read_text(errors="replace").rsplit("scripts/local-stack starts job", 1)[-1]
-    )
+    return (stack.state / "logs" / "job.log").read_text(errors="replace").rsplit("local-stack starts job", 1)[-1]
 
 
 def job_log_shows(stack: Stack, pattern: str, timeout: float = 60) -> str:

@@ -1,10 +1,11 @@
-"""Helpers for the local pipeline stack tests: drive scripts/local-stack, read Debezium events."""
+"""Helpers for the local pipeline stack tests: drive local-stack, read Debezium events."""
 
 from __future__ import annotations
 
 import base64
 import json
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -19,8 +20,9 @@ from avro_topic import TopicDecoder, registry_definitions
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
-CLI = SCRIPTS / "local-stack"
+# The tools' commands, installed into the venv by make setup (pyproject.toml).
+COMMANDS = Path(sys.executable).parent
+CLI = COMMANDS / "local-stack"
 SQL = ROOT / "sql"
 CUSTOMER_TOPIC = "salesdb.salesdb.customer"
 ORDERS_TOPIC = "salesdb.salesdb.orders"
@@ -68,7 +70,7 @@ def decimal_value(encoded: str, scale: int) -> Decimal:
 
 
 class Stack:
-    """Drives scripts/local-stack with this session's environment and reads the topics."""
+    """Drives local-stack with this session's environment and reads the topics."""
 
     def __init__(self, env: dict[str, str], state: Path, ports: dict[str, int]) -> None:
         self.env = env
@@ -182,9 +184,9 @@ def short_dir(prefix: str) -> Path:
 def run_script(
     stack: Stack, *cmd: str, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """scripts/<cmd[0]> with the rest of `cmd` as its arguments, in the stack's environment (plus `env`)."""
+    """The command cmd[0] with the rest of `cmd` as its arguments, in the stack's environment (plus `env`)."""
     return subprocess.run(
-        [str(SCRIPTS / cmd[0]), *cmd[1:]],
+        [str(COMMANDS / cmd[0]), *cmd[1:]],
         env={**stack.env, **(env or {})},
         capture_output=True,
         text=True,
@@ -193,7 +195,7 @@ def run_script(
 
 
 def reconciled(stack: Stack, *args: str, wait: float = 180) -> str:
-    """scripts/reconcile's report, asserted to MATCH within `wait` seconds; `args` are its own (--source, --table)."""
+    """reconcile's report, asserted to MATCH within `wait` seconds; `args` are its own (--source, --table)."""
     res = run_script(stack, "reconcile", "--wait", str(wait), *args)
     assert res.returncode == 0, f"lake differs from source:\n{res.stdout}\n{res.stderr}"
     assert "MATCH" in res.stdout
@@ -201,7 +203,7 @@ def reconciled(stack: Stack, *args: str, wait: float = 180) -> str:
 
 
 def apply_sql(stack: Stack, sql_file: Path) -> str:
-    """scripts/apply-sql's report, asserted: the file ran and the lake then equals the source."""
+    """apply-sql's report, asserted: the file ran and the lake then equals the source."""
     res = run_script(stack, "apply-sql", str(sql_file), "--wait", "180")
     assert res.returncode == 0, f"{sql_file.name}: lake differs from source:\n{res.stdout}\n{res.stderr}"
     return res.stdout

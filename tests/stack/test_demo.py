@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from processes import free_port
-from stack_helpers import ROOT
 
 pytestmark = pytest.mark.stack
 
@@ -24,7 +24,9 @@ def test_demo_runs_the_walkthrough_and_reports_a_match(stack_dir: Path) -> None:
         "CDC_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
         "CDC_STACK_CONNECT_PORT": str(free_port()),
     }
-    res = subprocess.run([str(ROOT / "scripts" / "demo")], env=env, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "demo")], env=env, capture_output=True, text=True, timeout=900
+    )
     out = res.stdout
     assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
     for text in ("[demo 7/7]", "p95", "[demo] PASS: source and lake match"):

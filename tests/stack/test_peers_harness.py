@@ -1,4 +1,4 @@
-"""The peers of `scripts/bench --peers` (docs/BENCHMARKS.md) on a tiny workload, so their harnesses
+"""The peers of `bench --peers` (docs/BENCHMARKS.md) on a tiny workload, so their harnesses
 cannot rot: Flink SQL mysql-cdc -> Iceberg and the Iceberg Kafka Connect sink (+ its dedup view), each
 installed from the registries into .local/peers on first use (about a minute, cached afterwards),
 started against a private stack, fed a snapshot, changes at a fixed rate and a burst (inserts,

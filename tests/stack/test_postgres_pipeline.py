@@ -260,7 +260,7 @@ def test_every_postgres_column_type_reaches_the_lake_with_the_exact_value(pg_job
         assert json.loads(letter["value"])["payload"]["after"]["id"] in infinite
         messages = st.raw_messages(pg_job, topic, lambda ms: any(tm.is_infinite_row(m) for m in ms))
         st.capture("postgres", messages, st.source_rows(pg_job, "postgres", infinite))
-        # The oracle users run agrees, for every type: scripts/reconcile reads each column as the lake
+        # The oracle users run agrees, for every type: reconcile reads each column as the lake
         # holds it (intervals, arrays, times with zone, bits, the limits of every type).
         pg_job.sql(f"SET ROLE salesdb_owner; DELETE FROM {tm.TABLE} WHERE id IN ({', '.join(map(str, infinite))});")
         reconciled(pg_job, "--table", tm.TABLE, wait=60)

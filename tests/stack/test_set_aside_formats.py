@@ -2,7 +2,7 @@
 writes fail every time (the test-only switch CDC_TEST_FAIL_TABLE, glue_scripts/cdclake/local/faults.py)
 is set aside while the streaming job keeps running and the other tables stay equal to the source; it
 stays set aside across a kill -9 and a restart (the mark is the same file on every format: checked on
-Iceberg), and its documented fix (`scripts/local-job resume`,
+Iceberg), and its documented fix (`local-job resume`,
 docs/OPERATIONS.md, "A table set aside") brings it back equal to the source with its mark and property gone (on
 Hudi, whose property a reader outside Spark does not see, the next job is shown to follow it again).
 
@@ -79,7 +79,7 @@ def start(stack: Stack, table_format: str, fault: str = "", glue_version: str = 
 
 
 def differs(stack: Stack, table: str) -> str:
-    """scripts/reconcile's report of a table, asserted to differ from the source (no waiting)."""
+    """reconcile's report of a table, asserted to differ from the source (no waiting)."""
     res = run_script(stack, "reconcile", "--table", table)
     assert res.returncode == 1, res.stdout + res.stderr
     return res.stdout
@@ -120,7 +120,7 @@ def test_a_table_whose_writes_always_fail_is_set_aside_survives_a_kill_9_and_res
     line = job_log_shows(source, rf"table \S+\.{STUCK} stopped following the source: set aside;", timeout=300)
     [alarm] = [x for x in line.splitlines() if f".{STUCK} stopped following the source" in x]
     assert " ERROR " in alarm and "AnalysisException: [UNRESOLVED_COLUMN" in alarm, alarm
-    assert f"scripts/local-job resume {STUCK}" in alarm
+    assert f"local-job resume {STUCK}" in alarm
     reconciled(source, *OTHERS, wait=300)
     assert job_running(source)
     why = json.loads(mark(source).read_text())

@@ -4,7 +4,9 @@ benchmark's loading of another revision's cdclake (--compare REV, --glue-scripts
 
 from __future__ import annotations
 
+import importlib
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,3 +53,14 @@ def test_the_check_finds_each_kind_of_path_edit():
         "assert sys.path == before",
     ]
     assert path_edits("\n".join(lines), "m.py") == [f"m.py:{n}" for n in range(1, 7)]
+
+
+def test_the_tools_are_the_packages_commands_and_scripts_holds_only_set_up_scripts():
+    # No launcher next to its module: a tool is a [project.scripts] command (make setup installs it).
+    launchers = [p.name for p in (ROOT / "scripts").iterdir() if p.is_file() and not p.suffix]
+    assert launchers and all(name.startswith("setup-") for name in launchers), launchers
+    commands = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert {"local-stack", "local-job", "reconcile", "deploy", "bench"} <= set(commands)
+    for name, target in commands.items():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), name

@@ -5,7 +5,7 @@ Pure functions turn what a job already computed (report.py's BatchReport, the ma
 into EMF dicts; `emit` is the one place that prints them. Dimensions are few on purpose, since every
 metric name x dimension value is a custom metric billed per month: the job's name (Glue's --JOB_NAME,
 so each stack's jobs are apart) and, for table figures, the lake table's short name.
-cloudformation/cdc-pipeline.yaml's dashboard and alarms, and scripts/status, read these names.
+cloudformation/cdc-pipeline.yaml's dashboard and alarms, and status, read these names.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .report import BatchReport, TableReport
 NAMESPACE = "CdcLake"
 JOB = "Job"
 TABLE = "Table"
-# The job's name where Glue gives none (a local run): what scripts/status shows.
+# The job's name where Glue gives none (a local run): what status shows.
 LOCAL_STREAMING_JOB = "cdc-iceberg"
 LOCAL_MAINTENANCE_JOB = "cdc-maintenance"
 
@@ -145,7 +145,7 @@ def emit(lines: list[dict[str, Any]], out: TextIO | None = None) -> None:
 
 
 def parse(line: str) -> dict[str, Any] | None:
-    """The EMF object of a log line, else None (scripts/status reads the job's log with it)."""
+    """The EMF object of a log line, else None (status reads the job's log with it)."""
     if not line.startswith('{"_aws"'):
         return None
     try:

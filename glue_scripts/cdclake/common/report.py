@@ -50,7 +50,7 @@ class TableReport:
             f"table {self.table} {STOPPED_PHRASE}: {now}; running its batch again would fail again: "
             f"{self.set_aside}. Its {self.dead} change(s) of batch {batch_id} went to the dead letters at "
             f"{self.set_aside_folder}, and so will its later ones, while every other table goes on. Fix the cause, "
-            f"then resume it: scripts/replay --resume {name} (locally: scripts/local-job resume {name}; docs/OPERATIONS.md, "
+            f"then resume it: replay --resume {name} (locally: local-job resume {name}; docs/OPERATIONS.md, "
             '"A table set aside")'
         )
 

@@ -348,7 +348,7 @@ def _reason(c: str, unusable: dict[str, str], decoding: bool) -> Column:
 
 JSON_ONLY = (
     "Avro record of the AWS Glue Schema Registry, and the job runs with --wire_format json: run it "
-    "with --wire_format avro, then replay these dead letters (scripts/replay)"
+    "with --wire_format avro, then replay these dead letters (replay)"
 )
 
 

@@ -159,7 +159,7 @@ def _mysql_statement(
                     log.warning(
                         "source table %s.%s: column(s) %s added by ALTER TABLE get their values for existing "
                         "rows at the source without change events: the lake holds null there for rows not "
-                        "changed since (scripts/reconcile shows them); take a new Debezium snapshot of the "
+                        "changed since (reconcile shows them); take a new Debezium snapshot of the "
                         "table to fill them",
                         db,
                         tbl,

@@ -105,7 +105,7 @@ def check_spark(table_format: TableFormat, version: str, env: Mapping[str, str] 
     glue5 = glue_version(table_format, env) == "5.0"
     if version.split(".")[0] != ("3" if glue5 else "4"):
         fix = (
-            f"put {_local_root(env) / 'glue5' / 'python'} first on PYTHONPATH (runtime_env; scripts/local-job does)"
+            f"put {_local_root(env) / 'glue5' / 'python'} first on PYTHONPATH (runtime_env; local-job does)"
             if glue5
             else "run it with the venv's own pyspark (nothing on PYTHONPATH ahead of it)"
         )

@@ -1,4 +1,4 @@
-"""`scripts/bench --peers`: the four systems on the same source changes, one at a time, on one local
+"""`bench --peers`: the four systems on the same source changes, one at a time, on one local
 stack (MariaDB -> Debezium on Kafka Connect -> Kafka); every number is measured on the system's own
 process tree (MariaDB, Kafka and the Debezium worker are not counted; Flink reads the binlog itself,
 so its source reading is counted).
@@ -433,7 +433,7 @@ def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
     lake.notes.append(
         "Read cost: the benchmark's Spark session (Iceberg 1.7.1) reading each system's current state of its main "
         "table (the sink: through the dedup view), best of two runs; compaction: Iceberg's rewrite_data_files "
-        "(every file, deletes applied) + rewrite_position_delete_files. Correctness: scripts/reconcile's exact "
+        "(every file, deletes applied) + rewrite_position_delete_files. Correctness: reconcile's exact "
         "comparison (compare_rows) of the source table with the current state after the last workload."
     )
     return [cost, lake, aws_cost(results)]

@@ -85,7 +85,7 @@ def _render_fallback(template_path: Path, values: dict[str, str]) -> dict[str, s
 def render_connector(template_path: Path, values: dict[str, str]) -> dict[str, str]:
     """Render the connector source file, with the shared scripts/connector_config.py when it exists."""
     try:
-        from connector_config import render  # type: ignore[import-not-found]  # scripts/ on sys.path
+        from connector_config import render  # the tools' module (the installed package)
     except ImportError:
         render = _render_fallback
     rendered = {k: str(v) for k, v in render(template_path, values).items() if not k.startswith("_")}

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import processes  # noqa: F401  (puts scripts/ on the path)
 from cdcbench.avrowire import REGION as REGION
 from cdcbench.avrowire import glue_client, register, version_of, with_version
 from cdclake.events import schema_registry

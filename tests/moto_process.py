@@ -3,7 +3,6 @@ benchmark's own (scripts/cdcbench/motoserver.py), which runs its schema registry
 
 from __future__ import annotations
 
-import processes  # noqa: F401  (puts scripts/ on the path)
 from cdcbench.motoserver import moto_server_process
 
 __all__ = ["moto_server_process"]

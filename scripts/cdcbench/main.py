@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import cli
+from cdctools import cli
 
 from .config import Config, make_config
 from .measure import RssSampler, mib
@@ -28,7 +28,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
     import pyspark
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
-    from runtime import versions  # scripts/runtime.py: the pins of pom.xml
+    from cdctools.pinned_jars import versions  # the pins of pom.xml
 
     pins = versions()
     jvm = (

@@ -8,7 +8,7 @@ import math
 import os
 
 import boto3
-import cli
+from cdctools import cli
 
 STACK_NAME = "cdc-lake"
 STACK_HELP = "the pipeline stack's name"

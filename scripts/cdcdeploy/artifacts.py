@@ -2,7 +2,7 @@
 
 - The Debezium MySQL (or, for SourceEngine=postgres, PostgreSQL) plugin zip for MSK Connect: exactly the
   jars of the runtime manifest's (pom.xml) profile debezium-mysql / debezium-postgres, the folder the
-  local Kafka Connect loads as its plugin (scripts/runtime.py resolves it with Maven when missing).
+  local Kafka Connect loads as its plugin (scripts/cdctools/pinned_jars.py resolves it with Maven when missing).
 - The Glue job's extra jars: the jars of the manifest's glue-extra-jars profile (the MSK IAM client).
 - cdclake.zip (glue_scripts/cdclake/ as a package, for --extra-py-files).
 - The custom-resource Lambda zips: each function's folder, the shared cloudformation/lambda/cfn_reply.py,
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import runtime  # scripts/runtime.py: the manifest's versions and resolved folders
+from cdctools import pinned_jars as runtime  # the manifest's versions and resolved folders
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,7 +114,7 @@ def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
         f"Debezium {label} connector {versions[profile]} for MSK Connect: the jars of profile "
         f"{profile} of pom.xml, and the AWS Glue Schema Registry's Avro converter "
         f"{versions[CONVERTER_PROFILE]} (profile {CONVERTER_PROFILE}), resolved from Maven Central by "
-        "scripts/runtime.py.\n"
+        "scripts/cdctools/pinned_jars.py.\n"
         "Built by build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )
     entries.append((f"{folder}/README.txt", notes.encode()))

@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import cli
+from cdctools import cli
 
 from cdcdeploy import artifacts, templates
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cli
+from cdctools import cli
 
 from cdcdeploy import artifacts
 

@@ -25,7 +25,7 @@ CFN_DIR = ROOT / "cloudformation"
 SOURCE_TEMPLATE = CFN_DIR / "cdc-pipeline.yaml"
 BOOTSTRAP_TEMPLATE = CFN_DIR / "bootstrap.yaml"
 ATHENA_SQL_DIR = ROOT / "sql" / "athena"
-# The settings a wire format replaces (scripts/connector_config.py, CONVERTER_PREFIXES).
+# The settings a wire format replaces (scripts/cdctools/connector_config.py, CONVERTER_PREFIXES).
 CONVERTER_PREFIXES = ("key.converter", "value.converter")
 # Placeholders of the connector source file are upper case (${DB_HOST}); CloudFormation's are not.
 PLACEHOLDER = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}")
@@ -73,7 +73,7 @@ def dump_template(template: Template) -> str:
 
 # ---------------------------------------------------------------- connector configuration
 def _render_fallback(template_path: Path, values: dict[str, str]) -> dict[str, str]:
-    """Same contract as scripts/connector_config.py's render(): `_` keys dropped, ${NAME} filled."""
+    """Same contract as scripts/cdctools/connector_config.py's render(): `_` keys dropped, ${NAME} filled."""
     raw = json.loads(Path(template_path).read_text(encoding="utf-8"))
     settings = {k: str(v) for k, v in raw.items() if not k.startswith("_")}
     missing = sorted({m for v in settings.values() for m in PLACEHOLDER.findall(v)} - set(values))
@@ -83,9 +83,9 @@ def _render_fallback(template_path: Path, values: dict[str, str]) -> dict[str, s
 
 
 def render_connector(template_path: Path, values: dict[str, str]) -> dict[str, str]:
-    """Render the connector source file, with the shared scripts/connector_config.py when it exists."""
+    """Render the connector source file, with the shared scripts/cdctools/connector_config.py when it exists."""
     try:
-        from connector_config import render  # the tools' module (the installed package)
+        from cdctools.connector_config import render  # the tools' module (the installed package)
     except ImportError:
         render = _render_fallback
     rendered = {k: str(v) for k, v in render(template_path, values).items() if not k.startswith("_")}

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import cli
-from connector_config import with_wire_format
+from cdctools import cli
+from cdctools.connector_config import with_wire_format
 
 from cdcstack import connect, kafka, registry
 from cdcstack.plumbing import (

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import runtime
+from cdctools import pinned_jars as runtime
 
 from cdcstack import kafka, registry
 from cdcstack.plumbing import StackConfig, StackError, launch, log_tail, say, wait_until

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from connector_config import render
+from cdctools.connector_config import render
 
 from cdcstack import connect, plumbing
 from cdcstack.plumbing import (

@@ -33,7 +33,7 @@ BROKER_PORTS = {
     "registry": ("CDC_STACK_REGISTRY_PORT", 18085),
 }
 # How the connector writes keys and values: Kafka Connect JSON with schemas, or Avro with the AWS Glue
-# Schema Registry (scripts/connector_config.py, WIRE_FORMATS).
+# Schema Registry (scripts/cdctools/connector_config.py, WIRE_FORMATS).
 WIRE_FORMATS = ("json", "avro")
 REGISTRY = "registry"
 

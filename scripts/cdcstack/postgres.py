@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from connector_config import render
+from cdctools.connector_config import render
 
 from cdcstack import connect, plumbing
 from cdcstack.plumbing import (

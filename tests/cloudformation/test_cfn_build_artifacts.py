@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import runtime
 from cdcdeploy import artifacts, build, templates
+from cdctools import pinned_jars as runtime
 
 
 @pytest.fixture(scope="module")
 def plugin_zip(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Built:
-    """Built from pom.xml's debezium-mysql profile (resolved into .local/ by scripts/runtime.py)."""
+    """Built from pom.xml's debezium-mysql profile (resolved into .local/ by scripts/cdctools/pinned_jars.py)."""
     return artifacts.build_plugin_zip(tmp_path_factory.mktemp("plugin") / "plugin.zip")
 
 

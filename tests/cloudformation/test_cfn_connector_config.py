@@ -78,7 +78,7 @@ def test_a_placeholder_without_a_value_fails_the_build(tmp_path: Path) -> None:
 
 
 def test_rendering_uses_the_shared_connector_config_module_when_present(tmp_path: Path) -> None:
-    import connector_config
+    from cdctools import connector_config
 
     values = {"DB_HOST": "h", "DB_PORT": "3306", "DB_USER": "u", "DB_PASSWORD": "p", "DB_SERVER_ID": "1",
               "DB_INCLUDE_LIST": "d", "TOPIC_PREFIX": "t", "KAFKA_BOOTSTRAP_SERVERS": "b:9098"}  # fmt: skip

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import boto3
 import pytest
-import runtime
 from cdcdeploy import connector_jvm, deploy
+from cdctools import pinned_jars as runtime
 from moto.server import ThreadedMotoServer
 
 REGION = "eu-west-1"

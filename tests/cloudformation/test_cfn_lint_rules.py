@@ -132,14 +132,14 @@ def iam_job(args: str = IAM_ARGS) -> str:
 
 
 def test_manifest_names_the_msk_iam_jar_at_the_pinned_version() -> None:
-    import runtime
+    from cdctools import pinned_jars as runtime
     from project_rules import manifest_jar_names
 
     assert manifest_jar_names() == [f"aws-msk-iam-auth-{runtime.versions()['aws-msk-iam-auth']}.jar"]
 
 
 def test_msk_iam_job_with_the_manifests_jar_passes_and_another_version_fails() -> None:
-    import runtime
+    from cdctools import pinned_jars as runtime
 
     version = runtime.versions()["aws-msk-iam-auth"].replace(".", r"\.")
     pinned = JAR_PARAM.format(pattern=f'"^glue-jars/[0-9a-f]{{12}}/aws-msk-iam-auth-{version}\\\\.jar$"')
@@ -215,7 +215,7 @@ def test_a_client_bootstrap_mysql_call_without_tls_is_an_error(raw_template: dic
 
 
 def test_msk_iam_job_may_ship_glue_5s_spark_avro_in_a_glue_version_branch_but_not_in_both() -> None:
-    import runtime
+    from cdctools import pinned_jars as runtime
 
     def pin(name: str) -> str:
         return '"^glue-jars/[0-9a-f]{12}/' + name.replace(".", "\\\\.") + '$"'

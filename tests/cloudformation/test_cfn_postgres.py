@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import runtime
 from cdcdeploy import artifacts, build, deploy, templates
+from cdctools import pinned_jars as runtime
 from cfn_helpers import resources_of, sub_parts, walk
 from cfnlint.api import lint as cfn_lint
 from project_rules import expected_family

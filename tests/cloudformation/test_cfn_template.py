@@ -299,7 +299,7 @@ def test_each_glue_job_logs_into_the_stacks_encrypted_expiring_output_and_error_
 
 
 def test_streaming_job_ships_the_manifests_msk_iam_jar_with_extra_jars(template: dict[str, Any]) -> None:
-    import runtime
+    from cdctools import pinned_jars as runtime
 
     args = job(template)["DefaultArguments"]
     assert args["--kafka_auth"] == "iam"
@@ -585,8 +585,8 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
     """Column renames and dropped tables come from the DDL on the connector's `topic.prefix` topic
     (`include.schema.changes`): the job's topic pattern must match it, and the Glue role may read it."""
 
-    import local_job
     from cdcstack import sources
+    from cdctools import local_job
 
     connector = json.loads(
         (Path(__file__).resolve().parents[2] / "cloudformation" / "connector" / "debezium-mysql.json").read_text()

@@ -9,8 +9,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-import runtime
 from cdcdeploy import glue_container
+from cdctools import pinned_jars as runtime
 
 ROOT = glue_container.ROOT
 SCRIPT = Path(sys.executable).parent / "glue-container"  # installed by make setup

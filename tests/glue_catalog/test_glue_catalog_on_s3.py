@@ -228,8 +228,8 @@ def test_job_with_the_templates_spark_settings_writes_iceberg_tables_to_the_glue
     # The template's catalog: Iceberg's GlueCatalog + S3FileIO, the warehouse on the lake bucket.
     assert args["--catalog_type"] == "glue" and args["--datalake-formats"] == "iceberg"
     # Glue 6.0's Iceberg (`--datalake-formats iceberg`) is the manifest's, and the local run loads it.
-    import runtime
     from cdclake.local.session import local_jars
+    from cdctools import pinned_jars as runtime
 
     iceberg = runtime.versions()["iceberg"]
     jars = {Path(j).name for j in local_jars()}

@@ -1,4 +1,4 @@
-"""What reconcile reads from a worker's Delta or Hudi lake (scripts/lake.py: DuckDB's Delta
+"""What reconcile reads from a worker's Delta or Hudi lake (scripts/cdctools/lake_reader.py: DuckDB's Delta
 extension, hudi-rs; no Spark), side by side with the rows the job's own Spark session read back: the
 Delta and Hudi modules check the reconcile reader on the lake their one run already wrote."""
 
@@ -9,8 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import lake
 from cdclake.common.names import source_name
+from cdctools import lake_reader as lake
 
 # Columns compared value by value: those whose JSON form (Spark's read-back) and Python form
 # (DuckDB's) say the same thing without a per-type conversion; decimals through Decimal.

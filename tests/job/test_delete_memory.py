@@ -9,10 +9,10 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import lake as reader
 import pytest
 from cdc_events import Events, customer, email_became_int_schema
 from cdc_workload import Workload, wrote_nothing
+from cdctools import lake_reader as reader
 from job_runs import run_job, write_lines
 
 LOG = "inventory_log"
@@ -43,7 +43,7 @@ def test_the_corpus_fed_one_batch_at_a_time_in_reverse_order_ends_equal_to_the_s
     for b in reversed(batches):
         lake.apply(b)
     lake.assert_rows(expected)
-    # The markers are a table of their own; the local readers (scripts/lake.py: DuckDB over the
+    # The markers are a table of their own; the local readers (scripts/cdctools/lake_reader.py: DuckDB over the
     # Iceberg metadata, as reconcile and the demo read) list the data table only, with live rows only.
     names = {r["tableName"] for r in lake.spark.sql(f"SHOW TABLES IN glue_catalog.{lake.namespace}").collect()}
     assert names == {"inventory_customers", "inventory_customers__cdc_deletes"}

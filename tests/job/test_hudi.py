@@ -236,7 +236,7 @@ def test_reconciles_reader_gives_every_hudi_tables_rows_as_spark_reads_them(hudi
 def test_reconcile_refuses_a_hudi_table_whose_file_predates_a_column_rename(hudi, tmp_path):
     # customers as it was right after the rename's schema commit, before a write rewrote its file
     # (the later instants cut from a copy of its timeline): hudi-rs would read `surname` as null.
-    import reconcile
+    from cdctools import reconcile
 
     copy = tmp_path / "inventory_customers"
     shutil.copytree(lake.table_location(Path(hudi["warehouse"]), "cdc", "inventory_customers", "hudi"), copy)

@@ -330,6 +330,6 @@ def test_the_iam_callback_signs_an_authentication_payload_on_glue_5s_aws_sdk(tmp
 
 
 def runtime_versions() -> dict[str, str]:
-    import runtime
+    from cdctools import pinned_jars as runtime
 
     return runtime.versions()

@@ -35,7 +35,7 @@ def test_a_table_named_and_keyed_with_every_kind_of_name_holds_the_sources_rows_
 
 def test_reconciles_reader_gives_the_rows_under_the_sources_names(named):
     lake, _ = named
-    import lake as lakefiles
+    from cdctools import lake_reader as lakefiles
 
     con = lakefiles.connect()
     try:

@@ -30,9 +30,9 @@ PLACEHOLDER = "__debezium_unavailable_value"
 
 
 def duckdb_rows(lake, table: str) -> dict:
-    """The lake table as another engine reads it (DuckDB, Athena's role in scripts/lake.py): no
+    """The lake table as another engine reads it (DuckDB, Athena's role in scripts/cdctools/lake_reader.py): no
     Python conversion of Spark's, which cannot build datetimes near year 1 from epoch values."""
-    import lake as lakefiles
+    from cdctools import lake_reader as lakefiles
 
     con = lakefiles.connect()
     try:
@@ -315,7 +315,7 @@ def test_array_elements_reach_the_lake_as_values_not_as_the_connectors_encodings
     # microseconds, bytea as base64, jsonb as quoted text.
     import json
 
-    import reconcile
+    from cdctools import reconcile
 
     lake = make_lake()
     batch = [load("postgres/arrays_c_insert.json"), load("postgres/arrays_c_insert_nulls.json")]

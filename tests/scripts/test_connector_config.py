@@ -1,8 +1,7 @@
-"""scripts/connector_config.py: rendering the single connector template per environment."""
+"""scripts/cdctools/connector_config.py: rendering the single connector template per environment."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,10 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-mysql.json"
-_spec = importlib.util.spec_from_file_location("connector_config", ROOT / "scripts" / "connector_config.py")
-assert _spec and _spec.loader
-connector_config = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(connector_config)
+from cdctools import connector_config  # noqa: E402
 
 LOCAL_VALUES = {
     "DB_HOST": "127.0.0.1",

@@ -11,8 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 
-import connector_config  # noqa: E402
 from cdcstack import postgres, sources  # noqa: E402
+from cdctools import connector_config  # noqa: E402
 
 VALUES = {
     "DB_HOST": "127.0.0.1",

@@ -130,8 +130,8 @@ def test_make_demo_table_format_reaches_the_local_jobs_settings(
     # the job's own argument parsing turns into its settings.
     import subprocess
 
-    import local_job
     from cdclake.common.settings import build_settings, parse_argv
+    from cdctools import local_job
 
     recipe = subprocess.run(
         ["make", "-n", "demo", f"TABLE_FORMAT={table_format}"], cwd=ROOT, capture_output=True, text=True, check=True
@@ -149,8 +149,8 @@ def test_a_local_delta_or_hudi_job_keeps_its_catalog_in_the_stacks_state_folder(
 ) -> None:
     # A job started again must find the tables the one before created: the session catalog goes to a
     # folder of the stack's state, under the name the job's session reads.
-    import local_job
     from cdclake.local.session import SESSION_METASTORE_ENV
+    from cdctools import local_job
 
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
     s = sources.stack_config("mysql", "json")
@@ -165,9 +165,9 @@ def test_a_local_resume_run_writes_the_streams_lake_and_reads_its_marks_with_a_c
 ) -> None:
     # local-job resume TABLE: the job once over the table's set-aside folder (found by its mark
     # under the stream's --dead_letter_path), a new checkpoint each run (a retry reads every file again).
-    import local_job
     from cdclake.common.settings import build_settings, parse_argv
     from cdclake.jobs.job import check_input_exists
+    from cdctools import local_job
 
     monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
     s = sources.stack_config("mysql", "json")

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-import reconcile  # noqa: E402
+from cdctools import reconcile  # noqa: E402
 
 COLUMNS = ["id", "name", "balance", "updated_at"]
 
@@ -174,8 +174,8 @@ def test_a_hudi_timestamp_in_utc_matches_the_sources_datetime_of_the_same_wall_c
 
 
 def test_the_lake_format_is_found_from_its_tables_folders_and_a_mixed_lake_is_refused(tmp_path):
-    import lake as lake_reader
     import pytest
+    from cdctools import lake_reader
 
     assert lake_reader.lake_format(tmp_path, "cdc") == "iceberg"  # no table yet: the default format
     (tmp_path / "cdc.db" / "salesdb_customer" / "_delta_log").mkdir(parents=True)
@@ -190,7 +190,7 @@ def test_the_lake_format_is_found_from_its_tables_folders_and_a_mixed_lake_is_re
 def test_hudi_column_changes_follow_each_column_by_its_id_across_commits():
     import json
 
-    import lake as lake_reader
+    from cdctools import lake_reader
 
     def commit(*names: str) -> dict:
         fields = [{"id": i, "name": n} for i, n in enumerate(names) if n]

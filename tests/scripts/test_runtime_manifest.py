@@ -1,4 +1,4 @@
-"""The runtime manifest (pom.xml) and its resolution with Maven (scripts/runtime.py)."""
+"""The runtime manifest (pom.xml) and its resolution with Maven (scripts/cdctools/pinned_jars.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-import runtime  # noqa: E402
+from cdctools import pinned_jars as runtime  # noqa: E402
 
 
 def test_manifest_pins_glue_6_versions_of_spark_iceberg_and_the_aws_sdk() -> None:
@@ -132,7 +132,9 @@ def test_unreachable_registry_gives_one_actionable_line(
 
 def test_cli_rejects_an_unknown_command_with_exit_2() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "runtime.py"), "resolv"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "scripts" / "cdctools" / "pinned_jars.py"), "resolv"],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert "unknown command" in proc.stderr

@@ -36,7 +36,7 @@ def test_setup_deploy_installs_no_system_package_and_no_database() -> None:
         assert not re.search(rf"^[^\"']*{re.escape(forbidden)}", code, re.M), forbidden
     assert (
         "requirements-deploy.txt" in code
-        and 'runtime.py" resolve glue-extra-jars debezium-mysql debezium-postgres' in code
+        and 'pinned_jars.py" resolve glue-extra-jars debezium-mysql debezium-postgres' in code
     )
 
 

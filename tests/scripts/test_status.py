@@ -9,9 +9,9 @@ import io
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-import status  # noqa: E402
 from cdclake.common.metrics import batch_metrics, emit, maintenance_metrics  # noqa: E402
 from cdclake.common.report import BatchReport, TableReport  # noqa: E402
+from cdctools import status  # noqa: E402
 from job_runs import status_rows  # noqa: E402
 
 NOW = 1_790_000_000_000

@@ -60,7 +60,7 @@ def table_version(stack: Stack, table: str) -> int:
 
 def ingest_times(stack: Stack, table: str, where: str) -> dict[int, Any]:
     """`_cdc_ingested_at` of the lake rows matching `where`, by cust_id (read by DuckDB, not Spark)."""
-    import lake
+    from cdctools import lake_reader as lake
 
     con = lake.connect()
     try:
@@ -95,7 +95,7 @@ def batch_ids(folder: Path) -> set[int]:
 
 def lake_columns(stack: Stack, table: str) -> list[str]:
     """The lake table's current data columns, from its Iceberg metadata."""
-    import lake
+    from cdctools import lake_reader as lake
 
     location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", table)
     meta = json.loads(lake.current_metadata(location).read_text())

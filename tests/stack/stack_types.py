@@ -16,7 +16,7 @@ from stack_helpers import Stack
 
 def lake_rows(stack: Stack, lake_table: str) -> dict[int, dict[str, Any]] | None:
     """The lake table read by DuckDB (Athena's role), by id; None while it does not exist."""
-    import lake
+    from cdctools import lake_reader as lake
 
     location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", lake_table)
     if lake.current_metadata(location) is None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import lake
 import pytest
 from cdc_events import Events, customer
+from cdctools import lake_reader as lake
 from job_runs import local_argv, run_job_script
 from stack_helpers import Stack
 

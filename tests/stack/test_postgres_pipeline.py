@@ -414,7 +414,7 @@ DDL_FIXTURES = tm.fixture_dir("postgres") / "ddl"
 
 def lake_columns(stack: Stack, table: str) -> list[str]:
     """The lake table's data columns, from its Iceberg metadata."""
-    import lake
+    from cdctools import lake_reader as lake
 
     location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", table)
     meta = json.loads(lake.current_metadata(location).read_text())

@@ -92,7 +92,7 @@ def mark(stack: Stack) -> Path:
 def set_aside_property(stack: Stack, table_format: str) -> str | None:
     """The table property cdc.set-aside as a reader outside Spark sees it (Iceberg's metadata, Delta's
     log); Hudi keeps properties set through Spark in its catalog, so None there."""
-    import lake
+    from cdctools import lake_reader as lake
 
     if table_format == "hudi":
         return None
@@ -162,7 +162,7 @@ def test_a_table_whose_writes_always_fail_is_set_aside_survives_a_kill_9_and_res
 def spark_versions(stack: Stack, table: str) -> list[str]:
     """The Spark version behind each snapshot of an Iceberg lake table, oldest first (Spark writes it
     into each snapshot's summary as `engine-version`)."""
-    import lake
+    from cdctools import lake_reader as lake
 
     location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", table, "iceberg")
     latest = max((location / "metadata").glob("*.metadata.json"), key=lambda p: p.stat().st_mtime)

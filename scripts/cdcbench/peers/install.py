@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-import runtime  # noqa: E402
+from cdctools import pinned_jars as runtime  # noqa: E402
 
 REQUIREMENTS = ROOT / "requirements-peers.txt"
 FLINK_PROFILE = "peer-flink"

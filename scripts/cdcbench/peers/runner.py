@@ -206,7 +206,7 @@ def _source_rows(conn, table: str) -> tuple[list[str], list[dict[str, Any]]]:
 def compare_current(spark: Any, system: System, conn, table: str, columns: list[str] | None = None):
     """reconcile.compare_rows between the source table and the system's current state (`columns`: a
     subset of the source's to compare, e.g. those every system stores in the source's representation)."""
-    from reconcile import compare_rows
+    from cdctools.reconcile import compare_rows
 
     conn.commit()  # a fresh read view
     names, src = _source_rows(conn, table)

@@ -3,13 +3,13 @@
 The template is the single source of truth for the connector settings; each environment (the local
 Kafka Connect, MSK Connect) only supplies values for its ``${NAME}`` placeholders.
 
-    from connector_config import render
+    from cdctools.connector_config import render
     config = render("cloudformation/connector/debezium-mysql.json", {"DB_HOST": "127.0.0.1", ...})
 
 Command line (prints the rendered JSON; values come from NAME=VALUE arguments, or from the
 environment with --env, which keeps secrets off the command line):
 
-    python scripts/connector_config.py TEMPLATE [NAME=VALUE ...] [--env]
+    python scripts/cdctools/connector_config.py TEMPLATE [NAME=VALUE ...] [--env]
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ if __name__ == "__main__":
 WIRE_FORMATS = ("json", "avro")
 # The settings that differ with the wire format avro (cloudformation/connector/wire-format-avro.json):
 # with it they replace the connector template's converter settings; json is the template as it is.
-AVRO_TEMPLATE = Path(__file__).resolve().parents[1] / "cloudformation" / "connector" / "wire-format-avro.json"
+AVRO_TEMPLATE = Path(__file__).resolve().parents[2] / "cloudformation" / "connector" / "wire-format-avro.json"
 CONVERTER_PREFIXES = ("key.converter", "value.converter")
 
 

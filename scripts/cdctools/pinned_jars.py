@@ -1,8 +1,8 @@
 """The runtime manifest (pom.xml): its pinned versions, and its profiles resolved with Maven into .local/.
 
-    python3 scripts/runtime.py resolve [PROFILE ...]   # resolve (all but the peers' by default); idempotent
-    python3 scripts/runtime.py versions                # the pinned versions, as JSON
-    python3 scripts/runtime.py jars PROFILE            # the resolved jars of one profile, one per line
+    python3 scripts/cdctools/pinned_jars.py resolve [PROFILE ...]   # resolve (all but the peers' by default); idempotent
+    python3 scripts/cdctools/pinned_jars.py versions                # the pinned versions, as JSON
+    python3 scripts/cdctools/pinned_jars.py jars PROFILE            # the resolved jars of one profile, one per line
 
 CDC_MAVEN_SETTINGS: a Maven settings.xml to use (a mirror of Maven Central, a proxy).
 Standard library only: scripts/setup-local runs it before the virtualenv exists.
@@ -27,7 +27,7 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POM = ROOT / "pom.xml"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 CENTRAL = "https://repo.maven.apache.org/maven2"

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cli
-import lake  # noqa: F401  (first: puts the job's package, cdclake, on the path)
 from cdclake.common.metrics import JOB, MAINTENANCE_METRICS, TABLE, parse
 from cdcstack import plumbing, sources
+
+from cdctools import cli
 
 # The per-table counts a table adds up over batches; the others are the latest batch's.
 SUMMED = ("Inserts", "Updates", "Deletes", "DeadLetters", "Commits")

@@ -5,7 +5,7 @@
     (--source postgres, or CDC_STACK_SOURCE=postgres: the local PostgreSQL source instead of MariaDB;
     --table-format iceberg|delta|hudi: the lake's format, found from the lake when not given)
 
-The lake is read outside Spark, in Athena's role (scripts/lake.py): Iceberg and Delta tables by
+The lake is read outside Spark, in Athena's role (scripts/cdctools/lake_reader.py): Iceberg and Delta tables by
 DuckDB's extensions, Hudi copy-on-write tables by hudi-rs. A lake table the reader cannot read
 correctly (a Hudi table whose columns were renamed or dropped under Hudi's schema evolution on
 read, which hudi-rs does not apply) cannot be compared, and says so: a difference, never a match.
@@ -48,16 +48,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import cli
 import duckdb
-import lake  # first: puts the job's package (cdclake) on the path
-import local_job
 import pymysql
 from cdclake.common.lake_contract import SOURCE_DROPPED_PROPERTY as SOURCE_DROPPED
 from cdclake.common.names import lake_table_name
 from cdclake.events.source_ddl import POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE
 from cdcstack import commands, mariadb, postgres, sources
 from cdcstack.plumbing import DATABASE, StackConfig, StackError, live_record, os_user
+
+from cdctools import cli, local_job
+from cdctools import lake_reader as lake
 
 
 def normalise(value: Any) -> Any:

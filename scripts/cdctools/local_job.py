@@ -29,11 +29,11 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-import cli
-
 # The job's own account of which Glue runtime (and so which local pyspark) a table format runs on.
 from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
 from cdcstack import commands, plumbing, registry, sources
+
+from cdctools import cli
 
 COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"

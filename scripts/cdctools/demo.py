@@ -4,7 +4,7 @@ MariaDB -> Debezium on Kafka Connect -> Apache Kafka (KRaft) -> the Glue job scr
 locally, Spark's Kafka source) -> Iceberg tables, read back through DuckDB in Athena's role, then reconciled with the
 source row by row. Exits non-zero if the lake differs from the source.
 With --table-format delta or hudi the job writes Delta Lake or Apache Hudi (copy-on-write) tables
-instead, read back the same way (scripts/lake.py: DuckDB's Delta extension; hudi-rs for Hudi).
+instead, read back the same way (scripts/cdctools/lake_reader.py: DuckDB's Delta extension; hudi-rs for Hudi).
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
 at the end unless --keep is given. With --source postgres the source is PostgreSQL 15 (logical
@@ -24,17 +24,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import cli
+from cdctools import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
-import lake  # noqa: E402  (first: puts the job's package, cdclake, on the path)
-import local_job  # noqa: E402
-import reconcile  # noqa: E402
-import status  # noqa: E402
 from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
 from cdcstack import commands, plumbing, sources  # noqa: E402
+
+from cdctools import lake_reader as lake  # noqa: E402
+from cdctools import local_job, reconcile, status  # noqa: E402
 
 STEPS = 7
 FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake", "hudi": "Apache Hudi"}

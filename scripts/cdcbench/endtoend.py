@@ -318,75 +318,92 @@ def _drive(
     return probes, changes, changes / (time.monotonic() - start), next_id
 
 
-def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Table]:
-    work = cfg.work / f"e2e-{wire_format}"
-    work.mkdir(parents=True, exist_ok=True)
-    stack = Stack(work, wire_format)
-    job = Job(stack, work, cfg.work / "warehouse")
-    results: list[RateResult] = []
-    try:
-        t0 = time.monotonic()
-        stack.up()
-        log.info("e2e: stack up in %.0fs", time.monotonic() - t0)
-        conn = stack.connect()
-        with conn.cursor() as cur:
-            for start in range(1, cfg.e2e_rows + 1, 5000):
-                cur.executemany(INSERT, [_row(i) for i in range(start, min(start + 5000, cfg.e2e_rows + 1))])
-                conn.commit()
-        conn.close()
-        job.start()
-        _wait(
-            "the initial rows in the lake",
-            lambda: spark.table(job.table).count() == cfg.e2e_rows,
-            timeout=600,
-            job=job,
-        )
-        log.info("e2e: job caught up with %d initial rows", cfg.e2e_rows)
-        live = list(range(1, cfg.e2e_rows + 1))
-        next_id = 10_000_000
-        for rate in cfg.e2e_rates:
-            cpu_before = job.cpu(stack)
-            probes, changes, achieved, next_id = _drive(stack, rate, cfg.e2e_seconds, next_id, live)
-            last = max(probes)
-            with suppress(TimeoutError):
-                _wait(
-                    f"the probes at {rate}/s",
-                    lambda last=last: spark.table(job.table).where(f"id = {last}").count() == 1,
-                    180,
-                    job,
-                )
-            cpu = cpu_spent(cpu_before, job.cpu(stack))
-            seen = _visible_at(spark, job.table, list(probes))
-            lat = sorted(seen[i] - probes[i] for i in probes if i in seen)
-            results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen), changes, cpu))
-            log.info("e2e: %d/s: p50 %.2fs", rate, statistics.median(lat) if lat else -1)
-        # sustained: a burst of inserts, as fast as MariaDB takes them
-        batches_before = len(job.batches())
-        conn = stack.connect()
-        burst_ids = list(range(next_id, next_id + cfg.e2e_burst))
-        first_commit = time.time()
-        cpu_before = job.cpu(stack)
-        with conn.cursor() as cur:
-            for k in range(0, len(burst_ids), 2000):
-                cur.executemany(INSERT, [_row(i) for i in burst_ids[k : k + 2000]])
-                conn.commit()
-        source_done = time.time()
-        conn.close()
-        _wait(
-            "the burst in the lake",
-            lambda: spark.table(job.table).where(f"id = {burst_ids[-1]}").count() == 1,
-            900,
-            job,
-        )
-        burst_cpu = cpu_spent(cpu_before, job.cpu(stack))
-        visible = _visible_at(spark, job.table, [burst_ids[-1]])[burst_ids[-1]]
-        batches = job.batches()[batches_before:]
-        topic_records, topic_size = stack.topic_bytes("salesdb.salesdb.bench_orders")
-        component = stack.component_rss()
-    finally:
-        job.stop()
-        stack.down()
+@dataclass
+class BurstResult:
+    """The sustained run: a burst of inserts, as fast as the source takes them."""
 
+    first_commit: float
+    source_done: float
+    visible: float
+    cpu: dict[str, float]
+    batches: list[tuple[int, float]]
+    topic_records: int
+    topic_size: int
+    component_rss: dict[str, int]
+
+
+def _load_initial_rows(spark: SparkSession, stack: Stack, job: Job, cfg: Config) -> None:
+    t0 = time.monotonic()
+    stack.up()
+    log.info("e2e: stack up in %.0fs", time.monotonic() - t0)
+    conn = stack.connect()
+    with conn.cursor() as cur:
+        for start in range(1, cfg.e2e_rows + 1, 5000):
+            cur.executemany(INSERT, [_row(i) for i in range(start, min(start + 5000, cfg.e2e_rows + 1))])
+            conn.commit()
+    conn.close()
+    job.start()
+    _wait(
+        "the initial rows in the lake",
+        lambda: spark.table(job.table).count() == cfg.e2e_rows,
+        timeout=600,
+        job=job,
+    )
+    log.info("e2e: job caught up with %d initial rows", cfg.e2e_rows)
+
+
+def _measure_rates(spark: SparkSession, stack: Stack, job: Job, cfg: Config) -> tuple[list[RateResult], int]:
+    """Each rate of cfg.e2e_rates for cfg.e2e_seconds: the probes' latencies; and the next free id."""
+    results: list[RateResult] = []
+    live = list(range(1, cfg.e2e_rows + 1))
+    next_id = 10_000_000
+    for rate in cfg.e2e_rates:
+        cpu_before = job.cpu(stack)
+        probes, changes, achieved, next_id = _drive(stack, rate, cfg.e2e_seconds, next_id, live)
+        last = max(probes)
+        with suppress(TimeoutError):
+            _wait(
+                f"the probes at {rate}/s",
+                lambda last=last: spark.table(job.table).where(f"id = {last}").count() == 1,
+                180,
+                job,
+            )
+        cpu = cpu_spent(cpu_before, job.cpu(stack))
+        seen = _visible_at(spark, job.table, list(probes))
+        lat = sorted(seen[i] - probes[i] for i in probes if i in seen)
+        results.append(RateResult(rate, achieved, len(probes), lat, len(probes) - len(seen), changes, cpu))
+        log.info("e2e: %d/s: p50 %.2fs", rate, statistics.median(lat) if lat else -1)
+    return results, next_id
+
+
+def _burst(spark: SparkSession, stack: Stack, job: Job, cfg: Config, next_id: int) -> BurstResult:
+    batches_before = len(job.batches())
+    conn = stack.connect()
+    burst_ids = list(range(next_id, next_id + cfg.e2e_burst))
+    first_commit = time.time()
+    cpu_before = job.cpu(stack)
+    with conn.cursor() as cur:
+        for k in range(0, len(burst_ids), 2000):
+            cur.executemany(INSERT, [_row(i) for i in burst_ids[k : k + 2000]])
+            conn.commit()
+    source_done = time.time()
+    conn.close()
+    _wait(
+        "the burst in the lake",
+        lambda: spark.table(job.table).where(f"id = {burst_ids[-1]}").count() == 1,
+        900,
+        job,
+    )
+    burst_cpu = cpu_spent(cpu_before, job.cpu(stack))
+    visible = _visible_at(spark, job.table, [burst_ids[-1]])[burst_ids[-1]]
+    batches = job.batches()[batches_before:]
+    topic_records, topic_size = stack.topic_bytes("salesdb.salesdb.bench_orders")
+    return BurstResult(
+        first_commit, source_done, visible, burst_cpu, batches, topic_records, topic_size, stack.component_rss()
+    )
+
+
+def _latency_table(results: list[RateResult], cfg: Config, wire_format: str, job: Job) -> Table:
     lat_t = Table(
         f"c. End to end on the local stack, wire format {wire_format}: source commit -> visible in the lake "
         "(trigger interval 1 s)",
@@ -410,7 +427,11 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
         "JVM; each stack component's) from the rate's first change until its last probe was found in the lake, "
         f"so a job that falls behind is charged its catch-up; per million: over the rate's changes. Job: {job.display()}."
     )
-    span = visible - first_commit
+    return lat_t
+
+
+def _throughput_table(b: BurstResult, cfg: Config, wire_format: str, job: Job) -> Table:
+    span = b.visible - b.first_commit
     thr = Table(
         f"c. Sustained end-to-end throughput, wire format {wire_format} (burst of inserts)",
         [
@@ -429,20 +450,35 @@ def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Tab
     )
     thr.add(
         f"{cfg.e2e_burst:,}",
-        f"{source_done - first_commit:.1f}",
+        f"{b.source_done - b.first_commit:.1f}",
         f"{span:.1f}",
         f"{cfg.e2e_burst / span:,.0f}",
-        *cpu_split_cells(burst_cpu, cfg.e2e_burst),
-        len(batches),
-        f"{statistics.mean(s for _, s in batches):.2f}" if batches else "-",
+        *cpu_split_cells(b.cpu, cfg.e2e_burst),
+        len(b.batches),
+        f"{statistics.mean(s for _, s in b.batches):.2f}" if b.batches else "-",
         mib(job.rss.peak() if job.rss else 0),
-        f"{topic_size / max(topic_records, 1):,.0f}",
+        f"{b.topic_size / max(b.topic_records, 1):,.0f}",
     )
     thr.notes.append(
         "CPU: the job's process tree (Python driver and JVM) and, apart, each stack component's, from the burst's "
-        f"first commit until its last row was found. Topic bytes: key plus value of all {topic_records:,} records of the table's topic (snapshot, rates "
+        f"first commit until its last row was found. Topic bytes: key plus value of all {b.topic_records:,} records of the table's topic (snapshot, rates "
         "and burst, tombstones included). "
         "Peak RSS is the job's driver process tree (Python + JVM, default 2 GB heap) over the whole end-to-end run; "
-        "stack components at the end: " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(component.items())) + "."
+        "stack components at the end: " + ", ".join(f"{k} {mib(v)}" for k, v in sorted(b.component_rss.items())) + "."
     )
-    return [lat_t, thr]
+    return thr
+
+
+def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Table]:
+    work = cfg.work / f"e2e-{wire_format}"
+    work.mkdir(parents=True, exist_ok=True)
+    stack = Stack(work, wire_format)
+    job = Job(stack, work, cfg.work / "warehouse")
+    try:
+        _load_initial_rows(spark, stack, job, cfg)
+        results, next_id = _measure_rates(spark, stack, job, cfg)
+        burst = _burst(spark, stack, job, cfg, next_id)
+    finally:
+        job.stop()
+        stack.down()
+    return [_latency_table(results, cfg, wire_format, job), _throughput_table(burst, cfg, wire_format, job)]

@@ -3,6 +3,7 @@ tables and write them as Markdown (see docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import platform
@@ -13,6 +14,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from cdctools import cli
 
@@ -65,8 +67,7 @@ def _environment(cfg: Config, spark_conf: dict[str, str]) -> Table:
     return t
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = cli.Parser(prog="bench", description=__doc__)
+def _add_scope_arguments(ap: cli.Parser) -> None:
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         default=ROOT / "glue_scripts",
         help="the cdclake package to measure (before/after: `git archive REV glue_scripts | tar -x -C DIR`, then DIR/glue_scripts)",
     )
+
+
+def _add_section_arguments(ap: cli.Parser) -> None:
     ap.add_argument(
         "--methods",
         default="mor,cow,baseline,append,job-append,fixed",
@@ -142,7 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         "Kafka Connect sink and the AWS sample's approach on the same changes (installs Flink and the sink into "
         ".local/peers on first use); alone unless --sections is given too; SYSTEMS: a comma-separated subset",
     )
-    args = ap.parse_args(argv)
+
+
+class Sizes(NamedTuple):
+    """The sizes the arguments ask for (None: the mode's default)."""
+
+    table_counts: tuple[int, ...] | None
+    batch_sizes: tuple[int, ...] | None
+    wire_formats: tuple[str, ...]
+
+
+def _validated(ap: cli.Parser, args: argparse.Namespace) -> tuple[set[str], tuple[str, ...], Sizes]:
+    """The sections, the peers and the sizes the arguments ask for; a wrong one stops here."""
     known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed", "formats", "runtimes")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
@@ -170,15 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--batch-sizes {args.batch_sizes!r}: comma-separated whole numbers, e.g. 100000")
     if sizes is not None and (not sizes or min(sizes) < 1):
         ap.error(f"--batch-sizes {args.batch_sizes!r}: every size must be at least 1")
-    sys.path.insert(0, str(args.glue_scripts.resolve()))
-    os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("cdclake").setLevel(logging.WARNING)  # one line per batch is too much here
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return sections, peers, Sizes(counts, sizes, wire_formats)
 
+
+def _config(ap: cli.Parser, args: argparse.Namespace, e2e: bool, sized: Sizes) -> Config:
+    """The work folder emptied, and the run's configuration (with --compare's revision extracted)."""
+    counts, sizes, wire_formats = sized
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
-    cfg = replace(make_config(args.quick, args.work, e2e="c" in sections), methods=tuple(args.methods.split(",")))
+    cfg = replace(make_config(args.quick, args.work, e2e=e2e), methods=tuple(args.methods.split(",")))
     if counts is not None:
         cfg = replace(cfg, table_counts=counts)
     if sizes is not None:
@@ -196,37 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         except CompareError as e:
             ap.error(str(e))
         cfg = replace(cfg, compare_rev=rev, compare_package=package)
-    started = time.monotonic()
+    return cfg
 
-    jvm_tables: list[Table] = []
-    if "j" in sections:  # before the benchmark's own JVM starts: its workers start theirs
-        from . import jvmflags
 
-        jvm_tables = jvmflags.run(cfg)
-    os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
-    from cdclake.local.session import local_session
-
-    from .tables import job_settings
-
-    rss = RssSampler()
-    settings = job_settings(cfg.work / "warehouse", "bench", cfg.work, shuffle_partitions=str(cfg.shuffle_partitions))
-    spark = local_session(settings, app_name="cdc-bench")
-    spark_conf = {
-        "master": spark.sparkContext.master,
-        "driver memory": os.environ["CDC_SPARK_DRIVER_MEMORY"],
-        "shuffle partitions": spark.conf.get("spark.sql.shuffle.partitions"),
-        "UI": spark.conf.get("spark.ui.enabled", "false"),
-    }
-    tables: list[Table] = [_environment(cfg, spark_conf)]
-
-    def emit(new: list[Table]) -> None:
-        for t in new:
-            print("\n" + t.text(), flush=True)
-        tables.extend(new)
-
-    print("\n" + tables[0].text(), flush=True)
-    emit(jvm_tables)
+def _run_sections(
+    spark: Any, cfg: Config, sections: set[str], args: argparse.Namespace, rss: RssSampler, emit: Any
+) -> None:
+    """Sections a, t, b and c, in that order, each table printed as it is done."""
     if "a" in sections:
         from . import apply
 
@@ -257,6 +248,70 @@ def main(argv: list[str] | None = None) -> int:
 
         for wire_format in cfg.e2e_wire_formats:
             emit(endtoend.run(spark, cfg, wire_format))
+
+
+def _session(cfg: Config) -> tuple[Any, dict[str, str]]:
+    """The benchmark's Spark session (the job's local session), and its settings for the report."""
+    os.environ.setdefault("CDC_SPARK_DRIVER_MEMORY", "4g")
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
+    from cdclake.local.session import local_session
+
+    from .tables import job_settings
+
+    settings = job_settings(cfg.work / "warehouse", "bench", cfg.work, shuffle_partitions=str(cfg.shuffle_partitions))
+    spark = local_session(settings, app_name="cdc-bench")
+    spark_conf = {
+        "master": spark.sparkContext.master,
+        "driver memory": os.environ["CDC_SPARK_DRIVER_MEMORY"],
+        "shuffle partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "UI": spark.conf.get("spark.ui.enabled", "false"),
+    }
+    return spark, spark_conf
+
+
+def _write_markdown(
+    markdown: Path | None, argv: list[str] | None, quick: bool, peers: bool, tables: list[Table], footer: str
+) -> None:
+    out = (
+        markdown or ROOT / ".local" / "bench" / f"results-{'peers-' if peers else ''}{'quick' if quick else 'full'}.md"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = "bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    out.write_text(f"### `{command.strip()}`\n\n" + "\n".join(t.markdown() for t in tables) + f"\n{footer}\n")
+    print(f"Markdown copy: {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = cli.Parser(prog="bench", description=__doc__)
+    _add_scope_arguments(ap)
+    _add_section_arguments(ap)
+    args = ap.parse_args(argv)
+    sections, peers, sized = _validated(ap, args)
+    sys.path.insert(0, str(args.glue_scripts.resolve()))
+    os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("cdclake").setLevel(logging.WARNING)  # one line per batch is too much here
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    cfg = _config(ap, args, "c" in sections, sized)
+    started = time.monotonic()
+
+    jvm_tables: list[Table] = []
+    if "j" in sections:  # before the benchmark's own JVM starts: its workers start theirs
+        from . import jvmflags
+
+        jvm_tables = jvmflags.run(cfg)
+    rss = RssSampler()
+    spark, spark_conf = _session(cfg)
+    tables: list[Table] = [_environment(cfg, spark_conf)]
+
+    def emit(new: list[Table]) -> None:
+        for t in new:
+            print("\n" + t.text(), flush=True)
+        tables.extend(new)
+
+    print("\n" + tables[0].text(), flush=True)
+    emit(jvm_tables)
+    _run_sections(spark, cfg, sections, args, rss, emit)
     missing: list[str] = []  # the peers' rows missing from their table (runner.missing_rows)
     if peers:
         from .peers import runner
@@ -268,14 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     footer = f"Whole run: {elapsed / 60:.1f} min, peak RSS of the benchmark's process tree {mib(rss.peak())}."
     print("\n" + footer)
-    out = (
-        args.markdown
-        or ROOT / ".local" / "bench" / f"results-{'peers-' if peers else ''}{'quick' if cfg.quick else 'full'}.md"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    command = "bench " + " ".join(argv if argv is not None else sys.argv[1:])
-    out.write_text(f"### `{command.strip()}`\n\n" + "\n".join(t.markdown() for t in tables) + f"\n{footer}\n")
-    print(f"Markdown copy: {out}")
+    _write_markdown(args.markdown, argv, cfg.quick, bool(peers), tables, footer)
     if missing:  # after the tables and their copy: what was measured stays readable
         print("peers: FAILED, rows missing from the table:\n  " + "\n  ".join(missing), file=sys.stderr)
         return 1

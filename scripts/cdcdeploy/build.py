@@ -76,6 +76,31 @@ def glue_extra_jar_artifact(art_dir: Path, profile: str = artifacts.GLUE_EXTRA_J
     return Artifact(str(dst), f"glue-jars/{sha[:12]}/{dst.name}", sha)
 
 
+def _copied(src: Path, art_dir: Path) -> tuple[Path, str]:
+    """`src` copied into art_dir, and the copy's SHA-256."""
+    dst = art_dir / src.name
+    shutil.copyfile(src, dst)
+    return dst, artifacts.sha256_file(dst)
+
+
+def seed_sql_artifacts(sql_dir: Path, sql_dst: Path) -> tuple[str, list[Artifact]]:
+    """The seed SQL files copied into sql_dst, under one prefix that hashes their names and content."""
+    sql_files = seed_sql_files(sql_dir)
+    sql_hash = hashlib.sha256()
+    names = {f: f.relative_to(sql_dir).as_posix() for f in sql_files}  # postgres/01_... keeps its folder
+    for f in sql_files:
+        sql_hash.update(names[f].encode() + b"\0" + f.read_bytes() + b"\0")
+    sql_prefix = f"sql/{sql_hash.hexdigest()[:12]}"
+    sql_dst.mkdir()
+    items = []
+    for f in sql_files:
+        dst = sql_dst / names[f]
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dst)
+        items.append(Artifact(str(dst), f"{sql_prefix}/{names[f]}", artifacts.sha256_file(dst)))
+    return sql_prefix, items
+
+
 def build_artifacts(
     out_dir: Path,
     job_script: Path = JOB_SCRIPT,
@@ -102,23 +127,10 @@ def build_artifacts(
         else artifacts.build_plugin_zip(art_dir / f"debezium-{source_engine}-plugin.zip", source_engine)
     )
     cdclake = artifacts.build_cdclake_zip(art_dir / "cdclake.zip", cdclake_dir)
-    script = art_dir / job_script.name
-    shutil.copyfile(job_script, script)
-    script_sha = artifacts.sha256_file(script)
-    maintenance = art_dir / maintenance_script.name
-    shutil.copyfile(maintenance_script, maintenance)
-    maintenance_sha = artifacts.sha256_file(maintenance)
+    script, script_sha = _copied(job_script, art_dir)
+    maintenance, maintenance_sha = _copied(maintenance_script, art_dir)
     # The scripts and their package travel together: one hash over all names one version of the jobs.
     job_hash = hashlib.sha256((script_sha + cdclake.sha256 + maintenance_sha).encode()).hexdigest()[:12]
-
-    sql_files = seed_sql_files(sql_dir)
-    sql_hash = hashlib.sha256()
-    names = {f: f.relative_to(sql_dir).as_posix() for f in sql_files}  # postgres/01_... keeps its folder
-    for f in sql_files:
-        sql_hash.update(names[f].encode() + b"\0" + f.read_bytes() + b"\0")
-    sql_prefix = f"sql/{sql_hash.hexdigest()[:12]}"
-    sql_dst = art_dir / "sql"
-    sql_dst.mkdir()
 
     items = [
         Artifact(str(plugin.path), f"plugins/debezium-{source_engine}-{plugin.short_hash}.zip", plugin.sha256),
@@ -129,11 +141,8 @@ def build_artifacts(
         glue_extra_jar_artifact(art_dir, artifacts.GLUE_AVRO_JARS_PROFILE),
         glue_extra_jar_artifact(art_dir, artifacts.GLUE5_AVRO_JARS_PROFILE),
     ]
-    for f in sql_files:
-        dst = sql_dst / names[f]
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, dst)
-        items.append(Artifact(str(dst), f"{sql_prefix}/{names[f]}", artifacts.sha256_file(dst)))
+    sql_prefix, sql_items = seed_sql_artifacts(sql_dir, art_dir / "sql")
+    items += sql_items
 
     manifest: dict[str, object] = {
         "artifacts": [asdict(a) for a in items],
@@ -148,7 +157,7 @@ def build_artifacts(
             "GlueAvro5JarKey": items[6].key,
             "SeedSqlPrefix": sql_prefix,
         },
-        "seed_sql_files": [names[f] for f in sql_files],
+        "seed_sql_files": [a.key.removeprefix(f"{sql_prefix}/") for a in sql_items],
     }
     (out_dir / "artifacts.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -10,6 +10,7 @@ left in progress -> start the Glue streaming job unless a run is already active.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -404,7 +405,7 @@ def deploy_and_wait(cfn: Any, stack_name: str, wait_s: float, deploy: Any, poll_
     return stacks.wait(cfn, stack_name, wait_s, poll_s)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = arguments.parser("deploy", __doc__)
     parser.add_argument("--artifacts-bucket", help="use this existing bucket instead of the <stack>-bootstrap stack's")
     parser.add_argument(
@@ -425,7 +426,23 @@ def main(argv: list[str] | None = None) -> int:
     arguments.add_wait(
         parser, "--wait-minutes", 180, "how long to wait for the pipeline stack after the aws CLI stops waiting"
     )
-    args = arguments.parse(parser, argv)
+    return parser
+
+
+def _start_job_and_report(session: Any, outputs: dict[str, str], args: argparse.Namespace) -> None:
+    if not args.no_start_job:
+        run_id = start_job_if_idle(session.client("glue"), outputs["JobName"])
+        print(
+            f"[deploy] Glue job {outputs['JobName']}: "
+            + (f"started run {run_id}" if run_id else "already running, left alone")
+        )
+    for key, value in sorted(outputs.items()):
+        print(f"  {key:26} {value}")
+    print(f"[deploy] check the running pipeline end to end: doctor {args.stack_name} --region {args.region}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments.parse(_parser(), argv)
 
     check_stack_name(args.stack_name)
     check_topic_pattern(args.parameter)
@@ -468,16 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[deploy] {exc}", file=sys.stderr)
         return 1
 
-    outputs = stack_outputs(cfn, args.stack_name)
-    if not args.no_start_job:
-        run_id = start_job_if_idle(session.client("glue"), outputs["JobName"])
-        print(
-            f"[deploy] Glue job {outputs['JobName']}: "
-            + (f"started run {run_id}" if run_id else "already running, left alone")
-        )
-    for key, value in sorted(outputs.items()):
-        print(f"  {key:26} {value}")
-    print(f"[deploy] check the running pipeline end to end: doctor {args.stack_name} --region {args.region}")
+    _start_job_and_report(session, stack_outputs(cfn, args.stack_name), args)
     return 0
 
 

@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,37 +111,50 @@ def cmd_up(s: StackConfig, init_sql: list[Path]) -> int:
     return _broker_and_connect_up(s, running, port, source_started, t_start)
 
 
+def _start_or_check(
+    s: StackConfig,
+    name: str,
+    record: Record | None,
+    port: int,
+    start: Callable[[], object],
+    health: Callable[[int], tuple[bool, str]],
+) -> bool:
+    """Starts the component when it is not running (True), else checks that it is healthy (False)."""
+    if record is None:
+        start()
+        return True
+    ok, detail = health(port)
+    if not ok:
+        raise StackError(
+            f"{name} (pid {record.pid}) is running but unhealthy: {detail}\nlast lines of its log:\n{log_tail(s, name)}"
+        )
+    say(f"{name}: already running (pid {record.pid}, port {port})")
+    return False
+
+
 def _broker_and_connect_up(
     s: StackConfig, running: dict[str, Record | None], port: dict[str, int], source_started: bool, t_start: float
 ) -> int:
     # Apache Kafka. Its topics (Connect's configs, offsets and status included) survive a restart,
     # so a Kafka Connect that kept running reconnects by itself.
-    if running["kafka"] is None:
-        kafka.start(s, port["kafka"], s.controller_port)
-    else:
-        ok, detail = kafka.health(port["kafka"])
-        if not ok:
-            raise StackError(
-                f"kafka (pid {running['kafka'].pid}) is running but unhealthy: {detail}\n"
-                f"last lines of its log:\n{log_tail(s, 'kafka')}"
-            )
-        say(f"kafka: already running (pid {running['kafka'].pid}, port {port['kafka']})")
+    _start_or_check(
+        s,
+        "kafka",
+        running["kafka"],
+        port["kafka"],
+        lambda: kafka.start(s, port["kafka"], s.controller_port),
+        kafka.health,
+    )
     if s.wire_format == "avro":
         _registry_up(s, running.get(registry.COMPONENT), port[registry.COMPONENT])
-
-    # Kafka Connect
-    connect_started = False
-    if running["connect"] is None:
-        connect.start(s, port["connect"], port["kafka"])
-        connect_started = True
-    else:
-        ok, detail = connect.health(port["connect"])
-        if not ok:
-            raise StackError(
-                f"connect (pid {running['connect'].pid}) is running but unhealthy: {detail}\n"
-                f"last lines of its log:\n{log_tail(s, 'connect')}"
-            )
-        say(f"connect: already running (pid {running['connect'].pid}, port {port['connect']})")
+    connect_started = _start_or_check(
+        s,
+        "connect",
+        running["connect"],
+        port["connect"],
+        lambda: connect.start(s, port["connect"], port["kafka"]),
+        connect.health,
+    )
 
     # Connector
     engine = s.engine
@@ -268,7 +282,7 @@ def cmd_sql(s: StackConfig, file: str | None, statement: str | None, database: s
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> cli.Parser:
     parser = cli.Parser(prog="local-stack", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -311,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("file", nargs="?", help="SQL file, or - for stdin")
     sql.add_argument("-e", "--execute", dest="statement")
     sql.add_argument("-D", "--database", default=DATABASE)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
         s = stack_config(args.source, getattr(args, "format", None))

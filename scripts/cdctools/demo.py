@@ -133,6 +133,43 @@ def show_history(location: Path, name: str, table_format: str) -> None:
         print(f"    schema {sid}: {', '.join(c for c in cols if not is_metadata_column(c))}")
 
 
+def final_checks(s: plumbing.StackConfig, con, customer: Path, name: str, table_format: str) -> bool:
+    """Step 7: the lake through DuckDB (history, schema, latency), the final reconciliation, the job's figures."""
+    ok = True
+    step(7, "the lake through a second SQL engine (DuckDB plays Athena): history, schema, latency, verdict")
+    show_history(customer, name, table_format)
+    lat = latency_probe(s, con, customer)
+    if lat:
+        print(
+            f"  end-to-end latency (source commit -> visible to a lake reader), {len(lat)} changes, "
+            f"job trigger {os.environ.get('CDC_JOB_TRIGGER_SECONDS', '1')} s: "
+            f"p50 {percentile(lat, 50):.1f} s, p95 {percentile(lat, 95):.1f} s, max {max(lat):.1f} s"
+        )
+    else:
+        ok = False
+        print("  latency probe: no change became visible")
+    print("  final reconciliation (row count + per-row checksum over all columns):")
+    ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
+    print("  the job's figures per table (status: the EMF lines the CloudWatch dashboard shows on AWS):")
+    print("    " + status.snapshot(s.log(local_job.COMPONENT))[0].replace("\n", "\n    "))
+    return ok
+
+
+def leave(s: plumbing.StackConfig, keep: bool, paths: local_job.LakePaths, table_format: str) -> None:
+    """Leaves the pipeline running (--keep) with what to explore, else stops it; the lake stays."""
+    if keep:
+        print(
+            f"[demo] still running. Explore: CDC_STACK_DIR={s.state} local-stack status | "
+            "local-job logs | status | reconcile | apply-sql FILE"
+            + ("" if table_format == "iceberg" else f" | local-job stop, start --table-format {table_format}")
+        )
+    else:
+        plumbing.stop(s, local_job.COMPONENT)
+        with plumbing.state_lock(s):
+            commands.cmd_down(s, [])
+        print(f"[demo] stopped; the lake stays in {paths.warehouse} (make demo KEEP=1 leaves it running)")
+
+
 def run(keep: bool, source: str | None = None, wire_format: str | None = None, table_format: str = "iceberg") -> int:
     s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
@@ -178,38 +215,13 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"
         )
 
-        step(7, "the lake through a second SQL engine (DuckDB plays Athena): history, schema, latency, verdict")
-        show_history(customer, f"{local_job.NAMESPACE}.{prefix}_customer", table_format)
-        lat = latency_probe(s, con, customer)
-        if lat:
-            print(
-                f"  end-to-end latency (source commit -> visible to a lake reader), {len(lat)} changes, "
-                f"job trigger {os.environ.get('CDC_JOB_TRIGGER_SECONDS', '1')} s: "
-                f"p50 {percentile(lat, 50):.1f} s, p95 {percentile(lat, 95):.1f} s, max {max(lat):.1f} s"
-            )
-        else:
-            ok = False
-            print("  latency probe: no change became visible")
-        print("  final reconciliation (row count + per-row checksum over all columns):")
-        ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
-        print("  the job's figures per table (status: the EMF lines the CloudWatch dashboard shows on AWS):")
-        print("    " + status.snapshot(s.log(local_job.COMPONENT))[0].replace("\n", "\n    "))
+        ok &= final_checks(s, con, customer, f"{local_job.NAMESPACE}.{prefix}_customer", table_format)
         print(
             f"\n[demo] {'PASS' if ok else 'FAIL'}: source and lake {'match' if ok else 'DIFFER'} "
             f"({time.monotonic() - t_start:.0f} s)"
         )
     finally:
-        if keep:
-            print(
-                f"[demo] still running. Explore: CDC_STACK_DIR={s.state} local-stack status | "
-                "local-job logs | status | reconcile | apply-sql FILE"
-                + ("" if table_format == "iceberg" else f" | local-job stop, start --table-format {table_format}")
-            )
-        else:
-            plumbing.stop(s, local_job.COMPONENT)
-            with plumbing.state_lock(s):
-                commands.cmd_down(s, [])
-            print(f"[demo] stopped; the lake stays in {paths.warehouse} (make demo KEEP=1 leaves it running)")
+        leave(s, keep, paths, table_format)
     return 0 if ok else 1
 
 

@@ -307,6 +307,48 @@ def _order(item: tuple) -> tuple:
     return tuple(one(v) for _, v in item)
 
 
+def _item(row: dict[str, Any], cols: list[str]) -> tuple:
+    return tuple((c, row[c]) for c in cols)
+
+
+def _compare_keyless(res: TableResult, columns: list[str], src: list[dict], dst: list[dict]) -> None:
+    """Whole rows as multisets: a row the lake holds more often than the source is a duplicate."""
+    s_count = Counter(_item(r, columns) for r in src)
+    d_count = Counter(_item(r, columns) for r in dst)
+    for row in sorted(s_count.keys() | d_count.keys(), key=_order):
+        s, d = s_count[row], d_count[row]
+        if d > s and s:
+            res.duplicates.append((row, s, d))
+        elif d > s:
+            res.extra += [row] * (d - s)
+        elif s > d:
+            res.missing += [row] * (s - d)
+
+
+def _compare_keyed(res: TableResult, columns: list[str], keys: list[str], src: list[dict], dst: list[dict]) -> None:
+    """Rows matched by key: missing, extra, repeated keys, and the columns that differ."""
+    s_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    d_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in src:
+        s_by[_item(r, keys)].append(r)
+    for r in dst:
+        d_by[_item(r, keys)].append(r)
+    for k in sorted(s_by.keys() | d_by.keys(), key=_order):
+        s, d = s_by.get(k, []), d_by.get(k, [])
+        if not d:
+            res.missing += [k] * len(s)
+        elif not s:
+            res.extra += [k] * len(d)
+            if len(d) > 1:
+                res.duplicates.append((k, 0, len(d)))
+        elif len(s) != len(d) or len(d) > 1:
+            res.duplicates.append((k, len(s), len(d)))
+        elif checksum(s[0]) != checksum(d[0]):
+            res.different.append((k, [c for c in columns if s[0][c] != d[0][c]]))
+            if not res.values:
+                res.values = [(c, s[0][c], d[0][c]) for c in res.different[0][1]]
+
+
 def compare_rows(
     table: str,
     columns: list[str],
@@ -332,44 +374,12 @@ def compare_rows(
     def canon(row: dict[str, Any], names: dict[str, str] | None) -> dict[str, Any]:
         return {c: normalise_as(kinds.get(c), row[names[c.lower()] if names else c]) for c in columns}
 
-    def item(row: dict[str, Any], cols: list[str]) -> tuple:
-        return tuple((c, row[c]) for c in cols)
-
     src = [canon(r, None) for r in source_rows]
     dst = [canon(r, by_lower) for r in lake_rows]
-    if not keys:
-        s_count = Counter(item(r, columns) for r in src)
-        d_count = Counter(item(r, columns) for r in dst)
-        for row in sorted(s_count.keys() | d_count.keys(), key=_order):
-            s, d = s_count[row], d_count[row]
-            if d > s and s:
-                res.duplicates.append((row, s, d))
-            elif d > s:
-                res.extra += [row] * (d - s)
-            elif s > d:
-                res.missing += [row] * (s - d)
-        return res
-
-    s_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    d_by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for r in src:
-        s_by[item(r, keys)].append(r)
-    for r in dst:
-        d_by[item(r, keys)].append(r)
-    for k in sorted(s_by.keys() | d_by.keys(), key=_order):
-        s, d = s_by.get(k, []), d_by.get(k, [])
-        if not d:
-            res.missing += [k] * len(s)
-        elif not s:
-            res.extra += [k] * len(d)
-            if len(d) > 1:
-                res.duplicates.append((k, 0, len(d)))
-        elif len(s) != len(d) or len(d) > 1:
-            res.duplicates.append((k, len(s), len(d)))
-        elif checksum(s[0]) != checksum(d[0]):
-            res.different.append((k, [c for c in columns if s[0][c] != d[0][c]]))
-            if not res.values:
-                res.values = [(c, s[0][c], d[0][c]) for c in res.different[0][1]]
+    if keys:
+        _compare_keyed(res, columns, list(keys), src, dst)
+    else:
+        _compare_keyless(res, columns, src, dst)
     return res
 
 

@@ -64,6 +64,47 @@ def _http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
         return 0, str(e)
 
 
+def _worker_files(d: Path, kafka: str, port: int, plugin: Path) -> tuple[Path, Path]:
+    """The sink's Kafka Connect worker: its properties and its log4j configuration, written into `d`."""
+    props = d / "worker.properties"
+    # offset.flush.interval.ms (default 60 s) bounds how long Connect's poll waits when the topics
+    # are idle, and the sink answers the coordinator's commit requests only when Connect calls it:
+    # at the default, the changes after a workload's last commit request waited 60-120 s (a commit
+    # timeout of 30 s included). MSK Connect accepts the setting in a custom worker configuration.
+    props.write_text(
+        f"""bootstrap.servers={kafka}
+group.id=bench-iceberg-sink-{port}
+config.storage.topic=_bench-sink-configs-{port}
+offset.storage.topic=_bench-sink-offsets-{port}
+status.storage.topic=_bench-sink-status-{port}
+config.storage.replication.factor=1
+offset.storage.replication.factor=1
+status.storage.replication.factor=1
+key.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+listeners=http://127.0.0.1:{port}
+rest.advertised.host.name=127.0.0.1
+rest.advertised.port={port}
+plugin.path={plugin.parent}
+plugin.discovery=service_load
+scheduled.rebalance.max.delay.ms=0
+consumer.auto.offset.reset=earliest
+offset.flush.interval.ms=1000
+"""
+    )
+    log4j = d / "log4j.properties"
+    log4j.write_text(
+        "log4j.rootLogger=INFO, out\nlog4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c{1})%n\n"
+        "log4j.logger.org.apache.kafka.connect.runtime.isolation=WARN\n"
+        "log4j.logger.org.apache.kafka.clients=WARN\nlog4j.logger.org.apache.iceberg=WARN\n"
+        # the commit protocol's steps (commit initiated / data written / complete): where a stall is
+        "log4j.logger.org.apache.iceberg.connect.channel=INFO\n"
+    )
+    return props, log4j
+
+
 class IcebergSink(System):
     name = "sink"
     label = "Iceberg Kafka Connect sink + dedup view"
@@ -83,42 +124,7 @@ class IcebergSink(System):
         self.port = free_port()
         d = ctx.work
         d.mkdir(parents=True, exist_ok=True)
-        props = d / "worker.properties"
-        # offset.flush.interval.ms (default 60 s) bounds how long Connect's poll waits when the topics
-        # are idle, and the sink answers the coordinator's commit requests only when Connect calls it:
-        # at the default, the changes after a workload's last commit request waited 60-120 s (a commit
-        # timeout of 30 s included). MSK Connect accepts the setting in a custom worker configuration.
-        props.write_text(
-            f"""bootstrap.servers={ctx.kafka}
-group.id=bench-iceberg-sink-{self.port}
-config.storage.topic=_bench-sink-configs-{self.port}
-offset.storage.topic=_bench-sink-offsets-{self.port}
-status.storage.topic=_bench-sink-status-{self.port}
-config.storage.replication.factor=1
-offset.storage.replication.factor=1
-status.storage.replication.factor=1
-key.converter=org.apache.kafka.connect.json.JsonConverter
-value.converter=org.apache.kafka.connect.json.JsonConverter
-listeners=http://127.0.0.1:{self.port}
-rest.advertised.host.name=127.0.0.1
-rest.advertised.port={self.port}
-plugin.path={self.plugin.parent}
-plugin.discovery=service_load
-scheduled.rebalance.max.delay.ms=0
-consumer.auto.offset.reset=earliest
-offset.flush.interval.ms=1000
-"""
-        )
-        log4j = d / "log4j.properties"
-        log4j.write_text(
-            "log4j.rootLogger=INFO, out\nlog4j.appender.out=org.apache.log4j.ConsoleAppender\n"
-            "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c{1})%n\n"
-            "log4j.logger.org.apache.kafka.connect.runtime.isolation=WARN\n"
-            "log4j.logger.org.apache.kafka.clients=WARN\nlog4j.logger.org.apache.iceberg=WARN\n"
-            # the commit protocol's steps (commit initiated / data written / complete): where a stall is
-            "log4j.logger.org.apache.iceberg.connect.channel=INFO\n"
-        )
+        props, log4j = _worker_files(d, ctx.kafka, self.port, self.plugin)
         libs = install.runtime.local_dir() / "kafka" / "libs"
         cmd = [
             "java", "-Xmx1g", *jvm_options(), "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",

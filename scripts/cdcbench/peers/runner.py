@@ -234,14 +234,72 @@ def _peak(system: System) -> str:
     return mib(system.rss.peak()) if system.rss else "-"
 
 
-def run_system(
-    spark: Any, system: System, ctx: Context, stack_connect: Callable[[], Any], plan: PeerPlan
-) -> SystemResult:
-    res = SystemResult(system)
-    mark = time.monotonic()
-    main = f"{system.name}_orders"
-    multi = [f"{system.name}_m{i:02d}" for i in range(1, 21)] if any(n > 1 for _, n in plan.rates) else []
-    conn = stack_connect()
+def _at_rate(
+    spark: Any, system: System, src: Source, conn: Any, tables: list[str], rate: int, n: int, pid: int, plan: PeerPlan
+) -> Measured:
+    """One fixed-rate workload on `tables`: its CPU, and its probes' latencies until the last change is visible."""
+    cpu0 = tree_cpu(pid)
+    start = time.time()
+    changes, achieved = src.at_rate(conn, rate, plan.rate_seconds, tables, seed=rate * 100 + n)
+    probes = dict(src.probes)
+    last_t, last_id = max(probes, key=lambda p: probes[p])
+    done = _wait(
+        system,
+        f"the changes at {rate}/s",
+        lambda lt=last_t, li=last_id: _has(spark, system, lt, li),
+        plan.timeout,
+    )
+    m = Measured(rate_name(rate, n), changes, done - start, tree_cpu(pid) - cpu0, achieved=achieved)
+    for t in tables:
+        ids = [i for (pt, i) in probes if pt == t]
+        if ids:
+            seen = _visible_at(spark, system.lake_table(t), ids)
+            m.latencies += [seen[i] - probes[(t, i)] for i in ids if i in seen]
+            m.missing_probes += len([i for i in ids if i not in seen])
+    return m
+
+
+def _burst(spark: Any, system: System, src: Source, conn: Any, main: str, pid: int, plan: PeerPlan) -> Measured:
+    """A burst of inserts into the main table, as fast as the source takes them, until the last is visible."""
+    cpu0 = tree_cpu(pid)
+    first, last = src.burst(conn, plan.burst, main, seed=7)
+    done = _wait(system, "the burst", lambda: _has(spark, system, main, last), plan.timeout)
+    return Measured(burst_name(plan), plan.burst, done - first, tree_cpu(pid) - cpu0)
+
+
+def _ddl_sequence(
+    spark: Any, system: System, src: Source, conn: Any, main: str, pid: int, plan: PeerPlan, res: SystemResult
+) -> None:
+    # on the main table, after its other workloads (a table created now would need a new Flink
+    # job: Flink SQL declares its tables when it starts)
+    cpu0 = tree_cpu(pid)
+    first = time.time()
+    last = src.ddl(conn, main, plan.ddl_changes, seed=11)
+    try:
+        done = _wait(system, "the DDL sequence", lambda: _has(spark, system, main, last), min(plan.timeout, 120))
+        res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, done - first, tree_cpu(pid) - cpu0))
+    except (TimeoutError, RuntimeError) as e:  # a system that stalls or dies on DDL: say so, then compare
+        why = " ".join(str(e).split())[:160]
+        res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, 0.0, tree_cpu(pid) - cpu0, failed=why))
+        res.correctness.append(f"{DDL_NAME}: {why}")
+
+
+def _files_reads_compaction(spark: Any, system: System, main: str, res: SystemResult) -> None:
+    """The main table's files and read cost, before and after a compaction (best effort)."""
+    lake = system.lake_table(main)
+    try:
+        with suppress(Exception):
+            res.files = table_files(spark, lake)
+            res.read_before = _read_cost(spark, system, main, 1000)
+            _compact(spark, lake)
+            res.files_after = table_files(spark, lake)
+            res.read_after = _read_cost(spark, system, main, 1000)
+    except Stopped as e:  # the workloads' rows and the peak are measured: keep them
+        res.error = f"{type(e).__name__}: during the reads and compaction"
+
+
+def _source_tables(conn: Any, system: System, main: str, multi: list[str], plan: PeerPlan) -> Source:
+    """The system's source tables created and loaded with their snapshot rows."""
     src = Source([main, *multi])
     with conn.cursor() as cur:
         for t in [main, *multi]:
@@ -251,6 +309,18 @@ def run_system(
     for t in multi:
         src.load(conn, t, plan.multi_rows)
     system.source_columns = {t: columns_of(conn, t) for t in [main, *multi]}
+    return src
+
+
+def run_system(
+    spark: Any, system: System, ctx: Context, stack_connect: Callable[[], Any], plan: PeerPlan
+) -> SystemResult:
+    res = SystemResult(system)
+    mark = time.monotonic()
+    main = f"{system.name}_orders"
+    multi = [f"{system.name}_m{i:02d}" for i in range(1, 21)] if any(n > 1 for _, n in plan.rates) else []
+    conn = stack_connect()
+    src = _source_tables(conn, system, main, multi, plan)
     mark = res.phase("source tables", mark)
     try:
         if system.reads_kafka:  # the snapshot rows in Kafka first: the systems start from the same topics
@@ -270,55 +340,15 @@ def run_system(
         log.info("peers: %s snapshot %.1fs, peak RSS so far %s", system.name, visible - t0, _peak(system))
         mark = res.phase("snapshot", mark)
         for rate, n in plan.rates:
-            tables = [main] if n == 1 else multi
-            cpu0 = tree_cpu(pid)
-            start = time.time()
-            changes, achieved = src.at_rate(conn, rate, plan.rate_seconds, tables, seed=rate * 100 + n)
-            probes = dict(src.probes)
-            last_t, last_id = max(probes, key=lambda p: probes[p])
-            done = _wait(
-                system,
-                f"the changes at {rate}/s",
-                lambda lt=last_t, li=last_id: _has(spark, system, lt, li),
-                plan.timeout,
-            )
-            m = Measured(
-                rate_name(rate, n),
-                changes,
-                done - start,
-                tree_cpu(pid) - cpu0,
-                achieved=achieved,
-            )
-            for t in tables:
-                ids = [i for (pt, i) in probes if pt == t]
-                if ids:
-                    seen = _visible_at(spark, system.lake_table(t), ids)
-                    m.latencies += [seen[i] - probes[(t, i)] for i in ids if i in seen]
-                    m.missing_probes += len([i for i in ids if i not in seen])
+            m = _at_rate(spark, system, src, conn, [main] if n == 1 else multi, rate, n, pid, plan)
             res.runs.append(m)
             log.info("peers: %s %s done, peak RSS so far %s", system.name, m.workload, _peak(system))
             mark = res.phase(m.workload, mark)
-        cpu0 = tree_cpu(pid)
-        first, last = src.burst(conn, plan.burst, main, seed=7)
-        done = _wait(system, "the burst", lambda: _has(spark, system, main, last), plan.timeout)
-        res.runs.append(Measured(burst_name(plan), plan.burst, done - first, tree_cpu(pid) - cpu0))
+        res.runs.append(_burst(spark, system, src, conn, main, pid, plan))
         log.info("peers: %s burst done, peak RSS so far %s", system.name, _peak(system))
         mark = res.phase("burst", mark)
         if plan.ddl_changes:
-            # on the main table, after its other workloads (a table created now would need a new Flink
-            # job: Flink SQL declares its tables when it starts)
-            cpu0 = tree_cpu(pid)
-            first = time.time()
-            last = src.ddl(conn, main, plan.ddl_changes, seed=11)
-            try:
-                done = _wait(
-                    system, "the DDL sequence", lambda: _has(spark, system, main, last), min(plan.timeout, 120)
-                )
-                res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, done - first, tree_cpu(pid) - cpu0))
-            except (TimeoutError, RuntimeError) as e:  # a system that stalls or dies on DDL: say so, then compare
-                why = " ".join(str(e).split())[:160]
-                res.runs.append(Measured(DDL_NAME, plan.ddl_changes * 4, 0.0, tree_cpu(pid) - cpu0, failed=why))
-                res.correctness.append(f"{DDL_NAME}: {why}")
+            _ddl_sequence(spark, system, src, conn, main, pid, plan, res)
             mark = res.phase("DDL sequence", mark)
         # only the main table's last change can still be in flight (a DDL step that timed out); the 20
         # tables' changes came before it, and a system that differs there keeps differing
@@ -335,16 +365,7 @@ def run_system(
         mark = res.phase("stop", mark)
     log.info("peers: %s stopped, peak RSS %s", system.name, mib(res.peak_rss))
     if not res.error:
-        lake = system.lake_table(main)
-        try:
-            with suppress(Exception):
-                res.files = table_files(spark, lake)
-                res.read_before = _read_cost(spark, system, main, 1000)
-                _compact(spark, lake)
-                res.files_after = table_files(spark, lake)
-                res.read_after = _read_cost(spark, system, main, 1000)
-        except Stopped as e:  # the workloads' rows and the peak are measured: keep them
-            res.error = f"{type(e).__name__}: during the reads and compaction"
+        _files_reads_compaction(spark, system, main, res)
         mark = res.phase("files, reads, compaction", mark)
     log.info(
         "peers: %s took %.0fs: %s", system.name, sum(res.phases.values()),
@@ -410,6 +431,11 @@ def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
         "The snapshot row counts from the system's start (JVM start-up included). Latency: source COMMIT -> "
         "commit of the Iceberg snapshot holding the inserted row (probes: the inserts of the fixed-rate mix)."
     )
+    return [cost, _lake_table(results), aws_cost(results)]
+
+
+def _lake_table(results: list[SystemResult]) -> Table:
+    """What each system leaves in the lake: files, read cost before and after compaction, correctness."""
     lake = Table(
         "peers. What each system leaves in the lake: files, read cost, correctness",
         [
@@ -436,7 +462,7 @@ def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
         "(every file, deletes applied) + rewrite_position_delete_files. Correctness: reconcile's exact "
         "comparison (compare_rows) of the source table with the current state after the last workload."
     )
-    return [cost, lake, aws_cost(results)]
+    return lake
 
 
 # List prices, us-east-1 (docs/BENCHMARKS.md cites the pages): Glue $0.44 per DPU-hour, 1 DPU = 4 vCPU;

@@ -8,6 +8,7 @@ imported under another package name (its modules import each other relatively)."
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import io
 import shutil
 import subprocess
@@ -24,8 +25,8 @@ class CompareError(RuntimeError):
 
 
 def extract(rev: str, dest: Path, repo: Path = ROOT) -> tuple[str, str]:
-    """Extract `rev`'s cdclake package into `dest` as `cdclake_<short sha>`, put `dest` on
-    sys.path, and return (short sha, package name)."""
+    """Extract `rev`'s cdclake package into `dest` as `cdclake_<short sha>`, import it under that
+    name, and return (short sha, package name)."""
     found = subprocess.run(
         ["git", "rev-parse", "--short", f"{rev}^{{commit}}"], cwd=repo, capture_output=True, text=True
     )
@@ -45,9 +46,23 @@ def extract(rev: str, dest: Path, repo: Path = ROOT) -> tuple[str, str]:
         tar.extractall(staging, filter="data")
     (staging / "glue_scripts" / "cdclake").rename(dest / package)
     shutil.rmtree(staging)
-    if str(dest) not in sys.path:
-        sys.path.insert(0, str(dest))
+    load_package(package, dest / package)
     return short, package
+
+
+def load_package(name: str, folder: Path) -> ModuleType:
+    """The package in `folder` imported as `name` (the one already imported under that name, if any).
+    Its submodules import through the package's own __path__: nothing goes on sys.path."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # Where the modules the benchmark drives live in each layout: the layer subpackages, then the flat

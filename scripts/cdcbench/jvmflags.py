@@ -57,14 +57,13 @@ def _one(cfg: Config, flags: str, run: int, batches: int, events: int) -> dict[s
     env = {k: v for k, v in os.environ.items() if k not in ("CDC_JVM_OPTIONS", "CDC_SPARK_DRIVER_MEMORY")}
     if flags:
         env["CDC_JVM_OPTIONS"] = flags
-    code = (
-        "import sys; sys.path[:0] = sys.argv[1:3]; from cdcbench.jvmflags import worker; "
-        "worker(sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))"
-    )
+    code = "import sys; from cdcbench.jvmflags import worker; worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
     spec = importlib.util.find_spec("cdclake")  # the package --glue-scripts chose
     assert spec is not None and spec.origin is not None
-    glue_scripts = str(Path(spec.origin).parents[1])
-    args = [sys.executable, "-c", code, glue_scripts, str(ROOT / "scripts"), str(work), str(batches), str(events)]
+    # The child imports that cdclake and these tools first (the venv's install comes after).
+    inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(spec.origin).parents[1]), str(ROOT / "scripts"), *inherited])
+    args = [sys.executable, "-c", code, str(work), str(batches), str(events)]
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if done.returncode != 0 or line is None:

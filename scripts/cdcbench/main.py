@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from cdctools import cli
 
+from .compare import load_package
 from .config import Config, make_config
 from .measure import RssSampler, mib
 from .report import Table
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_section_arguments(ap)
     args = ap.parse_args(argv)
     sections, peers, sized = _validated(ap, args)
-    sys.path.insert(0, str(args.glue_scripts.resolve()))
+    load_package("cdclake", args.glue_scripts.resolve() / "cdclake")  # the package --glue-scripts names
     os.environ.setdefault("CDC_JARS_DIR", str(ROOT / ".local" / "jars"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("cdclake").setLevel(logging.WARNING)  # one line per batch is too much here

@@ -1,6 +1,7 @@
 """The code imports the installed package (pyproject.toml, `make setup`): no module edits sys.path,
-except the two Glue entry scripts (Glue runs them as files next to, or with, cdclake.zip) and the
-benchmark's loading of another revision's cdclake (--compare REV, --glue-scripts DIR)."""
+except the two Glue entry scripts (Glue runs them as files next to, or with, cdclake.zip). The
+benchmark loads another revision's cdclake (--compare REV, --glue-scripts DIR) as a package from its
+folder (cdcbench/compare.load_package), its child processes get a PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -13,9 +14,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {
     "glue_scripts/cdc_iceberg_job.py",
     "glue_scripts/cdc_maintenance_job.py",
-    "scripts/cdcbench/compare.py",
-    "scripts/cdcbench/main.py",
-    "scripts/cdcbench/jvmflags.py",
 }
 # An insert, append, extend, slice assignment or rebinding of sys.path, also inside a `python -c` string.
 _EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend|remove)\s*\(|\[[^\]]*\]\s*=(?!=)|[+]?=(?!=))")

@@ -1,6 +1,8 @@
 """Capture the Avro fixtures of tests/fixtures/debezium/avro/<engine>/ from a live local stack.
 
-    .local/venv/bin/python tests/stack/capture_avro_fixtures.py --source postgres
+    PYTHONPATH=tests .local/venv/bin/python tests/stack/capture_avro_fixtures.py --source postgres
+
+(tests/ holds the suite's helpers it imports; pytest puts that folder on the path by itself)
 
 starts a stack of its own (free ports, own state directory, torn down at the end) with the wire
 format avro, registers a JSON twin of the connector (topic prefix `twin`, its own replication slot

@@ -38,14 +38,16 @@ from .report import Table, rate, ratio, secs
 
 log = logging.getLogger("cdcbench")
 
-MOR, COW, BASE, APPEND, JOB_APPEND, AVRO = (
+MOR, COW, BASE, APPEND, JOB_APPEND, AVRO, VECTORIZED = (
     "job, merge-on-read",
     "job, copy-on-write",
     "AWS sample (baseline), merge-on-read",
     "plain append of decoded rows",
     "job with an append instead of its MERGE",
     "job, merge-on-read, wire format avro",
+    "job, merge-on-read, Iceberg's vectorized reads on",
 )
+VECTORIZATION = "spark.sql.iceberg.vectorization.enabled"  # off in the job (lake/formats.py)
 
 
 def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:
@@ -67,7 +69,31 @@ class Method:
     jobs: dict[int, list[list[JobTime]]] = field(default_factory=dict)  # per measured batch
 
 
-KEYS = {"mor": MOR, "cow": COW, "baseline": BASE, "append": APPEND, "job-append": JOB_APPEND, "avro": AVRO}
+KEYS = {
+    "mor": MOR,
+    "cow": COW,
+    "baseline": BASE,
+    "append": APPEND,
+    "job-append": JOB_APPEND,
+    "avro": AVRO,
+    "vectorized": VECTORIZED,
+}
+
+
+def _vectorized(process: Callable[[DataFrame, int], Any]) -> Callable[[DataFrame, DataFrame, int], Any]:
+    """The job's batch with Iceberg's vectorized Parquet reads on for its duration only (a SQL conf,
+    read when a scan is planned), so the other methods of the same session keep the job's setting."""
+
+    def run(raw: DataFrame, _decoded: DataFrame, batch_id: int) -> Any:
+        conf = raw.sparkSession.conf
+        before = conf.get(VECTORIZATION, "true")
+        conf.set(VECTORIZATION, "true")
+        try:
+            return process(raw, batch_id)
+        finally:
+            conf.set(VECTORIZATION, before)
+
+    return run
 
 
 def compare_name(rev: str) -> str:
@@ -89,6 +115,9 @@ def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sam
     if MOR in wanted:
         table, mor = job("apply_mor", write_mode="merge-on-read")
         out.append(Method(MOR, table, lambda raw, _d, b: mor.process(raw, b), True))
+    if VECTORIZED in wanted:
+        table, vec = job("apply_vec", write_mode="merge-on-read")
+        out.append(Method(VECTORIZED, table, _vectorized(vec.process), True))
     if AVRO in wanted:
         table, avro = job("apply_avro", write_mode="merge-on-read", wire_format="avro")
         out.append(Method(AVRO, table, lambda raw, _d, b: avro.process(raw, b), True, wire="avro"))

@@ -159,7 +159,7 @@ class Sizes(NamedTuple):
 
 def _validated(ap: cli.Parser, args: argparse.Namespace) -> tuple[set[str], tuple[str, ...], Sizes]:
     """The sections, the peers and the sizes the arguments ask for; a wrong one stops here."""
-    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "fixed", "formats", "runtimes")
+    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "vectorized", "fixed", "formats", "runtimes")
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")

@@ -9,6 +9,7 @@ import pytest
 from cdclake.common.settings import build_settings
 from cdclake.jobs.sources import data_loss_advice, kafka_options, restart_after
 from cdclake.lake.catalog import catalog_conf
+from cdclake.lake.formats import reads_vectorized
 from cdclake.local import faults
 
 MSK = {
@@ -143,11 +144,13 @@ def test_the_crash_hook_with_a_batch_id_passes_the_other_batches(monkeypatch):
     assert kills == [faults.signal.SIGKILL]
 
 
-def test_iceberg_reads_are_row_based_on_glue_and_locally():
-    # Iceberg 1.7.1's vectorized Parquet reader corrupted the JVM heap under the stack's burst test.
+def test_iceberg_reads_are_vectorized_on_glue_6_and_locally_and_only_glue_5_turns_them_off():
+    # Iceberg 1.7.1's vectorized Parquet reader (Glue 5.0) corrupted the JVM heap under the stack's burst
+    # test; Iceberg 1.11.0's (Glue 6.0, this venv) passes it, so the job keeps Iceberg's default there.
     for catalog_type in ("glue", "hadoop"):
         conf = catalog_conf(build_settings({**MSK, "catalog_type": catalog_type}))
-        assert conf["spark.sql.iceberg.vectorization.enabled"] == "false"
+        assert "spark.sql.iceberg.vectorization.enabled" not in conf
+    assert not reads_vectorized("3.5.4")
 
 
 def test_batches_keep_spark_35_null_semantics_on_spark_4_for_every_format():

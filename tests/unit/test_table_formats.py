@@ -8,7 +8,16 @@ from cdclake.common.maintenance_policy import MaintenancePolicy
 from cdclake.common.settings import ArgumentError, TableFormat, build_settings
 from cdclake.lake.catalog import catalog_conf
 from cdclake.lake.evolution import SchemaPlan, alter_sql
-from cdclake.lake.formats import FORMATS, HUDI_META_COLUMNS, Delta, Hudi, Iceberg, hudi_table_services, table_format
+from cdclake.lake.formats import (
+    FORMATS,
+    HUDI_META_COLUMNS,
+    Delta,
+    Hudi,
+    Iceberg,
+    hudi_table_services,
+    reads_vectorized,
+    table_format,
+)
 from pyspark.sql import types as T
 
 BASE = {"source": "files", "files_path": "in", "warehouse": "wh", "checkpoint_location": "c", "dead_letter_path": "d"}
@@ -51,7 +60,13 @@ def test_delta_session_is_deltas_catalog_over_the_warehouse_and_iceberg_keeps_it
     iceberg = catalog_conf(build_settings({**BASE, "catalog_type": "hadoop"}))
     assert iceberg["spark.sql.catalog.glue_catalog"] == "org.apache.iceberg.spark.SparkCatalog"
     assert iceberg["spark.sql.catalog.glue_catalog.type"] == "hadoop"
-    assert iceberg["spark.sql.iceberg.vectorization.enabled"] == "false"
+    # Glue 6.0's runtime (this venv) reads vectorized, Iceberg's default; Glue 5.0's could not.
+    assert "spark.sql.iceberg.vectorization.enabled" not in iceberg
+
+
+def test_iceberg_reads_vectorized_on_glue_6_runtime_and_row_based_on_glue_5() -> None:
+    assert reads_vectorized("4.1.1") and reads_vectorized("4.2.0")
+    assert not reads_vectorized("3.5.4") and not reads_vectorized("3.5.6")
 
 
 def test_a_delta_table_maps_columns_by_name_and_carries_the_key_property_and_metadata_columns() -> None:

@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+import pyspark
+
 from ..common.lake_contract import (
     CDC_SEQ,
     KEY_PROPERTY,
@@ -190,6 +192,13 @@ class Format:
         return None
 
 
+def reads_vectorized(spark_version: str) -> bool:
+    """Iceberg's vectorized Parquet reads are left on (Iceberg's default) from Glue 6.0's runtime
+    (Spark 4, Iceberg 1.11.0), where they read correctly and cost less CPU (docs/BENCHMARKS.md), and
+    turned off on Glue 5.0's (Spark 3.5, Iceberg 1.7.1), whose reader corrupts memory."""
+    return int(spark_version.split(".", 1)[0]) >= 4
+
+
 class Iceberg(Format):
     """Apache Iceberg (format v2) in the catalog `--catalog_name`: the Glue Data Catalog with
     S3FileIO on AWS, a Hadoop catalog over the warehouse folder locally."""
@@ -213,13 +222,14 @@ class Iceberg(Format):
             # reader that analysed the table before it (id NOT NULL) still plans against it after
             # ("Cannot project an optional field as non-null: id" otherwise). A moved table keeps its too.
             f"{prefix}.use-nullable-query-schema": "false",
-            # Row-based reads: Iceberg 1.7.1's vectorized (Arrow) Parquet reader, on this Spark 3.5.4 and
-            # JDK 17, writes the second 5,000-row batch of a data file (read.parquet.vectorization.batch-size)
-            # into an Arrow buffer of capacity 0 (an IndexOutOfBoundsException with Arrow's bounds checks,
-            # -Darrow.enable_unsafe_memory_access=false; Iceberg turns them off, and then the write lands in
-            # memory it does not own: SIGSEGV at varying VM sites). Any file over 5,000 rows, so any table.
-            "spark.sql.iceberg.vectorization.enabled": "false",
         }
+        if not reads_vectorized(pyspark.__version__):
+            # Row-based reads on Glue 5.0: Iceberg 1.7.1's vectorized (Arrow) Parquet reader, on Spark
+            # 3.5.4 and JDK 17, writes the second 5,000-row batch of a data file (read.parquet.
+            # vectorization.batch-size) into an Arrow buffer of capacity 0 (an IndexOutOfBoundsException
+            # with Arrow's bounds checks; Iceberg turns them off, and then the write lands in memory it
+            # does not own: SIGSEGV at varying VM sites). Any file over 5,000 rows, so any table.
+            conf["spark.sql.iceberg.vectorization.enabled"] = "false"
         if s.catalog_type == CatalogType.GLUE:
             conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
             conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"

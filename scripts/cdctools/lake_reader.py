@@ -207,6 +207,16 @@ def hudi_snapshot(location: Path) -> Any:
     read, so a base file written before a column was renamed or dropped cannot be read correctly by
     it: such a table is refused with a LakeReadError naming the change. (Copy-on-write rewrites a
     file group on every write to it, so the files written after the change read correctly.)"""
+    try:
+        return _hudi_rows(location)
+    except Exception as e:  # hudi-rs's HudiCoreError: its class lives in a private module
+        if type(e).__name__ != "HudiCoreError":
+            raise
+        # e.g. a commit file read while the job is still writing it: read again on the next try
+        raise LakeReadError(f"hudi-rs cannot read {location} now ({e})") from e
+
+
+def _hudi_rows(location: Path) -> Any:
     import pyarrow as pa
 
     table = _hudi_table(location)

@@ -80,10 +80,10 @@ def run_stream(
             if crash:
                 crash.reached(faults.BEFORE_COMMIT, batch_id)
             report = processor.process(df, batch_id)
-            if crash:
-                crash.reached(faults.AFTER_COMMIT, batch_id)
             # Between this batch's MERGEs and the next batch's: maintenance never races our own commits.
             written = [t.table for t in report.tables if t.inserts or t.updates or t.deletes or t.truncated]
+            if crash and written:  # after a commit: a batch of heartbeats alone commits nothing
+                crash.reached(faults.AFTER_COMMIT, batch_id)
             # A batch with deletes wrote the table's delete markers too (deletes.py).
             written += [marker_table(t.table) for t in report.tables if t.deletes]
             if maintainer is not None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cdclake.common.settings import build_settings
 from cdclake.jobs.maintenance_job import build_job_settings
-from cfn_helpers import parameter_values, resolve_variant
+from cfn_helpers import failed_assertions, parameter_values, resolve_variant
 
 JOBS = {"CdcJob": "GlueJobRole", "MaintenanceJob": "MaintenanceJobRole"}
 LOCAL_PATHS = {"source": "files", "files_path": "/in", "checkpoint_location": "/c", "dead_letter_path": "/d"}
@@ -116,3 +116,36 @@ def test_with_delta_or_hudi_each_jobs_role_may_read_and_create_only_the_default_
     assert [r.rsplit(":", 1)[-1] for r in resources] == ["catalog", "database/default"]
     (catalog,) = [s for s in statements if s.get("Sid") == "Catalog"]
     assert "glue:CreateDatabase" not in catalog["Action"]  # the job's own database is the stack's
+
+
+def test_iceberg_format_version_defaults_to_2_and_3_reaches_only_the_streaming_job_of_an_iceberg_stack(
+    raw_template,
+):
+    """Athena reads Iceberg v2 tables only: the stack's default stays 2, and its description says why
+    (with the AWS page); 3 is passed to the job that creates tables, never with delta or hudi."""
+    param = raw_template["Parameters"]["IcebergFormatVersion"]
+    assert param["Default"] == "2" and param["AllowedValues"] == ["2", "3"]
+    assert "Athena" in param["Description"] and "docs.aws.amazon.com" in param["Description"]
+    default = _arguments(resolve_variant(raw_template), "CdcJob")
+    assert default["--iceberg_format_version"] == "2"
+    v3 = _arguments(resolve_variant(raw_template, IcebergFormatVersion="3"), "CdcJob", IcebergFormatVersion="3")
+    assert v3["--iceberg_format_version"] == "3"
+    assert "--iceberg_format_version" not in _arguments(resolve_variant(raw_template), "MaintenanceJob")
+    own = _job_arguments(v3) | {
+        "warehouse": "s3://lake/warehouse",
+        "checkpoint_location": "s3://c/",
+        "dead_letter_path": "s3://d/",
+    }
+    settings = build_settings(own | {"kafka_bootstrap_servers": "b:9098", "kafka_topic_pattern": "p\\..*"})
+    assert settings.iceberg_format_version == "3"
+    for fmt in ("delta", "hudi"):
+        args = _arguments(resolve_variant(raw_template, TableFormat=fmt), "CdcJob", TableFormat=fmt)
+        assert "--iceberg_format_version" not in args
+
+
+def test_iceberg_format_version_3_is_refused_with_delta_hudi_or_glue_5(raw_template):
+    assert failed_assertions(raw_template, IcebergFormatVersion="3") == []
+    for wrong in ({"TableFormat": "delta"}, {"GlueVersion": "5.0"}, {"TableFormat": "hudi", "GlueVersion": "5.0"}):
+        (failure,) = failed_assertions(raw_template, IcebergFormatVersion="3", **wrong)
+        assert failure.startswith("IcebergFormatVersion=3 needs TableFormat=iceberg and GlueVersion=6.0")
+    assert failed_assertions(raw_template, TableFormat="delta") == []  # 2 (the default) with any format

@@ -14,6 +14,7 @@ from cdclake.lake.formats import (
     Delta,
     Hudi,
     Iceberg,
+    check_format_version,
     hudi_table_services,
     reads_vectorized,
     table_format,
@@ -67,6 +68,27 @@ def test_delta_session_is_deltas_catalog_over_the_warehouse_and_iceberg_keeps_it
 def test_iceberg_reads_vectorized_on_glue_6_runtime_and_row_based_on_glue_5() -> None:
     assert reads_vectorized("4.1.1") and reads_vectorized("4.2.0")
     assert not reads_vectorized("3.5.4") and not reads_vectorized("3.5.6")
+
+
+def test_iceberg_tables_are_created_at_the_chosen_format_version_and_their_markers_too() -> None:
+    for version in ("2", "3"):
+        s = build_settings({**BASE, "iceberg_format_version": version})
+        fmt = table_format(s)
+        table = fmt.create_table_sql("glue_catalog.cdc.t", COLUMNS, ["id"], WriteMode.MERGE_ON_READ)
+        markers = fmt.markers_sql("glue_catalog.cdc.t__deletes", "`id` int", "glue_catalog.cdc.t")
+        assert f"'format-version'='{version}'" in table and f"'format-version'='{version}'" in markers
+    assert build_settings(BASE).iceberg_format_version == "2"  # Athena reads v2 only
+
+
+def test_iceberg_format_version_3_is_refused_on_glue_5_runtime_and_with_other_formats() -> None:
+    check_format_version("3", "4.1.1")
+    check_format_version("2", "3.5.4")
+    with pytest.raises(ArgumentError, match=r"--iceberg_format_version 3 needs Glue 6.0 .*leave it out"):
+        check_format_version("3", "3.5.4")
+    with pytest.raises(ArgumentError, match="--iceberg_format_version must be one of 2, 3; got '4'"):
+        build_settings({**BASE, "iceberg_format_version": "4"})
+    with pytest.raises(ArgumentError, match="--iceberg_format_version applies to --table_format iceberg only"):
+        build_settings({**BASE, "table_format": "delta", "iceberg_format_version": "3"})
 
 
 def test_a_delta_table_maps_columns_by_name_and_carries_the_key_property_and_metadata_columns() -> None:

@@ -53,6 +53,10 @@ DELTA_CATALOG = "spark_catalog"
 SESSION_CATALOG_FORMATS = frozenset({TableFormat.DELTA, TableFormat.HUDI})
 
 
+# --iceberg_format_version: Iceberg's table format versions the job writes (lake/formats.py).
+ICEBERG_FORMAT_VERSIONS = ("2", "3")
+
+
 class CatalogType(StrEnum):
     """--catalog_type."""
 
@@ -222,6 +226,15 @@ ARGS: tuple[Arg, ...] = (
         "Row-level write mode of new tables: merge-on-read or copy-on-write (with `--table_format hudi`: "
         "copy-on-write, the default there).",
         parse=one_of(WriteMode),
+    ),
+    Arg(
+        "iceberg_format_version",
+        "2",
+        "Iceberg table format version of new tables (`--table_format iceberg`): `2` (merge-on-read deletes as "
+        "position-delete files; Athena reads these tables) or `3` (deletion vectors, one Puffin blob per data file; "
+        "Glue 6.0 only, and Athena cannot query v3 tables). Existing tables keep theirs (docs/TABLE_FORMATS.md: "
+        "Iceberg format version 3).",
+        parse=choice(ICEBERG_FORMAT_VERSIONS),
     ),
     Arg(
         "schema_change_policy",
@@ -435,6 +448,7 @@ class Settings:
     namespace: str = _default("namespace")
     table_name_template: str = _default("table_name_template")
     write_mode: WriteMode = _default("write_mode")
+    iceberg_format_version: str = _default("iceberg_format_version")
     schema_change_policy: SchemaChangePolicy = _default("schema_change_policy")
     dropped_table_policy: DropPolicy = _default("dropped_table_policy")
     dropped_column_policy: DropPolicy = _default("dropped_column_policy")
@@ -534,6 +548,7 @@ def build_settings(raw: dict[str, str]) -> Settings:
     _check_source(v)
     check_catalog(v, raw)
     _check_hudi(v, raw)
+    _check_format_version(v, raw)
     for name in ("warehouse", "checkpoint_location", "dead_letter_path"):
         if not v[name]:
             raise ArgumentError(f"--{name} is required")
@@ -581,6 +596,15 @@ def _check_hudi(v: dict[str, Any], raw: dict[str, str]) -> None:
             "(dead_letter: such tables' changes go to the dead letters)"
         )
     v["keyless_table_policy"] = KeylessTablePolicy.DEAD_LETTER
+
+
+def _check_format_version(v: dict[str, Any], raw: dict[str, str]) -> None:
+    """`--iceberg_format_version` is Iceberg's: given with another format it is refused, not ignored."""
+    if "iceberg_format_version" in raw and v["table_format"] != TableFormat.ICEBERG:
+        raise ArgumentError(
+            f"--iceberg_format_version applies to --table_format iceberg only, got --table_format {v['table_format']}: "
+            "leave it out"
+        )
 
 
 def _check_source(v: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..common.logs import configure_logging
 from ..common.settings import ARGS, ArgumentError, Settings, Source, TableFormat, build_settings, parse_job_argv
 from ..lake.deletes import marker_table
+from ..lake.formats import table_format
 from ..lake.hudi_maintenance import maintain_hudi_table
 from ..lake.maintenance import Cadence, MaintenanceReport, StreamMaintainer, maintain_table
 from ..local import faults
@@ -231,6 +232,7 @@ def main(
     try:
         settings = build_settings(raw_args if raw_args is not None else parse_job_argv(argv, ARGS))
         check_input_exists(settings)
+        table_format(settings)  # refuses a table format version this runtime cannot write
         crash = faults.from_env(os.environ)
         fault = faults.table_fault_from_env(os.environ)
     except (ArgumentError, ValueError) as e:

@@ -25,7 +25,8 @@ format, pure text (no Spark session):
     fixed_key         the format cannot change a table's key after its creation
     v2_writes         DataFrameWriterV2 (`writeTo`) can append to its tables; else `insertInto`
 
-`FORMATS` maps `--table_format` to its class.
+`FORMATS` maps `--table_format` to its class; `table_format(settings)` gives the one a job uses (Iceberg
+at `--iceberg_format_version`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ..common.lake_contract import (
 from ..common.maintenance_policy import MaintenancePolicy
 from ..common.names import UnsupportedName as UnsupportedName  # raised here, for the batch to classify
 from ..common.names import avro_column_name, source_name
-from ..common.settings import CatalogType, Settings, TableFormat
+from ..common.settings import ArgumentError, CatalogType, Settings, TableFormat
 from ..common.sqltext import properties_sql, quote
 from ..events.decode import COPY_COLUMN, META_COLUMNS
 
@@ -192,6 +193,12 @@ class Format:
         return None
 
 
+def writes_deletion_vectors(spark_version: str) -> bool:
+    """Whether the runtime's Iceberg writes format v3's deletion vectors: Iceberg 1.11.0 on Glue 6.0
+    (Spark 4) does; Glue 5.0's Iceberg 1.7.1 (Spark 3.5) predates them (Iceberg 1.8)."""
+    return int(spark_version.split(".", 1)[0]) >= 4
+
+
 def reads_vectorized(spark_version: str) -> bool:
     """Iceberg's vectorized Parquet reads are left on (Iceberg's default) from Glue 6.0's runtime
     (Spark 4, Iceberg 1.11.0), where they read correctly and cost less CPU (docs/BENCHMARKS.md), and
@@ -200,10 +207,17 @@ def reads_vectorized(spark_version: str) -> bool:
 
 
 class Iceberg(Format):
-    """Apache Iceberg (format v2) in the catalog `--catalog_name`: the Glue Data Catalog with
-    S3FileIO on AWS, a Hadoop catalog over the warehouse folder locally."""
+    """Apache Iceberg in the catalog `--catalog_name`: the Glue Data Catalog with S3FileIO on AWS, a
+    Hadoop catalog over the warehouse folder locally. New tables get `--iceberg_format_version`: 2
+    (merge-on-read deletes as position-delete files) or 3 (deletion vectors: one Puffin blob per data
+    file, replaced by each commit that deletes more of its rows). A table moved or rewritten keeps its
+    own version (its properties are carried)."""
 
     using = "iceberg"
+
+    def __init__(self, format_version: str = "2") -> None:
+        self.format_version = format_version
+
     sort_orders = True
     reserved_properties = frozenset(
         {"current-snapshot-id", "format", "provider", "location", "owner", "sort-order", "identifier-fields"}
@@ -244,11 +258,12 @@ class Iceberg(Format):
         # 1 as an identifier field: field does not exist"), and the MERGE names its key columns itself.
         mode = WriteMode(write_mode).value
         return {
-            "format-version": "2",
+            "format-version": self.format_version,
             "write.delete.mode": mode,
             "write.update.mode": mode,
             "write.merge.mode": mode,
-            # Position deletes, not equality deletes: every engine (Athena included) reads them.
+            # Position deletes, not equality deletes: every engine (Athena included) reads them; one
+            # delete file per data file (v3's deletion vectors are always so).
             "write.delete.granularity": "file",
             "write.metadata.delete-after-commit.enabled": "true",
             "write.metadata.previous-versions-max": "100",
@@ -493,4 +508,18 @@ FORMATS: dict[TableFormat, Format] = {
 
 
 def table_format(s: Settings) -> Format:
-    return FORMATS[s.table_format]
+    """The format of `s.table_format`; Iceberg with `s.iceberg_format_version`, refused on a runtime
+    that cannot write that version."""
+    if s.table_format != TableFormat.ICEBERG:
+        return FORMATS[s.table_format]
+    check_format_version(s.iceberg_format_version, pyspark.__version__)
+    return Iceberg(s.iceberg_format_version)
+
+
+def check_format_version(version: str, spark_version: str) -> None:
+    """Refuse an Iceberg format version the runtime cannot write (ArgumentError, before Spark starts)."""
+    if version != "2" and not writes_deletion_vectors(spark_version):
+        raise ArgumentError(
+            f"--iceberg_format_version {version} needs Glue 6.0 (Iceberg 1.11.0): this runtime (Spark "
+            f"{spark_version}, Glue 5.0's Iceberg 1.7.1) writes no deletion vectors; leave it out (2)"
+        )

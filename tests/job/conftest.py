@@ -19,7 +19,8 @@ class Lake:
         from cdclake.jobs.batch import BatchProcessor
 
         self.spark = spark
-        self.namespace = f"t{next(_ns)}"
+        # A namespace of its own, or another Lake's (`namespace=`: the same tables, other job settings).
+        self.namespace = overrides.get("namespace") or f"t{next(_ns)}"
         self.dead_dir = tmp / "dead"
         args = {
             "source": "files",

@@ -104,7 +104,8 @@ def _add_section_arguments(ap: cli.Parser) -> None:
         "`formats` (not by default): the job with --table_format iceberg, delta and hudi on the same batches, each "
         "format in a child process of its own (cdcbench/formats.py); `runtimes` (not by default): the job "
         "(Iceberg, merge-on-read) on Glue 5.0's runtime and on Glue 6.0's, alternated, a child process each "
-        "(cdcbench/runtimes.py)",
+        "(cdcbench/runtimes.py); `v3` (not by default): the job with --iceberg_format_version 2 and 3 side by side, "
+        "delete files per batch and a full read before and after maintenance (cdcbench/formatversions.py)",
     )
     ap.add_argument(
         "--batch-sizes",
@@ -159,7 +160,19 @@ class Sizes(NamedTuple):
 
 def _validated(ap: cli.Parser, args: argparse.Namespace) -> tuple[set[str], tuple[str, ...], Sizes]:
     """The sections, the peers and the sizes the arguments ask for; a wrong one stops here."""
-    known = ("mor", "cow", "baseline", "append", "job-append", "avro", "vectorized", "fixed", "formats", "runtimes")
+    known = (
+        "mor",
+        "cow",
+        "baseline",
+        "append",
+        "job-append",
+        "avro",
+        "vectorized",
+        "fixed",
+        "formats",
+        "runtimes",
+        "v3",
+    )
     if unknown := set(args.methods.split(",")) - set(known):
         ap.error(f"unknown --methods {sorted(unknown)}: choose from {', '.join(known)}")
     chosen = args.sections or ("" if args.peers else "a,b" if args.quick else "a,b,c")
@@ -222,7 +235,7 @@ def _run_sections(
     if "a" in sections:
         from . import apply
 
-        if set(cfg.methods) - {"fixed", "formats", "runtimes"}:
+        if set(cfg.methods) - {"fixed", "formats", "runtimes", "v3"}:
             emit(apply.run(spark, cfg, rss))
         if "formats" in cfg.methods:
             from . import formats
@@ -232,6 +245,10 @@ def _run_sections(
             from . import runtimes
 
             emit(runtimes.run(spark, cfg, args.glue_scripts.resolve()))
+        if "v3" in cfg.methods:
+            from . import formatversions
+
+            emit(formatversions.run(spark, cfg))
         if "fixed" in cfg.methods:
             from . import fixedcost
 

@@ -136,3 +136,12 @@ def test_the_checker_reports_the_baselines_unapplied_deletes_and_stale_rows():
     assert verdict.missing == 0
     assert not verdict.correct
     assert verdict.summary().startswith(f"WRONG: {deleted} not deleted")
+
+
+def test_deletion_vectors_in_one_puffin_file_count_as_entries_of_one_file():
+    from cdcbench.formatversions import live
+
+    v3 = {("d/a.puffin", 4, 900), ("d/a.puffin", 60, 900), ("d/b.puffin", 4, 500)}
+    assert live(v3) == (3, 2, 1400)
+    v2 = {("d/x-deletes.parquet", 0, 1200), ("d/y-deletes.parquet", 0, 1300)}
+    assert live(v2) == (2, 2, 2500)

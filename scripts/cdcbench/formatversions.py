@@ -25,7 +25,7 @@ from .checker import check_table
 from .config import Config
 from .formats import timing_cells
 from .measure import Timed, timed
-from .report import Table, secs
+from .report import Table
 
 log = logging.getLogger("cdcbench")
 VERSIONS = ("2", "3")
@@ -41,8 +41,9 @@ class Run:
     times: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     added: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # (entries, files) per batch
     verdicts: dict[int, str] = field(default_factory=dict)
-    reads: dict[str, float] = field(default_factory=dict)  # before / after maintenance
+    reads: dict[str, tuple[float, float]] = field(default_factory=dict)  # (s, CPU s) before / after maintenance
     live: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # (entries, files, bytes)
+    data: dict[str, tuple[int, int]] = field(default_factory=dict)  # (data files, bytes)
     maintenance: Timed | None = None
 
 
@@ -74,16 +75,25 @@ def _apply(run: Run, raw: Any, batch_id: int, n: int, measured: bool) -> None:
         run.added.setdefault(n, []).append(live(new)[:2])
 
 
-def _read(spark: Any, runs: list[Run], label: str) -> None:
-    """A full read of each table (every column, deletes applied), 3 times alternated; the median."""
-    secs_: dict[str, list[float]] = {r.version: [] for r in runs}
-    for i in range(3):
+def data_files(spark: Any, table: str) -> tuple[int, int]:
+    """(live data files, their bytes)."""
+    r = spark.sql(f"SELECT count(*) AS n, coalesce(sum(file_size_in_bytes), 0) AS b FROM {table}.data_files").first()
+    return int(r["n"]), int(r["b"])
+
+
+def _read(spark: Any, runs: list[Run], label: str, times: int = 5) -> None:
+    """A full read of each table (every column, deletes applied), `times` times alternated; the
+    median wall and CPU seconds."""
+    reads: dict[str, list[Timed]] = {r.version: [] for r in runs}
+    for i in range(times):
         for r in runs if i % 2 == 0 else runs[::-1]:
             sql = f"SELECT count(*), sum(xxhash64(*)) FROM {r.table}"
-            secs_[r.version].append(timed(spark, lambda sql=sql: spark.sql(sql).collect()).seconds)
+            reads[r.version].append(timed(spark, lambda sql=sql: spark.sql(sql).collect()))
     for r in runs:
-        r.reads[label] = statistics.median(secs_[r.version])
+        ts = reads[r.version]
+        r.reads[label] = statistics.median(t.seconds for t in ts), statistics.median(t.cpu_seconds for t in ts)
         r.live[label] = live(delete_files(spark, r.table))
+        r.data[label] = data_files(spark, r.table)
 
 
 def _runs(spark: Any, cfg: Config, template: generator.Template) -> list[Run]:
@@ -148,18 +158,21 @@ def _batches_table(cfg: Config, runs: list[Run], n: int) -> Table:
 def _maintenance_table(cfg: Config, runs: list[Run], after: dict[str, str]) -> Table:
     t = Table(
         "a. Iceberg format version 2 and 3: live delete files and a full read, before and after maintenance",
-        ["format version", "live delete entries / files / KiB", "full read s (before)", "maintenance s (CPU s)",
-         "live delete entries after", "full read s (after)", "correct after"],
+        ["format version", "", "data files / MiB", "delete entries / files / KiB", "full read s (CPU s)",
+         "maintenance s (CPU s)", "correct"],
     )  # fmt: skip
     for r in runs:
-        entries, files, size = r.live["before"]
         m = r.maintenance
         assert m is not None
-        t.add(f"v{r.version}", f"{entries:,} / {files:,} / {size / 1024:,.0f}", secs(r.reads["before"]),
-              f"{m.seconds:.2f} ({m.cpu_seconds:.2f})", f"{r.live['after'][0]:,}", secs(r.reads["after"]),
-              after[r.version])  # fmt: skip
+        for label in ("before", "after"):
+            (n, size), (entries, files, dsize) = r.data[label], r.live[label]
+            read_s, read_cpu = r.reads[label]
+            t.add(f"v{r.version}", f"{label} maintenance", f"{n:,} / {size / (1 << 20):,.1f}",
+                  f"{entries:,} / {files:,} / {dsize / 1024:,.0f}", f"{read_s:.2f} ({read_cpu:.2f})",
+                  f"{m.seconds:.2f} ({m.cpu_seconds:.2f})" if label == "after" else "-",
+                  after[r.version] if label == "after" else r.verdicts[max(r.verdicts)])  # fmt: skip
     t.notes.append(
-        "Full read: `SELECT count(*), sum(xxhash64(*))` over the table (every column, deletes applied), median of 3 "
+        "Full read: `SELECT count(*), sum(xxhash64(*))` over the table (every column, deletes applied), median of 5 "
         "runs alternated between the tables. Maintenance: the job's `maintain_table` with every action forced "
         "(compaction, delete-file rewrite, manifest rewrite, snapshot expiry) and the job's default limits."
     )

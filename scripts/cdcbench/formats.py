@@ -59,6 +59,10 @@ def run_worker(
     return json.loads((work / f"result-{tag or fmt}.json").read_text())
 
 
+# The header of timing_cells' cells, in their order.
+TIMING_COLUMNS = ["s/batch (median)", "min-max s", "events/s", "CPU s/batch", "CPU s per million events", "Spark jobs"]
+
+
 def timing_cells(ts: list[dict[str, Any]], n: int, median_s: float) -> list[str]:
     """A row's timing cells over measured batches `ts` of `n` events: s/batch, min-max, events/s,
     CPU s/batch, CPU s per million events, Spark jobs."""
@@ -99,8 +103,7 @@ def _table(cfg: Config, results: dict[str, dict[str, Any]], n: int, manifest: di
     t = Table(
         f"a. Apply throughput per table format, batches of {n:,} change events ({n // 10:,} tombstones more), "
         f"table of {cfg.table_rows:,} rows, 10 columns",
-        ["table format", "s/batch (median)", "min-max s", "events/s", "CPU s/batch", "CPU s per million events",
-         "Spark jobs", "vs iceberg", "correct", "peak RSS MiB"],
+        ["table format", *TIMING_COLUMNS, "vs iceberg", "correct", "peak RSS MiB"],
     )  # fmt: skip
     med = {f: statistics.median(x["seconds"] for x in r["times"][str(n)]) for f, r in results.items()}
     for fmt, r in results.items():

@@ -23,7 +23,7 @@ from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
 from . import generator, tables
 from .checker import check_table
 from .config import Config
-from .formats import timing_cells
+from .formats import TIMING_COLUMNS, timing_cells
 from .measure import Timed, timed
 from .report import Table
 
@@ -136,8 +136,8 @@ def _batches_table(cfg: Config, runs: list[Run], n: int) -> Table:
     t = Table(
         f"a. Iceberg format version 2 and 3, the job merge-on-read, batches of {n:,} change events ({n // 10:,} "
         f"tombstones more), table of {cfg.table_rows:,} rows, 10 columns",
-        ["format version", "s/batch (median)", "min-max s", "events/s", "CPU s/batch", "CPU s per million events",
-         "Spark jobs", "delete entries added per batch", "delete files added per batch", "correct"],
+        ["format version", *TIMING_COLUMNS, "delete entries added per batch", "delete files added per batch",
+         "correct"],
     )  # fmt: skip
     for r in runs:
         ts = r.times[n]

@@ -44,8 +44,7 @@ def _table(cfg: Config, runs: dict[str, list[dict[str, Any]]], n: int, rounds: i
     t = Table(
         f"a. The job on Glue 5.0's and Glue 6.0's runtime, batches of {n:,} change events ({n // 10:,} tombstones "
         f"more), Iceberg merge-on-read table of {cfg.table_rows:,} rows, 10 columns",
-        ["Glue runtime", "s/batch (median)", "min-max s", "events/s", "CPU s/batch", "CPU s per million events",
-         "Spark jobs", "vs Glue 5.0", "correct", "peak RSS MiB"],
+        ["Glue runtime", *formats.TIMING_COLUMNS, "vs Glue 5.0", "correct", "peak RSS MiB"],
     )  # fmt: skip
     times = {v: [x for r in rs for x in r["times"][str(n)]] for v, rs in runs.items()}
     med = {v: statistics.median(x["seconds"] for x in ts) for v, ts in times.items()}

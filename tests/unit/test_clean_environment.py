@@ -38,7 +38,9 @@ def test_a_test_run_does_not_see_a_source_or_profile_exported_in_the_shell() -> 
         "    assert os.environ['CDC_LOCAL_DIR'] == '/kept'\n"
     )
     try:
-        env = {**os.environ, "CDC_STACK_SOURCE": "postgres", "AWS_PROFILE": "prod", "CDC_LOCAL_DIR": "/kept"}
+        # A fixture of this worker may have set other AWS_* / CDC_* variables: the probe gets exactly two.
+        inherited = {k: v for k, v in os.environ.items() if k not in behaviour_variables(os.environ)}
+        env = {**inherited, "CDC_STACK_SOURCE": "postgres", "AWS_PROFILE": "prod", "CDC_LOCAL_DIR": "/kept"}
         res = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", str(target)],
             cwd=ROOT,

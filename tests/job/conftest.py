@@ -45,6 +45,12 @@ class Lake:
     def table(self, name: str = "inventory_customers") -> str:
         return f"glue_catalog.{self.namespace}.{name}"
 
+    def identifier_fields(self, name: str = "inventory_customers") -> set[str]:
+        """The table's Iceberg identifier fields, as Iceberg's own API reads its schema."""
+        jvm = self.spark._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, self.table(name))
+        return set(table.schema().identifierFieldNames())
+
     def rows(self, name: str = "inventory_customers", order: str = "id") -> list[dict[str, Any]]:
         return [r.asDict() for r in self.spark.sql(f"SELECT * FROM {self.table(name)} ORDER BY {order}").collect()]
 

@@ -37,6 +37,7 @@ def test_duplicates_are_kept_and_a_delete_or_update_touches_one_copy(lake):
     assert rows(lake) == Counter({(1, "Ann"): 1, (1, "Anne"): 1, (2, "Bob"): 1})
     copies = lake.spark.sql(f"SELECT id, first_name, _cdc_copy FROM {lake.table(NAME)} ORDER BY 1, 2").collect()
     assert [tuple(r) for r in copies] == [(1, "Ann", 1), (1, "Anne", 1), (2, "Bob", 1)]
+    assert lake.identifier_fields(NAME) == set()  # rows as a multiset: no key to declare
 
 
 def test_a_keyless_batch_applied_twice_counts_once(lake):

@@ -323,6 +323,7 @@ def test_a_lossless_rewrite_keeps_the_key_required_the_partitioning_and_sort_ord
     assert lake.apply(ev.take()).dead == 0 and column_types(lake)["balance"] == T.DecimalType(16, 4)
 
     assert not lake.spark.table(t).schema["id"].nullable
+    assert lake.identifier_fields() == {"id"}  # REPLACE TABLE dropped them; declared again after it
     # Spark 4 checks a DataFrame's table against the one it analysed: the rewrite changed a column's
     # type, so the earlier reader is refused with Spark's own error naming the fix (not a wrong result
     # or a nullability error), and a reader analysed again reads.

@@ -258,6 +258,7 @@ def test_a_table_renamed_at_the_source_moves_to_its_new_name_with_its_rows(lake)
         r["key"]: r["value"] for r in lake.spark.sql(f"SHOW TBLPROPERTIES {lake.table('inventory_clients')}").collect()
     }
     assert props["cdc.primary-key"] == "id" and props["write.delete.mode"] == "merge-on-read"
+    assert lake.identifier_fields("inventory_clients") == {"id"}  # CREATE TABLE AS SELECT had none
 
 
 def test_an_online_schema_change_copy_then_swap_leaves_the_lake_equal_to_the_source(lake):
@@ -351,6 +352,8 @@ def test_a_primary_key_widened_at_the_source_rekeys_the_lake_table_and_later_cha
     [tr] = report.tables
     assert "primary key (id) -> (id, email)" in tr.schema
     assert key_property(lake) == "id,email"
+    # email was an optional lake column: identifier fields must be required, so none are declared.
+    assert lake.identifier_fields() == set()
     lake.assert_rows(
         [
             {"id": 1, "email": "a1@x", "first_name": "Annie"},
@@ -377,7 +380,8 @@ def test_a_column_that_leaves_the_primary_key_may_be_null_in_later_rows(lake):
 
     assert report.dead == 0, lake.dead_letters()
     assert key_property(lake) == "email"
-    assert {f.name: f.nullable for f in lake.spark.table(lake.table()).schema}["id"]
+    assert {f.name: f.nullable for f in lake.spark.table(lake.table()).schema}["id"]  # id's declaration went first
+    assert lake.identifier_fields() == set()
     lake.assert_rows(
         [{"email": "a@x", "id": 1, "first_name": "Ann"}, {"email": "n@x", "id": None, "first_name": "Nil"}], key="email"
     )

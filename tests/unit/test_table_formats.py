@@ -186,9 +186,44 @@ def test_a_rewrite_keeps_the_partitioning_described_by_spark_and_iceberg_puts_it
     )
 
 
-def test_only_iceberg_declares_key_fields_to_drop_and_delta_reserves_its_column_id_counter() -> None:
-    assert Iceberg().key_fields_sql("t", ["a", "b"]) == "ALTER TABLE t DROP IDENTIFIER FIELDS `a`, `b`"
-    assert Iceberg().key_fields_sql("t", []) is None and Delta().key_fields_sql("t", ["a"]) is None
+KEY_COLUMNS = [("A", False), ("b", False), ("c", True), ("_cdc_seq", True)]
+
+
+def test_iceberg_declares_the_key_as_identifier_fields_on_glue_6() -> None:
+    set_ab = "ALTER TABLE t SET IDENTIFIER FIELDS `A`, `b`"
+    assert Iceberg().key_fields_sql("t", [], ["a", "b"], KEY_COLUMNS, "4.1.1") == set_ab  # the column's own case
+    assert Iceberg().key_fields_sql("t", ["b", "A"], ["a", "b"], KEY_COLUMNS, "4.1.1") is None  # already
+    assert Iceberg().key_fields_sql("t", ["A"], ["a", "b"], KEY_COLUMNS, "4.1.1") == set_ab  # the key grew
+
+
+def test_a_key_that_cannot_be_identifier_fields_is_not_declared_and_loses_a_stale_declaration() -> None:
+    drop = "ALTER TABLE t DROP IDENTIFIER FIELDS `A`"
+    assert Iceberg().key_fields_sql("t", ["A"], ["a", "c"], KEY_COLUMNS, "4.1.1") == drop  # c is optional
+    assert Iceberg().key_fields_sql("t", ["A"], [], KEY_COLUMNS, "4.1.1") == drop  # keyless now
+    assert Iceberg().key_fields_sql("t", ["A"], ["gone"], KEY_COLUMNS, "4.1.1") == drop  # no such column
+    assert Iceberg().key_fields_sql("t", [], ["c"], KEY_COLUMNS, "4.1.1") is None
+
+
+def test_glue_5_iceberg_drops_identifier_fields_it_cannot_merge_into() -> None:
+    # Iceberg 1.7.1 fails every merge-on-read MERGE into a table that has them.
+    assert (
+        Iceberg().key_fields_sql("t", ["A", "b"], ["a", "b"], KEY_COLUMNS, "3.5.4")
+        == "ALTER TABLE t DROP IDENTIFIER FIELDS `A`, `b`"
+    )
+    assert Iceberg().key_fields_sql("t", [], ["a", "b"], KEY_COLUMNS, "3.5.4") is None
+
+
+def test_declared_identifier_fields_are_read_back_even_when_a_name_holds_a_comma() -> None:
+    names = ["id", "a,b", "a", "b"]
+    assert Iceberg().declared_key({"identifier-fields": "[a,b,id]"}, names) in (["a,b", "id"], ["a", "b", "id"])
+    assert Iceberg().declared_key({"identifier-fields": "[a,b,id]"}, ["id", "a,b"]) == ["a,b", "id"]
+    assert Iceberg().declared_key({"identifier-fields": "[id]"}, names) == ["id"]
+    assert Iceberg().declared_key({}, names) == [] and Iceberg().declared_key({"identifier-fields": "[]"}, names) == []
+
+
+def test_only_iceberg_declares_a_key_and_delta_reserves_its_column_id_counter() -> None:
+    assert Delta().key_fields_sql("t", [], ["A"], KEY_COLUMNS) is None and not Delta.key_fields and Iceberg.key_fields
+    assert Delta().declared_key({"identifier-fields": "[A]"}, ["A"]) == []
     assert "delta.columnMapping.maxColumnId" in Delta.reserved_properties
 
 

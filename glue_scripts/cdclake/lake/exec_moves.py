@@ -5,8 +5,12 @@ source moved to its new name with its delete markers."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+
+from pyspark.sql import types as T
 
 from ..common.lake_contract import CDC_SEQ
+from ..common.sqltext import table_properties
 from .deletes import drop_markers_sql, marker_table, markers_to_move
 from .execution import Statements
 
@@ -35,24 +39,22 @@ class TableMoves(Statements):
         return int(self.sql(f"SELECT count(*) AS n FROM {ident} WHERE {CDC_SEQ} > {seq}").first()["n"])  # type: ignore[index]
 
     # -------------------------------------------------------------- a table's key fields and moves
-    def drop_identifier_fields(self, ident: str, keys: list[str]) -> bool:
-        """Drop a table's identifier fields (formats.Iceberg.key_fields_sql); False when it had none
-        or the format declares no key."""
-        statement = self.fmt.key_fields_sql(ident, keys)
-        if statement is None:
-            return False
-        try:
+    def declare_key(
+        self, ident: str, keys: Sequence[str], schema: T.StructType | None = None, props: dict[str, str] | None = None
+    ) -> None:
+        """Make the key the table's metadata declares its key `keys` (formats.Format.key_fields_sql):
+        metadata only, nothing when it already is or the format declares none. `schema` and `props`:
+        the table's, when the caller has just read them."""
+        if not self.fmt.key_fields:
+            return
+        schema = schema or self.spark.table(ident).schema
+        props = props if props is not None else table_properties(self.spark, ident)
+        columns = [(f.name, f.nullable) for f in schema.fields]
+        declared = self.fmt.declared_key(props, [n for n, _ in columns])
+        statement = self.fmt.key_fields_sql(ident, declared, keys, columns)
+        if statement is not None:
             self.sql(statement)
-        except Exception as e:
-            if "identifier field" not in str(e).lower():
-                raise
-            return False
-        log.warning(
-            "table %s: dropped its identifier fields %s (Iceberg 1.7.1 cannot MERGE merge-on-read into them)",
-            ident,
-            keys,
-        )
-        return True
+            log.info("table %s: key declared in its metadata (were %s): %s", ident, declared or "none", statement)
 
     def move_table(self, old: str, new: str, properties: dict[str, str]) -> None:
         """A table renamed at the source: the old name's lake table becomes the new name's, rows and

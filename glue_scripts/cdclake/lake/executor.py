@@ -53,6 +53,21 @@ _LEVELS = {
 }
 
 
+# Steps after which the key the table's metadata declares (formats.Format.key_fields_sql) is set again:
+# they create or re-key the table, change or drop its columns, or rewrite it (REPLACE TABLE drops it).
+_KEY_STEPS = (
+    table_plan.CreateTable,
+    table_plan.SetKey,
+    table_plan.Rekey,
+    table_plan.RenameColumn,
+    table_plan.CopyThenDrop,
+    table_plan.DropColumn,
+    table_plan.AlterSchema,
+    table_plan.RewriteType,
+)
+_UNDECLARE_FIRST = (table_plan.Rekey, table_plan.CopyThenDrop, table_plan.DropColumn)
+
+
 class Executor:
     """Runs plans. `write_mode`: what a created table's row-level writes do; `writes`: the keyed and
     keyless writes; `placeholder`: the connector's unavailable-value text;
@@ -71,9 +86,17 @@ class Executor:
     def run(self, plan: table_plan.TablePlan, ex: Execution) -> TableRun:
         """Every step of `plan`, in order; what they wrote and rejected. A step that fails frees
         the rows the table decoded so far (nothing counts them) and raises."""
+        key_steps = [s for s in plan.steps if isinstance(s, _KEY_STEPS)]
+        undeclare = next((s for s in key_steps if isinstance(s, _UNDECLARE_FIRST)), None)
         try:
             for step in plan.steps:
+                if step is undeclare:
+                    # Iceberg refuses to drop an identifier column or make it optional: the key's
+                    # declaration goes first and comes back below (or at the next job start).
+                    self.catalog.declare_key(ex.ident, [])
                 self.step(step, ex)
+            if key_steps and plan.state is not None:
+                self.catalog.declare_key(ex.ident, plan.state.keys)
         except BaseException:
             for w in ex.written:
                 release_rows(w.decoded)

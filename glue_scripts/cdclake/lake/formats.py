@@ -14,7 +14,8 @@ format, pure text (no Spark session):
     widens_in_place   whether ALTER COLUMN TYPE promotes int->bigint, float->double, decimal(p)->(p')
     retype_sql        the ALTER COLUMN TYPE statements of an exact type change, if the format has them
                       (else rewrite_sql)
-    key_fields_sql    the statement that removes a key declared in the format's metadata, if any
+    key_fields_sql    the statement that makes the key declared in the format's metadata the table's
+                      key (Iceberg's identifier fields), if the format has such a declaration
     key_properties    the key as the format's own table properties (Hudi's record key), if any
     lake_type         the column type a decoded column's type is stored as (Hudi has no timestamp_ntz)
     type_features     the table properties that enable the features columns of some types need (Delta:
@@ -87,6 +88,7 @@ class Format:
     fixed_key: ClassVar[bool] = False
     v2_writes: ClassVar[bool] = True
     sort_orders: ClassVar[bool] = False  # a table can carry a write order (Iceberg's WRITE ORDERED BY)
+    key_fields: ClassVar[bool] = False  # a table can declare its key in its metadata (key_fields_sql)
 
     def session_conf(self, s: Settings) -> dict[str, str]:
         raise NotImplementedError
@@ -185,7 +187,14 @@ class Format:
         """The statement that gives `table` back its write order; None: the format has none."""
         return None
 
-    def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
+    def declared_key(self, properties: dict[str, str], column_names: Sequence[str]) -> list[str]:
+        """The key the table's metadata declares (key_fields_sql), from its properties."""
+        return []
+
+    def key_fields_sql(
+        self, table: str, declared: Sequence[str], keys: Sequence[str], columns: Sequence[tuple[str, bool]]
+    ) -> str | None:
+        """None: the format declares no key in its metadata (the `cdc.primary-key` property does)."""
         return None
 
     def retype_sql(self, table: str, changes: list[tuple[str, T.DataType, T.DataType]]) -> list[str] | None:
@@ -196,6 +205,26 @@ class Format:
 def writes_deletion_vectors(spark_version: str) -> bool:
     """Whether the runtime's Iceberg writes format v3's deletion vectors: Iceberg 1.11.0 on Glue 6.0
     (Spark 4) does; Glue 5.0's Iceberg 1.7.1 (Spark 3.5) predates them (Iceberg 1.8)."""
+    return int(spark_version.split(".", 1)[0]) >= 4
+
+
+def _split_names(text: str, names: Sequence[str]) -> list[str] | None:
+    """`text` as names of `names` joined by commas (None: it is not)."""
+    for name in names:
+        if text == name:
+            return [name]
+        if text.startswith(name + ","):
+            rest = _split_names(text[len(name) + 1 :], names)
+            if rest is not None:
+                return [name, *rest]
+    return None
+
+
+def declares_identifier_fields(spark_version: str) -> bool:
+    """Whether a table's key is declared as Iceberg identifier fields (what other engines and writers
+    read as the row key): from Glue 6.0's runtime (Iceberg 1.11.0). Glue 5.0's Iceberg 1.7.1 fails
+    every merge-on-read MERGE into a table that has them ("Cannot add fieldId 1 as an identifier
+    field: field does not exist"), so there the job removes them."""
     return int(spark_version.split(".", 1)[0]) >= 4
 
 
@@ -219,6 +248,7 @@ class Iceberg(Format):
         self.format_version = format_version
 
     sort_orders = True
+    key_fields = True
     reserved_properties = frozenset(
         {"current-snapshot-id", "format", "provider", "location", "owner", "sort-order", "identifier-fields"}
     )
@@ -253,9 +283,6 @@ class Iceberg(Format):
         return conf
 
     def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
-        # The key is deliberately not declared as Iceberg identifier fields: with Iceberg 1.7.1 (Glue
-        # 5.0) a merge-on-read MERGE into a table that has identifier fields fails ("Cannot add fieldId
-        # 1 as an identifier field: field does not exist"), and the MERGE names its key columns itself.
         mode = WriteMode(write_mode).value
         return {
             "format-version": self.format_version,
@@ -289,11 +316,36 @@ class Iceberg(Format):
             terms.append(f"{expr} {direction} {nulls.replace('_', ' ')}")
         return f"ALTER TABLE {table} WRITE ORDERED BY {', '.join(terms)}"
 
-    def key_fields_sql(self, table: str, keys: list[str]) -> str | None:
-        """Remove the key's identifier-field declaration from a table that has one (tables written by
-        earlier releases): Iceberg 1.7.1's merge-on-read MERGE fails on such a table. Metadata only;
-        Iceberg refuses it on a table without them (executor.Executor.drop_identifier_fields)."""
-        return f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}" if keys else None
+    def declared_key(self, properties: dict[str, str], column_names: Sequence[str]) -> list[str]:
+        """The identifier fields from the catalog's `identifier-fields` property, `[a,b]`: the names
+        joined by commas, so a name holding a comma is found by matching the table's column names."""
+        text = properties.get("identifier-fields", "")
+        if not (text.startswith("[") and text.endswith("]")) or text == "[]":
+            return []
+        return _split_names(text[1:-1], sorted(column_names, key=len, reverse=True)) or []
+
+    def key_fields_sql(
+        self,
+        table: str,
+        declared: Sequence[str],
+        keys: Sequence[str],
+        columns: Sequence[tuple[str, bool]],
+        spark_version: str = pyspark.__version__,
+    ) -> str | None:
+        """The statement that makes `table`'s identifier fields (now `declared`) its key `keys`, or
+        None when they are already. `columns`: (name, nullable) of the table's columns. Identifier
+        fields must be required columns: a key with an optional column (a re-key onto columns that
+        were not NOT NULL in the lake), a keyless table and Glue 5.0's runtime get none (and lose
+        any they have: declares_identifier_fields). Metadata only."""
+        by_name = {n.lower(): (n, nullable) for n, nullable in columns}
+        wanted = [by_name[k.lower()][0] for k in keys if k.lower() in by_name and not by_name[k.lower()][1]]
+        if not declares_identifier_fields(spark_version) or len(wanted) != len(keys):
+            wanted = []
+        if {d.lower() for d in declared} == {w.lower() for w in wanted}:
+            return None
+        if wanted:
+            return f"ALTER TABLE {table} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in wanted)}"
+        return f"ALTER TABLE {table} DROP IDENTIFIER FIELDS {', '.join(quote(k) for k in declared)}"
 
 
 # Column mapping by name: Delta renames and drops a column in the metadata only (data files keep

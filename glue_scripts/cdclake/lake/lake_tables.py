@@ -291,8 +291,10 @@ class LakeTables:
         cols = [
             (f.name, f.dataType) for f in schema.fields if f.name not in ALL_METADATA_COLUMNS and f.name not in hidden
         ]
-        state = TableState.from_properties(cols, table_properties(self.spark, ident))
-        self.executor.catalog.drop_identifier_fields(ident, state.keys)
+        props = table_properties(self.spark, ident)
+        state = TableState.from_properties(cols, props)
+        # A table of an earlier release, or one whose last DDL pass stopped between its statements.
+        self.executor.catalog.declare_key(ident, state.keys, schema, props)
         return state
 
     def forget(self, ident: str | None = None) -> None:

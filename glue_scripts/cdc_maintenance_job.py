@@ -1,4 +1,4 @@
-"""AWS Glue 5.0 batch job: maintenance of the CDC lake's tables, on a schedule, beside the
+"""AWS Glue batch job: maintenance of the CDC lake's tables, on a schedule, beside the
 streaming job (Iceberg: compaction, delete files, manifests, snapshot expiry, orphan files; Delta:
 OPTIMIZE and VACUUM; Hudi: clustering, cleaning, timeline archival, with the streaming job stopped).
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STREAMING_JOB = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+STREAMING_JOB = ROOT / "glue_scripts" / "cdc_lake_job.py"
 MAINTENANCE_JOB = ROOT / "glue_scripts" / "cdc_maintenance_job.py"
 
 

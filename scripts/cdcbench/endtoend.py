@@ -180,7 +180,7 @@ class Job:
         self.table = f"glue_catalog.{self.namespace}.salesdb_bench_orders"
         self.args = [
             str(ROOT / ".local" / "venv" / "bin" / "python"),
-            str(ROOT / "glue_scripts" / "cdc_iceberg_job.py"),
+            str(ROOT / "glue_scripts" / "cdc_lake_job.py"),
             "--source", "kafka", "--kafka_auth", "none",
             "--kafka_bootstrap_servers", f"127.0.0.1:{stack.ports['kafka']}",
             "--kafka_topic_pattern", r"salesdb\.salesdb\..*",

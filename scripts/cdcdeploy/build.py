@@ -25,7 +25,7 @@ from cdcdeploy import artifacts, templates
 
 ROOT = templates.ROOT
 BUILD_DIR = ROOT / "build"
-JOB_SCRIPT = ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+JOB_SCRIPT = ROOT / "glue_scripts" / "cdc_lake_job.py"
 MAINTENANCE_SCRIPT = ROOT / "glue_scripts" / "cdc_maintenance_job.py"
 CDCLAKE_DIR = ROOT / "glue_scripts" / "cdclake"
 SEED_SQL_DIR = ROOT / "sql"

@@ -36,7 +36,7 @@ WORKSPACE = "/home/hadoop/workspace"
 AWS_DIR = "/home/hadoop/.aws"
 BUILD = ROOT / "build" / "glue-container"
 JOBS = {
-    "streaming": ROOT / "glue_scripts" / "cdc_iceberg_job.py",
+    "streaming": ROOT / "glue_scripts" / "cdc_lake_job.py",
     "maintenance": ROOT / "glue_scripts" / "cdc_maintenance_job.py",
 }
 

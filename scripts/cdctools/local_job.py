@@ -9,7 +9,7 @@
     (--source postgres, or CDC_STACK_SOURCE=postgres: read the PostgreSQL source's topics;
     start/resume/command --table-format delta|hudi: the lake tables' format, the job's --table_format)
 
-It is the same `glue_scripts/cdc_iceberg_job.py` the Glue job runs, reading the broker through
+It is the same `glue_scripts/cdc_lake_job.py` the Glue job runs, reading the broker through
 Spark's Kafka source as on Glue (spark-sql-kafka from .local/jars/spark), without MSK IAM
 (`--kafka_auth none`). State lives next to the stack's: $CDC_STACK_DIR/lake/{warehouse,checkpoints,
 dead-letters}; the checkpoint is Spark's (offsets/, commits/, sources/). With Delta or Hudi the
@@ -41,7 +41,7 @@ NAMESPACE = "cdc"
 SESSION_METASTORE_ENV = "CDC_SESSION_METASTORE"
 # The job's --table_format values (cdclake.common.settings.TableFormat), iceberg the default.
 TABLE_FORMATS = ("iceberg", "delta", "hudi")
-SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_lake_job.py"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def zip_jars(built: artifacts.Built) -> dict[str, bytes]:
 
 
 def fake_sources(tmp_path: Path) -> dict[str, Path]:
-    job = tmp_path / "cdc_iceberg_job.py"
+    job = tmp_path / "cdc_lake_job.py"
     job.write_text("print('job')\n", encoding="utf-8")
     sql = tmp_path / "sql"
     (sql / "athena").mkdir(parents=True)
@@ -114,7 +114,7 @@ def test_manifest_keys_are_content_hashes(tmp_path: Path, plugin_zip: artifacts.
     assert [a["key"] for a in first["artifacts"]] == [a["key"] for a in second["artifacts"]]  # type: ignore[index]
     params: dict[str, Any] = first["parameters"]  # type: ignore[assignment]
     assert params["DebeziumPluginKey"] == f"plugins/debezium-mysql-{plugin_zip.short_hash}.zip"
-    assert params["GlueScriptKey"].endswith("/cdc_iceberg_job.py")
+    assert params["GlueScriptKey"].endswith("/cdc_lake_job.py")
     assert params["CdclakeZipKey"].rsplit("/", 1)[0] == params["GlueScriptKey"].rsplit("/", 1)[0]
     # The maintenance job runs the same cdclake version as the streaming job: same prefix.
     assert params["MaintenanceScriptKey"] == params["GlueScriptKey"].rsplit("/", 1)[0] + "/cdc_maintenance_job.py"

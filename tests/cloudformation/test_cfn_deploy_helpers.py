@@ -51,7 +51,7 @@ def test_second_upload_of_unchanged_artifacts_uploads_nothing(moto: None, tmp_pa
     s3.create_bucket(Bucket="artifacts", CreateBucketConfiguration={"LocationConstraint": REGION})
     items = [
         artifact(tmp_path, "plugin.zip", b"jars", "plugins/debezium-mysql-aaaa.zip"),
-        artifact(tmp_path, "job.py", b"print(1)", "glue/bbbb/cdc_iceberg_job.py"),
+        artifact(tmp_path, "job.py", b"print(1)", "glue/bbbb/cdc_lake_job.py"),
     ]
     assert deploy.upload_artifacts(s3, "artifacts", items) == [i["key"] for i in items]
     assert deploy.upload_artifacts(s3, "artifacts", items) == []

@@ -268,6 +268,27 @@ def test_job_gets_iceberg_metrics_logs_and_the_cdclake_package(template: dict[st
     assert args["--namespace"] == {"Ref": "GlueDatabase"}
 
 
+def test_an_updated_stack_keeps_the_streaming_jobs_name_logs_checkpoint_and_folders(
+    raw_template: dict[str, Any],
+) -> None:
+    """The job runs glue_scripts/cdc_lake_job.py for every table format, but what a deployed stack holds
+    keeps the name cdc-iceberg: a new Glue job name or log group name replaces the resource on update,
+    and a new checkpoint, dead-letter or raw-zone folder leaves the stream's position and files behind."""
+    variant = resolve_variant(raw_template, RawZoneEnabled="true")
+    props = job(variant)
+    args, outputs = props["DefaultArguments"], variant["Outputs"]
+    assert props["Command"]["ScriptLocation"] == {"Fn::Sub": "s3://${ArtifactsBucket}/${GlueScriptKey}"}
+    assert props["Name"] == {"Fn::Sub": "${AWS::StackName}-cdc-iceberg"}
+    assert args["--custom-logGroup-prefix"] == {"Fn::Sub": "/aws-glue/${AWS::StackName}/cdc-iceberg"}
+    checkpoint = {"Fn::Sub": "s3://${LakeBucket}/checkpoints/${CheckpointName}/"}
+    assert args["--checkpoint_location"] == outputs["CheckpointLocation"]["Value"] == checkpoint
+    assert variant["Parameters"]["CheckpointName"]["Default"] == "cdc-iceberg"
+    dead_letters = {"Fn::Sub": "s3://${LakeBucket}/dead-letters/cdc-iceberg/"}
+    assert args["--dead_letter_path"] == outputs["DeadLetterPath"]["Value"] == dead_letters
+    raw_zone = {"Fn::Sub": "s3://${LakeBucket}/raw/cdc-iceberg/"}
+    assert args["--raw_zone_path"] == outputs["RawZonePath"]["Value"] == raw_zone
+
+
 def glue_jobs(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: r["Properties"] for name, r in resources_of(template, "AWS::Glue::Job").items()}
 

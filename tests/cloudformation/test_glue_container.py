@@ -49,9 +49,9 @@ def test_dry_run_prints_the_documented_glue_5_docker_command_with_the_manifests_
     with zipfile.ZipFile(ROOT / "build" / "glue-container" / "cdclake.zip") as zf:
         assert "cdclake/common/settings.py" in zf.namelist()
     script = submit[submit.index("--py-files") + 2]
-    assert script == "/home/hadoop/workspace/build/glue-container/cdc_iceberg_job.py"
-    assert (ROOT / "build" / "glue-container" / "cdc_iceberg_job.py").read_bytes() == (
-        ROOT / "glue_scripts" / "cdc_iceberg_job.py"
+    assert script == "/home/hadoop/workspace/build/glue-container/cdc_lake_job.py"
+    assert (ROOT / "build" / "glue-container" / "cdc_lake_job.py").read_bytes() == (
+        ROOT / "glue_scripts" / "cdc_lake_job.py"
     ).read_bytes()
     job_args = submit[submit.index(script) + 1 :]
     # The Glue branch of the script (it looks for --JOB_RUN_ID), then the local run's arguments, the one

@@ -27,7 +27,7 @@ STACK_NAME = "cdc-moto"
 # bootstrap stack's bucket and the content-hash keys of build-artifacts).
 DEPLOY_PARAMETERS = {
     "ArtifactsBucket": f"{STACK_NAME}-artifacts",
-    "GlueScriptKey": "glue/000000000000/cdc_iceberg_job.py",
+    "GlueScriptKey": "glue/000000000000/cdc_lake_job.py",
     "CdclakeZipKey": "glue/000000000000/cdclake.zip",
     "GlueExtraJarKey": "glue/000000000000/aws-msk-iam-auth.jar",
     "GlueAvroJarKey": "glue/000000000000/spark-avro_2.13-4.1.1.jar",

@@ -44,7 +44,7 @@ def test_files_source_run_once_end_to_end_through_the_command_line(spark, wareho
         (3, 1, 1, 1, 0)
     ]
     assert re.search(r"inventory_customers: \d+ ev -> c/r 3 u 1 d 1", first.stdout), first.stdout[-3000:]
-    assert (batch["Job"], batch["BatchDeadLetters"], batch["StoppedTables"]) == ("cdc-iceberg", 1, 0)
+    assert (batch["Job"], batch["BatchDeadLetters"], batch["StoppedTables"]) == ("cdc-lake", 1, 0)
     (tmp_path / "job.log").write_text(first.stdout)
     status = run_status(tmp_path / "job.log")
     assert status.returncode == 0, status.stderr

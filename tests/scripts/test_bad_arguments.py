@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 from cdclake.common.settings import ARGS, MAINTENANCE_JOB_ARGS  # noqa: E402
 
-JOB = "glue_scripts/cdc_iceberg_job.py"
+JOB = "glue_scripts/cdc_lake_job.py"
 MAINTENANCE = "glue_scripts/cdc_maintenance_job.py"
 
 

@@ -22,7 +22,7 @@ def log_of(*reports: tuple[BatchReport, list[str]]) -> list[str]:
     out.write("2026-11-28 10:00:00,000 INFO cdclake: streaming from kafka into glue_catalog.cdc\n")
     for report, aside in reports:
         out.write(f"2026-11-28 10:00:01,000 INFO cdclake: {report.line()}\n")
-        emit(batch_metrics("cdc-iceberg", report, aside, NOW), out)
+        emit(batch_metrics("cdc-lake", report, aside, NOW), out)
     return out.getvalue().splitlines()
 
 
@@ -36,10 +36,10 @@ def test_counts_add_up_over_batches_and_the_state_and_lag_are_the_latest_batchs(
     )
     second = batch(1, TableReport("c.cdc.customer", events=3, updates=1, deletes=2), behind=None)
     f = status.read_figures(log_of((first, []), (second, [])))
-    assert {k: f.tables[("cdc-iceberg", "customer")][k] for k in status.SUMMED} == {
+    assert {k: f.tables[("cdc-lake", "customer")][k] for k in status.SUMMED} == {
         "Inserts": 5, "Updates": 1, "Deletes": 2, "DeadLetters": 0, "Commits": 2,
     }  # fmt: skip
-    job = f.batches["cdc-iceberg"]
+    job = f.batches["cdc-lake"]
     assert (job["batches"], job["Records"], job["Batch"], job["BehindSourceSeconds"]) == (2, 10, 1, None)
     rows = status_rows(status.render(f))
     assert rows["customer"][:4] == ["following", "5", "1", "2"] and rows["orders"][-1] == "0"
@@ -61,7 +61,7 @@ def test_only_the_lines_after_the_jobs_latest_start_count():
     text += "\n===== 2026-11-28 10:05:00 local-stack starts job\n"
     text += "\n".join(log_of((batch(1, TableReport("c.cdc.customer", events=1, inserts=1)), [])))
     f = status.read_figures(status.since_latest_start(text).splitlines())
-    assert f.tables[("cdc-iceberg", "customer")]["Inserts"] == 1
+    assert f.tables[("cdc-lake", "customer")]["Inserts"] == 1
 
 
 def test_maintenance_results_get_their_own_rows(tmp_path):

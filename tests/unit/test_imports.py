@@ -159,7 +159,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_every_project_module_imports_on_its_own(tmp_path: Path) -> None:
     modules = project_modules()
     # The enumeration itself: top-level modules and package modules of both folders.
-    assert {"cdc_iceberg_job", "cdclake", "cdclake.jobs.job", "cdctools.reconcile", "cdcstack.commands"} <= set(modules)
+    assert {"cdc_lake_job", "cdclake", "cdclake.jobs.job", "cdctools.reconcile", "cdcstack.commands"} <= set(modules)
     failed = import_each_alone(modules, tmp_path)
     assert not failed, "\n".join(f"import {name} failed on its own:\n{error}" for name, error in failed.items())
 

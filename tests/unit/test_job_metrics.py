@@ -156,5 +156,5 @@ def test_every_metric_is_declared_in_the_one_namespace_with_the_job_dimension():
 
 
 def test_the_job_dimension_is_glues_job_name_else_the_local_default():
-    assert job_name({"JOB_NAME": "cdc-lake-cdc-iceberg"}, "cdc-iceberg") == "cdc-lake-cdc-iceberg"
-    assert job_name({}, "cdc-iceberg") == "cdc-iceberg"
+    assert job_name({"JOB_NAME": "cdc-lake-cdc-iceberg"}, "cdc-lake") == "cdc-lake-cdc-iceberg"
+    assert job_name({}, "cdc-lake") == "cdc-lake"

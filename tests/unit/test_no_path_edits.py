@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {
-    "glue_scripts/cdc_iceberg_job.py",
+    "glue_scripts/cdc_lake_job.py",
     "glue_scripts/cdc_maintenance_job.py",
 }
 # An insert, append, extend, slice assignment or rebinding of sys.path, also inside a `python -c` string.

@@ -20,8 +20,9 @@ from .report import BatchReport, TableReport
 NAMESPACE = "CdcLake"
 JOB = "Job"
 TABLE = "Table"
-# The job's name where Glue gives none (a local run): what status shows.
-LOCAL_STREAMING_JOB = "cdc-iceberg"
+# The job's name where Glue gives none (a local run): what status shows; also the streaming query's
+# name. A deployed job is named by the template (<stack>-cdc-iceberg), whatever the table format.
+LOCAL_STREAMING_JOB = "cdc-lake"
 LOCAL_MAINTENANCE_JOB = "cdc-maintenance"
 
 # Per table and batch (dimensions Job, Table): changes applied by operation, dead letters, commits

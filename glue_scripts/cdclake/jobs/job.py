@@ -14,6 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..common.logs import configure_logging
+from ..common.metrics import LOCAL_STREAMING_JOB
 from ..common.settings import ARGS, ArgumentError, Settings, Source, TableFormat, build_settings, parse_job_argv
 from ..lake.deletes import marker_table
 from ..lake.formats import table_format
@@ -183,7 +184,7 @@ def _finish_resume(processor: BatchProcessor, table: str) -> None:
 def _start_query(spark: SparkSession, settings: Settings, each_batch: Callable[[DataFrame, int], None]) -> Any:
     writer = (
         open_stream(spark, settings)
-        .writeStream.queryName("cdc-iceberg")
+        .writeStream.queryName(LOCAL_STREAMING_JOB)  # Spark UI and logs only: the checkpoint is by path
         .foreachBatch(each_batch)
         .option("checkpointLocation", settings.checkpoint_location)
     )

@@ -161,7 +161,7 @@ def driver_java_options(s: Settings, env: Mapping[str, str] = os.environ) -> str
     return flags
 
 
-def local_session(s: Settings, app_name: str = "cdc-iceberg-local", master: str | None = None) -> SparkSession:
+def local_session(s: Settings, app_name: str = "cdc-lake-local", master: str | None = None) -> SparkSession:
     """A local SparkSession equivalent to the Glue job's (same catalog name and settings)."""
     check_spark(s.table_format, pyspark.__version__)
     b = SparkSession.builder.appName(app_name).master(master or os.environ.get("CDC_SPARK_MASTER", "local[2]"))

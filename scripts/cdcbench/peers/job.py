@@ -20,7 +20,7 @@ class ProjectJob(System):
         self.dir = ctx.work
         args = [
             str(ROOT / ".local" / "venv" / "bin" / "python"),
-            str(ROOT / "glue_scripts" / "cdc_iceberg_job.py"),
+            str(ROOT / "glue_scripts" / "cdc_lake_job.py"),
             "--source", "kafka", "--kafka_auth", "none",
             "--kafka_bootstrap_servers", ctx.kafka,
             # its tables' change topics and the connector's schema-change topic (renames come from there)
@@ -33,7 +33,7 @@ class ProjectJob(System):
         self.launch(args, ctx.work / "job.log", env)
 
     def description(self) -> str:
-        return "glue_scripts/cdc_iceberg_job.py --source kafka --trigger_interval_seconds 1 (MERGE, merge-on-read)"
+        return "glue_scripts/cdc_lake_job.py --source kafka --trigger_interval_seconds 1 (MERGE, merge-on-read)"
 
     def check(self) -> None:
         super().check()

@@ -9,7 +9,7 @@ BIN   := $(VENV)/bin
 # not on the CPU.
 # Tests that share a stack or a module fixture stay in one worker (tests/conftest.py).
 TEST_WORKERS ?= 3
-XDIST := -n $(TEST_WORKERS) --dist loadgroup
+XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: setup setup-deploy test test-unit test-job test-stack lint lint-cfn format demo clean
 

@@ -194,6 +194,39 @@ def reader_schema(avro: Any) -> Any:
     return avro
 
 
+def as_parse_type(value: Column, avro: T.DataType, target: T.DataType) -> Column:
+    """A value `from_avro` read with `reader_schema` (each in its Avro encoding: a decimal's or a
+    byte string's bytes, a date's days, a timestamp's epoch units) as the JSON path's `from_json`
+    gives it with `target`, a column's `parse_type` (connect_types.py): bytes as base64 text, as
+    JsonConverter writes them, a nested value kept as text as its JSON; the rest as it is. The
+    column's conversion stages then take it as they take the JSON value."""
+    if isinstance(target, T.StringType):
+        if isinstance(avro, T.BinaryType):
+            return F.base64(value)
+        if isinstance(avro, T.StructType | T.ArrayType | T.MapType):
+            return _nested_text(value)
+        return value if isinstance(avro, T.StringType) else value.cast(target)
+    if isinstance(target, T.StructType) and isinstance(avro, T.StructType):
+        parts = {f.name: f.dataType for f in avro.fields}
+        fields = [
+            (as_parse_type(value.getField(f.name), parts[f.name], f.dataType) if f.name in parts
+             else F.lit(None).cast(f.dataType)).alias(f.name)
+            for f in target.fields
+        ]  # fmt: skip
+        return F.when(value.isNotNull(), F.struct(*fields))
+    if isinstance(target, T.ArrayType) and isinstance(avro, T.ArrayType):
+        return F.transform(value, lambda e: as_parse_type(e, avro.elementType, target.elementType))
+    return value if avro == target else value.cast(target)
+
+
+def _nested_text(value: Column) -> Column:
+    """A nested value as the text `from_json` keeps for it under a string type: written with its null
+    fields (JsonConverter writes them), then read back as that string, which re-writes it the way the
+    JSON path's parse does (e.g. a character outside the BMP as its `\\u` surrogate escapes)."""
+    text = F.concat(F.lit('{"v":'), F.to_json(value, {"ignoreNullFields": "false"}), F.lit("}"))
+    return F.from_json(text, "v string").getField("v")
+
+
 @dataclass(frozen=True)
 class SchemaVersion:
     """A schema version of the registry as the job uses it."""

@@ -428,12 +428,20 @@ def port_free(port: int) -> bool:
     return True
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now, picked by the OS (a race with another process stays
-    possible): for servers the benchmarks and tests start beside the stack."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    possible): for servers the benchmarks and tests start beside the stack. Never one this process
+    was given before: the OS may pick a just-closed port again, and a stack's ports must differ."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def port_holder(port: int) -> str:

@@ -185,3 +185,9 @@ def test_a_local_resume_run_writes_the_streams_lake_and_reads_its_marks_with_a_c
         )
     checkpoints = {stream.checkpoint_location, *(r.checkpoint_location for r in runs)}
     assert len(checkpoints) == 3
+
+
+def test_free_ports_handed_to_one_process_all_differ() -> None:
+    # The OS may pick a just-closed port again: a stack given the same port twice does not start.
+    ports = [plumbing.free_port() for _ in range(1000)]
+    assert len(set(ports)) == len(ports)

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from cdcstack.connect import worker_properties
 from cdcstack.plumbing import free_port
 
 from . import install
@@ -71,27 +72,8 @@ def _worker_files(d: Path, kafka: str, port: int, plugin: Path) -> tuple[Path, P
     # are idle, and the sink answers the coordinator's commit requests only when Connect calls it:
     # at the default, the changes after a workload's last commit request waited 60-120 s (a commit
     # timeout of 30 s included). MSK Connect accepts the setting in a custom worker configuration.
-    props.write_text(
-        f"""bootstrap.servers={kafka}
-group.id=bench-iceberg-sink-{port}
-config.storage.topic=_bench-sink-configs-{port}
-offset.storage.topic=_bench-sink-offsets-{port}
-status.storage.topic=_bench-sink-status-{port}
-config.storage.replication.factor=1
-offset.storage.replication.factor=1
-status.storage.replication.factor=1
-key.converter=org.apache.kafka.connect.json.JsonConverter
-value.converter=org.apache.kafka.connect.json.JsonConverter
-listeners=http://127.0.0.1:{port}
-rest.advertised.host.name=127.0.0.1
-rest.advertised.port={port}
-plugin.path={plugin.parent}
-plugin.discovery=service_load
-scheduled.rebalance.max.delay.ms=0
-consumer.auto.offset.reset=earliest
-offset.flush.interval.ms=1000
-"""
-    )
+    worker = worker_properties(kafka, port, f"bench-iceberg-sink-{port}", f"_bench-sink-{port}", plugin.parent)
+    props.write_text(f"{worker}consumer.auto.offset.reset=earliest\noffset.flush.interval.ms=1000\n")
     log4j = d / "log4j.properties"
     log4j.write_text(
         "log4j.rootLogger=INFO, out\nlog4j.appender.out=org.apache.log4j.ConsoleAppender\n"

@@ -4,6 +4,7 @@ named `glue_catalog`, exactly the name the Glue job uses)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -97,10 +98,16 @@ _GROUP_SECONDS = "cdc/xdist-group-seconds"
 _group_seconds: dict[str, float] = {}
 
 
+def _recorded_group_seconds() -> dict[str, float]:
+    """A clean checkout (CI) has no cache: the groups' seconds of a full run recorded in the tree."""
+    path = ROOT / "tests" / "xdist_group_seconds.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle: the order xdist sees is this one
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
-    timed: dict[str, float] = cache.get(_GROUP_SECONDS, {}) if cache else {}
+    timed: dict[str, float] = (cache.get(_GROUP_SECONDS, {}) if cache else {}) or _recorded_group_seconds()
     names = [m.args[0] if (m := item.get_closest_marker("xdist_group")) else None for item in items]
     counts = Counter(n for n in names if n is not None)
     rank = {n: (0 if n in timed else 1, -timed.get(n, 0.0), -counts[n]) for n in counts}

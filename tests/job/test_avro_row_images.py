@@ -47,10 +47,20 @@ def _mismatches(spark, definition: str, changes: list) -> tuple[int, list[str]]:
     df = spark.createDataFrame(changes, "body binary, before string, after string, schema string")
     df = df.select("*", from_avro("body", json.dumps(reader_schema(json.loads(definition)))).alias("v"))
     envelope = df.schema["v"].dataType
+    # Both paths' images materialized once: referenced per column, the whole image expressions made a
+    # plan of thousands of nodes (minutes of planning for the all-types table).
+    images = [
+        expr.alias(f"{path}_{image}")
+        for image in ("before", "after")
+        for path, expr in (
+            ("avro", as_parse_type(F.col("v").getField(image), envelope[image].dataType, image_type)),
+            ("json", F.from_json(F.col(image), image_type)),
+        )
+    ]
+    df = df.select(*images).localCheckpoint()
     differ = []
     for image in ("before", "after"):
-        avro = as_parse_type(F.col("v").getField(image), envelope[image].dataType, image_type)
-        parsed = F.from_json(F.col(image), image_type)
+        avro, parsed = F.col(f"avro_{image}"), F.col(f"json_{image}")
         for c in columns:
             a, j = avro.getField(c.source), parsed.getField(c.source)
             lake_a, lake_j = (c.convert(x).cast(cast_type(c.spark_type)) for x in (a, j))

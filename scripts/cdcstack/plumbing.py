@@ -187,7 +187,7 @@ class StackConfig:
         return self.path("logs", f"{component}.log")
 
     def record(self, component: str) -> Path:
-        return self.path("run", f"{component}.json")
+        return record_path(self.state, component)
 
     @property
     def secrets_dir(self) -> Path:
@@ -299,12 +299,21 @@ def _proc_starttime(pid: int) -> str | None:
     return fields[19]
 
 
-def load_record(s: StackConfig, component: str) -> Record | None:
+def record_path(state: Path, component: str) -> Path:
+    """Where a stack in `state` keeps the run record of its `component`."""
+    return state / "run" / f"{component}.json"
+
+
+def read_record(path: Path) -> Record | None:
     try:
-        data = json.loads(s.record(component).read_text())
+        data = json.loads(path.read_text())
         return Record(**data)
     except (OSError, ValueError, TypeError):
         return None
+
+
+def load_record(s: StackConfig, component: str) -> Record | None:
+    return read_record(s.record(component))
 
 
 def live_record(s: StackConfig, component: str) -> Record | None:

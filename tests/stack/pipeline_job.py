@@ -42,13 +42,10 @@ def job_log_shows(stack: Stack, pattern: str, timeout: float = 60) -> str:
 def job_running(stack: Stack) -> bool:
     """What `local-job status` says by its exit code, read in this process from the job's run record:
     the tests poll it every half second, and a `local-job` process costs about 0.4 CPU-s."""
-    from cdcstack.plumbing import JOB, Record
+    from cdcstack.plumbing import JOB, read_record, record_path
 
-    try:
-        rec = Record(**json.loads((stack.state / "run" / f"{JOB}.json").read_text()))
-    except (OSError, ValueError, TypeError):
-        return False
-    return rec.alive()
+    rec = read_record(record_path(stack.state, JOB))
+    return rec is not None and rec.alive()
 
 
 def wait_committed(stack: Stack, batch: int, timeout: float = 300) -> None:

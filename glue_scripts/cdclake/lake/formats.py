@@ -202,10 +202,16 @@ class Format:
         return None
 
 
+def _iceberg_1_11(spark_version: str) -> bool:
+    """Whether the runtime is Glue 6.0's (Spark 4, Iceberg 1.11.0), not Glue 5.0's (Spark 3.5, Iceberg
+    1.7.1): what each Iceberg difference below is decided by."""
+    return int(spark_version.split(".", 1)[0]) >= 4
+
+
 def writes_deletion_vectors(spark_version: str) -> bool:
     """Whether the runtime's Iceberg writes format v3's deletion vectors: Iceberg 1.11.0 on Glue 6.0
     (Spark 4) does; Glue 5.0's Iceberg 1.7.1 (Spark 3.5) predates them (Iceberg 1.8)."""
-    return int(spark_version.split(".", 1)[0]) >= 4
+    return _iceberg_1_11(spark_version)
 
 
 def _split_names(text: str, names: Sequence[str]) -> list[str] | None:
@@ -225,14 +231,14 @@ def declares_identifier_fields(spark_version: str) -> bool:
     read as the row key): from Glue 6.0's runtime (Iceberg 1.11.0). Glue 5.0's Iceberg 1.7.1 fails
     every merge-on-read MERGE into a table that has them ("Cannot add fieldId 1 as an identifier
     field: field does not exist"), so there the job removes them."""
-    return int(spark_version.split(".", 1)[0]) >= 4
+    return _iceberg_1_11(spark_version)
 
 
 def reads_vectorized(spark_version: str) -> bool:
     """Iceberg's vectorized Parquet reads are left on (Iceberg's default) from Glue 6.0's runtime
     (Spark 4, Iceberg 1.11.0), where they read correctly and cost less CPU (docs/BENCHMARKS.md), and
     turned off on Glue 5.0's (Spark 3.5, Iceberg 1.7.1), whose reader corrupts memory."""
-    return int(spark_version.split(".", 1)[0]) >= 4
+    return _iceberg_1_11(spark_version)
 
 
 class Iceberg(Format):

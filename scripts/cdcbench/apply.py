@@ -28,7 +28,7 @@ from typing import Any
 from cdclake.jobs.batch import BatchProcessor, Writes
 from pyspark.sql import DataFrame, SparkSession
 
-from . import avrowire, generator, tables
+from . import avrowire, generator, pipeline_cost, tables
 from .baseline import BaselineProcessor
 from .checker import Verdict, check_table
 from .compare import import_module
@@ -67,6 +67,7 @@ class Method:
     times: dict[int, list[Timed]] = field(default_factory=dict)
     verdicts: dict[int, Verdict] = field(default_factory=dict)
     jobs: dict[int, list[list[JobTime]]] = field(default_factory=dict)  # per measured batch
+    objects: dict[int, list[int]] = field(default_factory=dict)  # lake objects written per measured batch
 
 
 KEYS = {
@@ -197,9 +198,12 @@ class _Batches:
             out[wire] = tables.raw_records(self.spark, records, path.with_name(f"{path.name}-{wire}"))
         return out
 
-    def per_change(self, wire: str, n: int) -> str:
+    def bytes_per_change(self, wire: str, n: int) -> float:
         changes, size = self.topic_bytes[(wire, n)]
-        return f"{size / changes:,.0f}"
+        return size / changes
+
+    def per_change(self, wire: str, n: int) -> str:
+        return f"{self.bytes_per_change(wire, n):,.0f}"
 
     @staticmethod
     def drop(path: Path) -> None:
@@ -232,12 +236,14 @@ def _run(spark: SparkSession, cfg: Config, rss: RssSampler, template: generator.
         order = methods[i % len(methods) :] + methods[: i % len(methods)]
         for m in order:
             raw = raws[m.wire]
+            before = lake_objects(cfg.work / "warehouse", m.table)
             with job_log(spark) as jobs:
                 t = timed(spark, lambda m=m, raw=raw, decoded=decoded, b=batch_id: m.run(raw, decoded, b))
             log.info("apply %s, %d events: %.2fs (%d Spark jobs)", m.name, n, t.seconds, t.spark_jobs)
             if measured is not None:
                 m.times.setdefault(n, []).append(t)
                 m.jobs.setdefault(n, []).append(jobs)
+                m.objects.setdefault(n, []).append(lake_objects(cfg.work / "warehouse", m.table) - before)
         batch_id += 1
         io.drop(path)
         last_of_size = i == len(plan) - 1 or plan[i + 1][0] != n
@@ -249,9 +255,39 @@ def _run(spark: SparkSession, cfg: Config, rss: RssSampler, template: generator.
     peak = rss.peak()
     largest = max(cfg.batch_sizes)
     profiled = (MOR, BASE, AVRO, compare_name(cfg.compare_rev or ""))
-    return [_table(cfg, methods, n, peak, io) for n in cfg.batch_sizes] + [
-        _where(m, largest) for m in methods if m.name in profiled
+    return (
+        [_table(cfg, methods, n, peak, io) for n in cfg.batch_sizes]
+        + [_where(m, largest) for m in methods if m.name in profiled]
+        + _pipeline_cost(cfg, methods, io)
+    )
+
+
+def lake_objects(warehouse: Path, table: str) -> int:
+    """The files under the table's namespace folder (the table and the job's own tables beside it), as
+    objects on S3: without the local file system's checksum files and the Hadoop catalog's version
+    hint (the Glue catalog keeps that pointer in its table entry)."""
+    folder = warehouse / table.split(".")[-2]
+    return sum(
+        1 for f in folder.rglob("*") if f.is_file() and not f.name.endswith(".crc") and f.name != "version-hint.text"
+    )
+
+
+def _pipeline_cost(cfg: Config, methods: list[Method], io: _Batches) -> list[Table]:
+    """The whole pipeline priced from the job's figures in each wire format measured (JSON: the job's
+    merge-on-read method, Avro: its avro method)."""
+    measured = [
+        pipeline_cost.Measured(
+            m.wire,
+            n,
+            _median(m.times[n], "cpu_seconds") / n * 1e6,
+            io.bytes_per_change(m.wire, n),
+            statistics.mean(m.objects[n]),
+        )
+        for m in methods
+        if m.name in (MOR, AVRO)
+        for n in cfg.batch_sizes
     ]
+    return [pipeline_cost.table(measured)] if measured else []
 
 
 def _site(name: str) -> str:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cdcstack.plumbing import free_port
 from pyspark.sql import SparkSession
@@ -81,6 +82,12 @@ class RateResult:
     missing: int
     changes: int
     cpu: dict[str, float]  # CPU seconds per process tree: "job" and the stack's components
+
+
+class TopicBytes(NamedTuple):
+    records: int
+    size: int
+    tombstones: int
 
 
 class Stack:
@@ -133,8 +140,8 @@ class Stack:
             autocommit=False,
         )
 
-    def topic_bytes(self, topic: str) -> tuple[int, int]:
-        """(records, key plus value bytes) of the topic, tombstones included, read to its end offsets."""
+    def topic_bytes(self, topic: str) -> TopicBytes:
+        """Records, key plus value bytes and tombstones of the topic, read to its end offsets."""
         from confluent_kafka import Consumer, TopicPartition
 
         c = Consumer({"bootstrap.servers": f"127.0.0.1:{self.ports['kafka']}", "group.id": "bench-bytes",
@@ -143,13 +150,14 @@ class Stack:
             parts = c.list_topics(topic, timeout=10).topics[topic].partitions
             ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
             c.assign([TopicPartition(topic, p, 0) for p in parts])
-            records = size = 0
+            records = size = tombstones = 0
             while records < sum(ends.values()):
                 for m in c.consume(10_000, timeout=5):
                     if m.error() is None:
                         records += 1
+                        tombstones += m.value() is None
                         size += len(m.key() or b"") + len(m.value() or b"")
-            return records, size
+            return TopicBytes(records, size, tombstones)
         finally:
             c.close()
 
@@ -397,7 +405,7 @@ def _burst(spark: SparkSession, stack: Stack, job: Job, cfg: Config, next_id: in
     burst_cpu = cpu_spent(cpu_before, job.cpu(stack))
     visible = _visible_at(spark, job.table, [burst_ids[-1]])[burst_ids[-1]]
     batches = job.batches()[batches_before:]
-    topic_records, topic_size = stack.topic_bytes("salesdb.salesdb.bench_orders")
+    topic_records, topic_size, _ = stack.topic_bytes("salesdb.salesdb.bench_orders")
     return BurstResult(
         first_commit, source_done, visible, burst_cpu, batches, topic_records, topic_size, stack.component_rss()
     )

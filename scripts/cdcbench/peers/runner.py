@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import pipeline_cost
 from ..measure import mib, table_files, tree_cpu
 from ..report import Table
 from .base import DATABASE, TOPIC_PREFIX, Context, System, fresh, settled
@@ -392,7 +393,7 @@ def missing_rows(results: list[SystemResult], plan: PeerPlan, names: tuple[str, 
     return out
 
 
-def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
+def tables(results: list[SystemResult], plan: PeerPlan, bytes_per_change: float = 0.0) -> list[Table]:
     base = next((r for r in results if r.system.name == "job" and r.runs), None)
     cost = Table(
         "peers. The same source changes through each system: cost and latency",
@@ -431,7 +432,7 @@ def tables(results: list[SystemResult], plan: PeerPlan) -> list[Table]:
         "The snapshot row counts from the system's start (JVM start-up included). Latency: source COMMIT -> "
         "commit of the Iceberg snapshot holding the inserted row (probes: the inserts of the fixed-rate mix)."
     )
-    return [cost, _lake_table(results), aws_cost(results)]
+    return [cost, _lake_table(results), aws_cost(results), *pipelines(results, bytes_per_change)]
 
 
 def _lake_table(results: list[SystemResult]) -> Table:
@@ -465,15 +466,26 @@ def _lake_table(results: list[SystemResult]) -> Table:
     return lake
 
 
-# List prices, us-east-1 (docs/BENCHMARKS.md cites the pages): Glue $0.44 per DPU-hour, 1 DPU = 4 vCPU;
-# MSK Connect $0.11 per MCU-hour, 1 MCU = 1 vCPU; Managed Service for Apache Flink $0.11 per KPU-hour,
-# 1 KPU = 1 vCPU (plus one KPU per application for orchestration, a fixed hourly cost left out here).
+# Each system's AWS service: (name, $ per capacity-hour, vCPUs per unit); prices in pipeline_cost.
 SERVICE = {
-    "job": ("AWS Glue", 0.44, 4),
-    "sample": ("AWS Glue", 0.44, 4),
-    "sink": ("MSK Connect", 0.11, 1),
-    "flink": ("Managed Service for Apache Flink", 0.11, 1),
+    "job": ("AWS Glue", pipeline_cost.GLUE_DPU_HOUR["5.0"], 4),
+    "sample": ("AWS Glue", pipeline_cost.GLUE_DPU_HOUR["5.0"], 4),
+    "sink": ("MSK Connect", pipeline_cost.CONNECT_MCU_HOUR, 1),
+    "flink": ("Managed Service for Apache Flink", pipeline_cost.FLINK_KPU_HOUR, 1),
 }
+KIND = {"job": "glue", "sample": "glue", "sink": "sink", "flink": "flink"}
+PRICED_WORKLOAD = "200/s on 1 table"
+
+
+def pipelines(results: list[SystemResult], bytes_per_change: float) -> list[Table]:
+    """Every system's whole pipeline per month, from its CPU at PRICED_WORKLOAD (none if not measured)."""
+    peers = [
+        pipeline_cost.Peer(r.system.label, KIND[r.system.name], m.cpu / m.changes * 1e6)
+        for r in results
+        for m in r.runs
+        if m.workload == PRICED_WORKLOAD and not m.failed and m.changes
+    ]
+    return [pipeline_cost.peers_table(peers, bytes_per_change, PRICED_WORKLOAD)] if peers and bytes_per_change else []
 
 
 def aws_cost(results: list[SystemResult]) -> Table:
@@ -549,6 +561,7 @@ def run(
                 break
             # each system's rows as soon as it is done: a run cut short still shows what it measured
             print("\n" + tables(results, plan)[0].text(), flush=True)
+        bytes_per_change = _bytes_per_change(stack, results)
     finally:
         for s in systems:
             s.stop()
@@ -557,4 +570,12 @@ def run(
         for t in tables(results, plan):
             print("\n" + t.text(), flush=True)
         sys.exit(143)
-    return tables(results, plan), missing_rows(results, plan, names)
+    return tables(results, plan, bytes_per_change), missing_rows(results, plan, names)
+
+
+def _bytes_per_change(stack: Any, results: list[SystemResult]) -> float:
+    """Key plus value bytes per change on the job's change topic (JSON), tombstones' bytes included."""
+    if not any(r.system.name == "job" and r.runs for r in results):
+        return 0.0
+    t = stack.topic_bytes(f"{TOPIC_PREFIX}.{DATABASE}.job_orders")
+    return t.size / (t.records - t.tombstones) if t.records > t.tombstones else 0.0

@@ -514,7 +514,9 @@ class ConnectVersionLoadsThePlugin(CloudFormationLintRule):
     description = (
         "Debezium 3.x is built for Java 17 and Kafka Connect 3.1+; MSK Connect 2.7.1 runs Java 11, where the "
         "plugin fails with UnsupportedClassVersionError. Every KafkaConnectVersion a connector can be "
-        "deployed with (each AllowedValue of its parameter) must be 3.x or newer while pom.xml ships Debezium 3+"
+        "deployed with (each AllowedValue of its parameter) must be 3.x or newer while pom.xml ships Debezium 3+. "
+        "The Java 11 build (DebeziumBuild=java11, Debezium 2.7 from the profiles' own properties, which this rule "
+        "does not read) is the fallback for 3.7.x workers found on Java 11, not a way onto 2.7.1"
     )
     source_url = "https://docs.aws.amazon.com/msk/latest/developerguide/msk-connect-workers.html"
     tags: ClassVar[list[str]] = ["resources", "kafkaconnect"]

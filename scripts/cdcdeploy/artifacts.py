@@ -30,6 +30,9 @@ PLUGINS = {
     "mysql": ("debezium-mysql", "MySQL"),
     "postgres": ("debezium-postgres", "PostgreSQL"),
 }
+# The template's DebeziumBuild -> the suffix of the engine's manifest profile: java11 is Debezium 2.7, the
+# last line that runs on Java 11 (docs/DEPLOY.md, "The connector's Java").
+DEBEZIUM_BUILDS = {"java17": "", "java11": "-java11"}
 GLUE_EXTRA_JARS_PROFILE = "glue-extra-jars"
 GLUE_AVRO_JARS_PROFILE = "glue-avro-jars"  # spark-avro: the job's from_avro (wire format avro)
 GLUE5_AVRO_JARS_PROFILE = "glue5-avro-jars"  # the same for a job on GlueVersion 5.0 (Spark 3.5)
@@ -99,12 +102,15 @@ def plugin_folder(engine: str) -> str:
     return runtime.profile_dir(PLUGINS[engine][0]).name
 
 
-def build_plugin_zip(out: Path, engine: str = "mysql") -> Built:
-    """The connector plugin of one source engine (mysql or postgres): every jar of its manifest profile
-    and the Glue Schema Registry's converter, in one folder, as the local Kafka Connect loads it."""
+def build_plugin_zip(out: Path, engine: str = "mysql", build: str = "java17") -> Built:
+    """The connector plugin of one source engine (mysql or postgres) in one Debezium build (java17 or
+    java11): every jar of its manifest profile and the Glue Schema Registry's converter, in one folder,
+    as the local Kafka Connect loads it."""
     if engine not in PLUGINS:
         raise ValueError(f"unknown source engine {engine!r}; one of {sorted(PLUGINS)}")
-    profile, label = PLUGINS[engine]
+    if build not in DEBEZIUM_BUILDS:
+        raise ValueError(f"unknown Debezium build {build!r}; one of {sorted(DEBEZIUM_BUILDS)}")
+    profile, label = PLUGINS[engine][0] + DEBEZIUM_BUILDS[build], PLUGINS[engine][1]
     folder = plugin_folder(engine)
     jars = profile_jars(profile) + profile_jars(CONVERTER_PROFILE)
     entries = [(f"{folder}/{jar.name}", jar.read_bytes()) for jar in jars]

@@ -4,7 +4,7 @@
   build/cloudformation/bootstrap.yaml      artifacts-bucket stack
   build/cloudformation/lambda/*.zip        custom-resource code (uploaded by `cloudformation package`); the
                                            schema-history function's wheels come from PyPI (cached in .local)
-  build/artifacts/*                        plugin zip, the Glue job's extra jar, cdclake.zip, job scripts, seed SQL
+  build/artifacts/*                        plugin zips (Debezium 3.x and the Java 11 build), the Glue job's extra jar, cdclake.zip, job scripts, seed SQL
   build/artifacts.json                     manifest: local path, content-hash S3 key, sha256, parameters
 
 S3 keys carry the content hash, so an unchanged artifact keeps its key and a redeploy changes nothing.
@@ -101,6 +101,24 @@ def seed_sql_artifacts(sql_dir: Path, sql_dst: Path) -> tuple[str, list[Artifact
     return sql_prefix, items
 
 
+def plugin_artifacts(art_dir: Path, engine: str, plugin_zip: Path | None) -> tuple[list[Artifact], dict[str, str]]:
+    """The engine's two connector plugins, Debezium 3.x (or `plugin_zip`) and the Java 11 build the
+    template's DebeziumBuild=java11 selects, and their template parameters (key and content hash each)."""
+    current = (
+        artifacts.Built(plugin_zip, artifacts.sha256_file(plugin_zip))
+        if plugin_zip
+        else artifacts.build_plugin_zip(art_dir / f"debezium-{engine}-plugin.zip", engine)
+    )
+    java11 = artifacts.build_plugin_zip(art_dir / f"debezium-{engine}-java11-plugin.zip", engine, "java11")
+    items, params = [], {}
+    for built, name, infix in ((current, "DebeziumPlugin", ""), (java11, "DebeziumJava11Plugin", "-java11")):
+        items.append(
+            Artifact(str(built.path), f"plugins/debezium-{engine}{infix}-{built.short_hash}.zip", built.sha256)
+        )
+        params |= {f"{name}Key": items[-1].key, f"{name}Hash": built.short_hash}
+    return items, params
+
+
 def build_artifacts(
     out_dir: Path,
     job_script: Path = JOB_SCRIPT,
@@ -121,11 +139,7 @@ def build_artifacts(
         if not script_path.is_file():
             raise FileNotFoundError(f"Glue job script {script_path} not found")
 
-    plugin = (
-        artifacts.Built(plugin_zip, artifacts.sha256_file(plugin_zip))
-        if plugin_zip
-        else artifacts.build_plugin_zip(art_dir / f"debezium-{source_engine}-plugin.zip", source_engine)
-    )
+    plugins, plugin_params = plugin_artifacts(art_dir, source_engine, plugin_zip)
     cdclake = artifacts.build_cdclake_zip(art_dir / "cdclake.zip", cdclake_dir)
     script, script_sha = _copied(job_script, art_dir)
     maintenance, maintenance_sha = _copied(maintenance_script, art_dir)
@@ -133,7 +147,7 @@ def build_artifacts(
     job_hash = hashlib.sha256((script_sha + cdclake.sha256 + maintenance_sha).encode()).hexdigest()[:12]
 
     items = [
-        Artifact(str(plugin.path), f"plugins/debezium-{source_engine}-{plugin.short_hash}.zip", plugin.sha256),
+        *plugins,
         Artifact(str(script), f"glue/{job_hash}/{job_script.name}", script_sha),
         Artifact(str(cdclake.path), f"glue/{job_hash}/cdclake.zip", cdclake.sha256),
         Artifact(str(maintenance), f"glue/{job_hash}/{maintenance_script.name}", maintenance_sha),
@@ -147,14 +161,13 @@ def build_artifacts(
     manifest: dict[str, object] = {
         "artifacts": [asdict(a) for a in items],
         "parameters": {
-            "DebeziumPluginKey": items[0].key,
-            "DebeziumPluginHash": plugin.short_hash,
-            "GlueScriptKey": items[1].key,
-            "CdclakeZipKey": items[2].key,
-            "MaintenanceScriptKey": items[3].key,
-            "GlueExtraJarKey": items[4].key,
-            "GlueAvroJarKey": items[5].key,
-            "GlueAvro5JarKey": items[6].key,
+            **plugin_params,
+            "GlueScriptKey": items[2].key,
+            "CdclakeZipKey": items[3].key,
+            "MaintenanceScriptKey": items[4].key,
+            "GlueExtraJarKey": items[5].key,
+            "GlueAvroJarKey": items[6].key,
+            "GlueAvro5JarKey": items[7].key,
             "SeedSqlPrefix": sql_prefix,
         },
         "seed_sql_files": [a.key.removeprefix(f"{sql_prefix}/") for a in sql_items],

@@ -20,6 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 REQUIRED_JAVA = 17  # Debezium 3.x: class file version 61
+BUILD_PARAMETER = "DebeziumBuild"  # the template's parameter that selects the Java 11 plugin
 JAVA11_DEBEZIUM = "2.7.4.Final"  # the newest Debezium 2.7 on Maven Central; its class files are Java 11's (55)
 _JVM_SPEC = re.compile(r"jvm\.spec\s*=\s*[^,\n]*,[^,\n]*,\s*(?:1\.)?(\d+)")
 _CLASS_VERSION = re.compile(r"class file versions? up to (\d+)\.\d+")
@@ -55,9 +56,10 @@ def fix_for(seen: JavaSeen, engine: str) -> str | None:
         return None
     return (
         f"MSK Connect runs this connector's workers on Java {seen.version}; the shipped Debezium 3.x needs Java "
-        f"{REQUIRED_JAVA} (log: {seen.evidence}). Deploy the Java 11 build instead: a plugin zip of Debezium "
-        f"{JAVA11_DEBEZIUM}, the last line that runs on Java 11, passed with --plugin-zip, and a new "
-        f'ConnectorNameSuffix (docs/DEPLOY.md, "The connector\'s Java"; engine {engine})'
+        f"{REQUIRED_JAVA} (log: {seen.evidence}). Deploy the Java 11 build instead: deploy again with "
+        f"--parameter {BUILD_PARAMETER}=java11 (Debezium {JAVA11_DEBEZIUM}, the last line that runs on Java 11; "
+        f"build-artifacts builds its plugin beside the other, and deploy renames the connector it replaces) "
+        f'(docs/DEPLOY.md, "The connector\'s Java"; engine {engine})'
     )
 
 

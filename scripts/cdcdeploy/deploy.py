@@ -238,11 +238,17 @@ def check_topic_pattern(parameters: list[str]) -> None:
 class DeployedConnector:
     """What names the deployed connector and what replacing it depends on."""
 
-    plugin_hash: str  # DebeziumPluginHash
+    plugin_hash: str  # DebeziumPluginHash, or DebeziumJava11PluginHash with DebeziumBuild=java11
     worker_hash: str  # the 12 hex digits ending the worker configuration's name
     suffix: str  # ConnectorNameSuffix
     slot: str  # PgSlotName
     engine: str  # SourceEngine
+    build: str = "java17"  # DebeziumBuild
+
+
+def plugin_hash_of(build: str, plugin_hash: str, java11_hash: str) -> str:
+    """The hash of the plugin zip DebeziumBuild selects (the template's DebeziumPlugin)."""
+    return java11_hash if build == "java11" else plugin_hash
 
 
 def deployed_connector(cfn: Any, stack_name: str) -> DeployedConnector | None:
@@ -258,12 +264,16 @@ def deployed_connector(cfn: Any, stack_name: str) -> DeployedConnector | None:
     params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
     body = cfn.get_template(StackName=stack_name, TemplateStage="Original")["TemplateBody"]
     found = re.search(r"-worker-([0-9a-f]{12})", body if isinstance(body, str) else json.dumps(body))
+    build = params.get("DebeziumBuild", "java17")  # a stack from before the parameter runs Debezium 3.x
     return DeployedConnector(
-        plugin_hash=params.get("DebeziumPluginHash", ""),
+        plugin_hash=plugin_hash_of(
+            build, params.get("DebeziumPluginHash", ""), params.get("DebeziumJava11PluginHash", "")
+        ),
         worker_hash=found.group(1) if found else "",
         suffix=params.get("ConnectorNameSuffix", ""),
         slot=params.get("PgSlotName", ""),
         engine=params.get("SourceEngine", "mysql"),
+        build=build,
     )
 
 
@@ -312,12 +322,21 @@ def connector_name_overrides(
 
 
 def connector_naming(
-    cfn: Any, stack_name: str, plugin_hash: str, parameters: list[str], worker_file: Path | None = None
+    cfn: Any,
+    stack_name: str,
+    plugin_hash: str,
+    parameters: list[str],
+    worker_file: Path | None = None,
+    java11_hash: str = "",
 ) -> list[str]:
-    """The deployed connector compared with the one about to be deployed (the built plugin, the worker
-    properties file): the name overrides a replacement needs, or SystemExit with the fix."""
+    """The deployed connector compared with the one about to be deployed (the built plugin DebeziumBuild
+    selects, the worker properties file): the name overrides a replacement needs, or SystemExit with the
+    fix. DebeziumBuild not given keeps the deployed one (the aws CLI keeps a parameter not given)."""
     worker = templates.worker_hash_of_file(worker_file) if worker_file else templates.worker_hash_of_file()
-    return connector_name_overrides(deployed_connector(cfn, stack_name), plugin_hash, worker, parameters)
+    deployed = deployed_connector(cfn, stack_name)
+    explicit = dict(p.partition("=")[::2] for p in parameters if "=" in p)
+    build = explicit.get("DebeziumBuild") or (deployed.build if deployed else "java17")
+    return connector_name_overrides(deployed, plugin_hash_of(build, plugin_hash, java11_hash), worker, parameters)
 
 
 def report_connector_jvm(seen: connector_jvm.JavaSeen, engine: str) -> None:
@@ -455,7 +474,14 @@ def main(argv: list[str] | None = None) -> int:
         print("[deploy] WARNING: no sql/*.sql: the database gets no seed data", file=sys.stderr)
 
     cfn = session.client("cloudformation")
-    naming = connector_naming(cfn, args.stack_name, manifest["parameters"]["DebeziumPluginHash"], args.parameter)  # type: ignore[index]
+    built_params: dict[str, str] = manifest["parameters"]  # type: ignore[assignment]
+    naming = connector_naming(
+        cfn,
+        args.stack_name,
+        built_params["DebeziumPluginHash"],
+        args.parameter,
+        java11_hash=built_params["DebeziumJava11PluginHash"],
+    )
     bucket = args.artifacts_bucket
     if not bucket:
         bootstrap = f"{args.stack_name}-bootstrap"

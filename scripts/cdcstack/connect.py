@@ -51,6 +51,9 @@ def assemble_plugins(s: StackConfig) -> Path:
     (runtime.CONVERTER_MANIFEST_JAR), by which the worker (plugin.discovery=service_load) finds it."""
     out = s.path("connect", "plugins")
     shutil.rmtree(out, ignore_errors=True)
+    if s.debezium_build == "java11":  # not part of every set-up: resolved from the manifest when first used
+        for engine in ("mysql", "postgres"):
+            runtime.resolve(f"debezium-{engine}-java11")
     converter = sorted(s.converter_jars.glob("*.jar"))
     for plugin in sorted(p for p in s.connect_plugins.iterdir() if p.is_dir()):
         folder = out / plugin.name
@@ -124,6 +127,13 @@ def start(s: StackConfig, port: int, kafka_port: int) -> None:
     proc = launch(s, "connect", cmd, port, env={**os.environ, **registry.client_env(s)})
     secs = wait_until(s, "connect", lambda: health(port), proc, "a worker that answers GET /connectors")
     say(f"connect: ready in {secs:.1f}s (pid {proc.pid})")
+
+
+def plugin_version(s: StackConfig, connector_class: str) -> str:
+    """The version of `connector_class` the worker loaded (GET /connector-plugins), or what went wrong."""
+    status, body = http("GET", f"http://127.0.0.1:{s.ports['connect']}/connector-plugins")
+    versions = [p.get("version") for p in body if p.get("class") == connector_class] if status == 200 else []
+    return str(versions[0]) if versions else f"not loaded (GET /connector-plugins -> {status})"
 
 
 def topic_creation(s: StackConfig) -> dict[str, str]:

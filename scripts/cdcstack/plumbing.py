@@ -35,6 +35,9 @@ BROKER_PORTS = {
 # How the connector writes keys and values: Kafka Connect JSON with schemas, or Avro with the AWS Glue
 # Schema Registry (scripts/cdctools/connector_config.py, WIRE_FORMATS).
 WIRE_FORMATS = ("json", "avro")
+# The Debezium build Kafka Connect loads (CDC_STACK_DEBEZIUM), as the template's DebeziumBuild: java17
+# the manifest's Debezium 3.x, java11 Debezium 2.7 (profiles debezium-*-java11; docs/DEPLOY.md).
+DEBEZIUM_BUILDS = ("java17", "java11")
 REGISTRY = "registry"
 
 
@@ -122,6 +125,7 @@ class StackConfig:
     engine: SourceEngine
     controller_port: int  # the KRaft controller listener (the broker's own, never used by clients)
     wire_format: str = "json"
+    debezium_build: str = "java17"
 
     @classmethod
     def from_env(
@@ -157,6 +161,11 @@ class StackConfig:
             raise StackError(
                 f"wire format {wire_format!r} (--format / CDC_STACK_FORMAT): choose one of {', '.join(WIRE_FORMATS)}"
             )
+        debezium_build = os.environ.get("CDC_STACK_DEBEZIUM", "").strip() or DEBEZIUM_BUILDS[0]
+        if debezium_build not in DEBEZIUM_BUILDS:
+            raise StackError(
+                f"CDC_STACK_DEBEZIUM={debezium_build!r} (demo --debezium): choose one of {', '.join(DEBEZIUM_BUILDS)}"
+            )
         return cls(
             state=state,
             local=local,
@@ -171,6 +180,7 @@ class StackConfig:
             engine=engine,
             controller_port=controller_port,
             wire_format=wire_format,
+            debezium_build=debezium_build,
         )
 
     @property
@@ -200,7 +210,8 @@ class StackConfig:
 
     @property
     def connect_plugins(self) -> Path:
-        return self.local / "connect" / "plugins"
+        """The connectors' folders of the Debezium build (pinned_jars.PROFILE_DIRS)."""
+        return self.local / "connect" / ("plugins" if self.debezium_build == "java17" else "plugins-java11")
 
     @property
     def converter_jars(self) -> Path:

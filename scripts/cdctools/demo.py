@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
 from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
-from cdcstack import commands, plumbing, sources  # noqa: E402
+from cdcstack import commands, connect, plumbing, sources  # noqa: E402
 
 from cdctools import lake_reader as lake  # noqa: E402
 from cdctools import local_job, reconcile, status  # noqa: E402
@@ -189,6 +189,8 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         shutil.rmtree(s.state, ignore_errors=True)
         with plumbing.state_lock(s):
             commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
+        connector_class = s.engine.connector_config(s, 1, 1)["connector.class"]
+        print(f"  {connector_class} {connect.plugin_version(s, connector_class)} (Debezium build {s.debezium_build})")
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
         print("  " + " ".join(local_job.job_command(s, [], table_format)), flush=True)
@@ -245,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
         default="iceberg",
         help="the lake tables' format: iceberg (default), delta (Delta Lake 3.3.0) or hudi (Apache Hudi 0.15.0)",
     )
+    parser.add_argument(
+        "--debezium",
+        choices=plumbing.DEBEZIUM_BUILDS,
+        help="the Debezium build Kafka Connect loads: java17 (Debezium 3.x, default) or java11 (Debezium 2.7, "
+        "the template's DebeziumBuild=java11); default $CDC_STACK_DEBEZIUM",
+    )
     args = parser.parse_args(argv)
+    if args.debezium:
+        os.environ["CDC_STACK_DEBEZIUM"] = args.debezium
     try:
         return run(args.keep, args.source, args.format, args.table_format)
     except plumbing.StackError as exc:

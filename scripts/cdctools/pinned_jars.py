@@ -51,6 +51,9 @@ PROFILE_DIRS: dict[str, str] = {
     "kafka": "kafka/libs",
     "debezium-mysql": "connect/plugins/debezium-connector-mysql",
     "debezium-postgres": "connect/plugins/debezium-connector-postgres",
+    # Debezium 2.7 for Java 11 workers: a plugin.path of its own, the same folder names inside
+    "debezium-mysql-java11": "connect/plugins-java11/debezium-connector-mysql",
+    "debezium-postgres-java11": "connect/plugins-java11/debezium-connector-postgres",
     # not a plugin of its own: the local stack and the MSK Connect zip put it in the connector's plugin
     "glue-schema-registry": "connect/converters/glue-schema-registry",
     # the peers of `bench --peers`, outside connect/plugins so that the stack's Connect does
@@ -82,13 +85,15 @@ def converter_manifest_jar() -> bytes:
 
 
 def versions(pom: Path = POM) -> dict[str, str]:
-    """The <properties> of the manifest whose name ends in .version (e.g. iceberg.version -> iceberg)."""
-    props = ElementTree.parse(pom).getroot().find("m:properties", _NS)
+    """The <properties> of the manifest whose name ends in .version (e.g. iceberg.version -> iceberg),
+    the project's and then each profile's own (a profile that pins its version itself)."""
+    root = ElementTree.parse(pom).getroot()
+    blocks = [root.find("m:properties", _NS), *root.findall("m:profiles/m:profile/m:properties", _NS)]
     out: dict[str, str] = {}
-    for el in props if props is not None else []:
+    for el in (el for props in blocks if props is not None for el in props):
         tag = el.tag.split("}", 1)[-1]
         if tag.endswith(".version") and el.text:
-            out[tag.removesuffix(".version")] = el.text.strip()
+            out.setdefault(tag.removesuffix(".version"), el.text.strip())
     return out
 
 

@@ -4,6 +4,7 @@ while deploy waits."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
@@ -11,11 +12,13 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
-from cdcdeploy import connector_jvm, deploy
+from cdcdeploy import artifacts, connector_jvm, deploy
 from cdctools import pinned_jars as runtime
+from cfn_helpers import resolve_variant, sub_parts
 from moto.server import ThreadedMotoServer
 
 REGION = "eu-west-1"
@@ -83,10 +86,88 @@ def test_a_class_too_new_for_the_jvm_names_the_jvms_version(tmp_path: Path) -> N
     assert seen is not None and seen.version == java_major()
 
 
-def test_java_11_workers_get_the_java_11_build_as_the_fix_and_17_none() -> None:
+def test_java_11_workers_get_the_templates_java_11_build_as_the_fix_and_17_none(template: dict[str, Any]) -> None:
     fix = connector_jvm.fix_for(connector_jvm.JavaSeen(11, "jvm.spec = ..., 11.0.25"), "mysql")
-    assert fix and "Java 11" in fix and "Debezium 2.7.4.Final" in fix and "--plugin-zip" in fix
+    assert fix and "Java 11" in fix and f"--parameter {connector_jvm.BUILD_PARAMETER}=java11" in fix
+    assert "java11" in template["Parameters"][connector_jvm.BUILD_PARAMETER]["AllowedValues"]
+    for engine in ("mysql", "postgres"):  # the version the fix names is the manifest's Java 11 build
+        assert runtime.versions()[f"debezium-{engine}-java11"] == connector_jvm.JAVA11_DEBEZIUM
+    assert f"Debezium {connector_jvm.JAVA11_DEBEZIUM}" in fix
     assert connector_jvm.fix_for(connector_jvm.JavaSeen(17, "jvm.spec = ..., 17.0.15"), "mysql") is None
+
+
+# ---------------------------------------------------------------- the Java 11 build (DebeziumBuild=java11)
+def test_debezium_build_java11_deploys_the_java_11_plugin_zip(raw_template: dict[str, Any]) -> None:
+    for build, key, hash_ in (("java17", "DebeziumPluginKey", "DebeziumPluginHash"),
+                              ("java11", "DebeziumJava11PluginKey", "DebeziumJava11PluginHash")):  # fmt: skip
+        plugin = resolve_variant(raw_template, DebeziumBuild=build)["Resources"]["DebeziumPlugin"]["Properties"]
+        assert plugin["Location"]["S3Location"]["FileKey"] == {"Ref": key}
+        assert f"${{{hash_}}}" in sub_parts(plugin["Name"])[0]  # a new zip is a new (immutable) plugin
+
+
+def class_file_major(jar: bytes, member: str) -> int:
+    with zipfile.ZipFile(io.BytesIO(jar)) as zf:
+        return int.from_bytes(zf.read(member)[6:8], "big")
+
+
+def config_check(connector_class: str, config: dict[str, str], plugins: list[Path], tmp: Path) -> dict[str, Any]:
+    """tests/cloudformation/java/ConnectorConfigCheck.java on Kafka Connect 3.7's class path: per plugin
+    folder, the connector's version, its ConfigDef's keys and validate()'s errors."""
+    props = tmp / "connector.properties"
+    escape = str.maketrans({"\\": "\\\\", ":": "\\:", "=": "\\=", " ": "\\ ", "\n": "\\n"})
+    props.write_text("".join(f"{k.translate(escape)}={v.translate(escape)}\n" for k, v in config.items()))
+    source = Path(__file__).parent / "java" / "ConnectorConfigCheck.java"
+    classpath = ":".join(str(j) for j in runtime.jars("kafka"))
+    cmd = [java(), "-Xmx256m", "-cp", classpath, str(source), connector_class, str(props), *map(str, plugins)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result: dict[str, Any] = {}
+    for line in out.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "plugin":
+            current = result[rest] = {"keys": set(), "errors": {}}
+        elif kind == "version":
+            current["version"] = rest
+        elif kind == "key":
+            current["keys"].add(rest)
+        elif kind == "error":
+            name, _, message = rest.partition(": ")
+            current["errors"][name] = message
+    return result
+
+
+@pytest.mark.parametrize("engine", ["mysql", "postgres"])
+def test_the_java_11_plugin_runs_the_same_connector_configuration_as_debezium_3(
+    engine: str, template: dict[str, Any], pg_template: dict[str, Any], tmp_path: Path
+) -> None:
+    """The rendered MSK configuration (one source file for both builds) against the real connector of
+    the Java 11 zip build-artifacts makes (Debezium 2.7.4, Java 11 class files) and of the manifest's
+    Debezium 3.x: validate() refuses nothing but the unreachable database, and every key Debezium 3.x
+    defines is one 2.7 defines too, so no setting is silently ignored on the Java 11 build."""
+    built = artifacts.build_plugin_zip(tmp_path / "java11.zip", engine, "java11")
+    with zipfile.ZipFile(built.path) as zf:
+        zf.extractall(tmp_path / "plugin")
+        core = next(n for n in zf.namelist() if "/debezium-core-" in n)
+        assert class_file_major(zf.read(core), "io/debezium/config/Configuration.class") == 55  # Java 11
+    java11 = tmp_path / "plugin" / artifacts.plugin_folder(engine)
+    current = runtime.profile_dir(artifacts.PLUGINS[engine][0])
+    variant = template if engine == "mysql" else pg_template
+    (conn,) = [r for r in variant["Resources"].values() if r["Type"] == "AWS::KafkaConnect::Connector"]
+    config = {
+        k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "1")
+        for k, v in conn["Properties"]["ConnectorConfiguration"].items()
+    }
+    config["database.port"] = "1"  # nothing listens: validate() stops at the connection
+    seen = config_check(config["connector.class"], config, [java11, current], tmp_path)
+    old, new = seen[str(java11)], seen[str(current)]
+    assert old["version"] == runtime.versions()[f"debezium-{engine}-java11"]
+    assert new["version"] == runtime.versions()[artifacts.PLUGINS[engine][0]]
+    assert set(old["errors"]) == {"database.hostname"}, old["errors"]  # the connection, nothing else
+    unknown_to_2_7 = sorted((set(config) & new["keys"]) - old["keys"])
+    assert not unknown_to_2_7, (
+        f"{unknown_to_2_7} of cloudformation/connector/debezium-{engine}.json are Debezium 3.x settings that "
+        "2.7 does not define: the Java 11 build (DebeziumBuild=java11) would ignore them"
+    )
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ DEPLOY_PARAMETERS = {
     "MaintenanceScriptKey": "glue/000000000000/cdc_maintenance_job.py",
     "DebeziumPluginKey": "plugins/debezium-mysql-000000000000.zip",
     "DebeziumPluginHash": "000000000000",
+    "DebeziumJava11PluginKey": "plugins/debezium-mysql-java11-000000000000.zip",
+    "DebeziumJava11PluginHash": "000000000000",
     "SeedSqlPrefix": "sql/000000000000",
 }
 

@@ -17,7 +17,11 @@ from cdcdeploy import deploy, templates
 REGION = "eu-west-1"
 STACK = "cdc-naming"
 PLUGIN = "a1b2c3d4e5f6"
-NAMING = ("ArtifactsBucket", "DebeziumPluginHash", "ConnectorNameSuffix", "PgSlotName", "SourceEngine")
+JAVA11_PLUGIN = "f6e5d4c3b2a1"  # the Java 11 build's zip (DebeziumBuild=java11)
+NAMING = (
+    "ArtifactsBucket", "DebeziumPluginHash", "DebeziumJava11PluginHash", "DebeziumBuild", "ConnectorNameSuffix",
+    "PgSlotName", "SourceEngine",
+)  # fmt: skip
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:moto.cloudformation.parsing")  # skipped MSK Connect
 
@@ -46,10 +50,10 @@ def run_deploy(cfn_dir: Path, tmp_path: Path, *parameters: str, plugin: str = PL
     """What deploy does about the connector's name, then `aws cloudformation deploy`; returns the
     deployed stack's parameters."""
     cfn = boto3.client("cloudformation", region_name=REGION)
-    naming = deploy.connector_naming(
-        cfn, STACK, plugin, list(parameters), cfn_dir / "connector" / "msk-worker.properties"
-    )
-    overrides = deploy.parameter_overrides({"DebeziumPluginHash": plugin}, "art", list(parameters))
+    worker = cfn_dir / "connector" / "msk-worker.properties"
+    naming = deploy.connector_naming(cfn, STACK, plugin, list(parameters), worker, java11_hash=JAVA11_PLUGIN)
+    built = {"DebeziumPluginHash": plugin, "DebeziumJava11PluginHash": JAVA11_PLUGIN}
+    overrides = deploy.parameter_overrides(built, "art", list(parameters))
     path = naming_stack(cfn_dir, tmp_path / "naming.yaml")
     deploy.deploy_stack(path, STACK, REGION, None, overrides + naming)
     (stack,) = cfn.describe_stacks(StackName=STACK)["Stacks"]
@@ -101,3 +105,18 @@ def test_a_postgres_connector_replaced_without_a_new_slot_is_refused_with_the_sl
     slot = str(exc.value).split("--parameter PgSlotName=")[1].split(" ")[0]
     deployed = run_deploy(cfn_dir, tmp_path, "SourceEngine=postgres", f"PgSlotName={slot}")
     assert deployed["PgSlotName"] == slot and deployed["ConnectorNameSuffix"] == f"-{slot[-8:]}"
+
+
+def test_switching_the_debezium_build_renames_the_connector_and_a_deploy_without_it_keeps_the_build(
+    aws: str, cfn_dir: Path, tmp_path: Path
+) -> None:
+    assert run_deploy(cfn_dir, tmp_path)["ConnectorNameSuffix"] == ""
+    # Another plugin zip (Debezium 2.7 for Java 11): MSK Connect replaces the connector, under a new name.
+    java11 = run_deploy(cfn_dir, tmp_path, "DebeziumBuild=java11")
+    assert java11["DebeziumBuild"] == "java11" and len(java11["ConnectorNameSuffix"]) == 9
+    # Not given again, the aws CLI keeps the deployed java11: the same plugin, no new name.
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    worker = cfn_dir / "connector" / "msk-worker.properties"
+    assert deploy.connector_naming(cfn, STACK, PLUGIN, [], worker, java11_hash=JAVA11_PLUGIN) == []
+    back = run_deploy(cfn_dir, tmp_path, "DebeziumBuild=java17")
+    assert back["ConnectorNameSuffix"] not in ("", java11["ConnectorNameSuffix"])

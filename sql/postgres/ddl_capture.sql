@@ -42,7 +42,10 @@ CREATE TABLE IF NOT EXISTS :"schema".cdclake_ddl (
   old_schema_name text,                   -- its name before, when the command renamed or moved it
   old_table_name  text,
   -- What the command did, in order: [kind, old, new] with kind drop, rename, add, type (the column's
-  -- type before and after), key (the primary key columns before and after), create, drop_table.
+  -- type before and after), key (the primary key columns before and after), create, drop_table,
+  -- using (a column retyped with USING: [using, column, type]), generated (a generated column the
+  -- command created: [generated, column, null]) and relabel (a column of an enum whose value ALTER TYPE
+  -- ... RENAME VALUE renamed: [relabel, column, [old, new] or null when unknown]).
   changes         jsonb       NOT NULL,
   columns         jsonb       NOT NULL,   -- after the command: {"<attnum>": [name, type]}
   primary_key     jsonb       NOT NULL,   -- after the command: [column, ...]
@@ -102,6 +105,7 @@ DECLARE
   prev record;
   st record;
   found_prev boolean;
+  diff jsonb;
 BEGIN
   IF log_table IS NULL THEN
     RAISE WARNING 'cdclake DDL capture: table cdclake_ddl is gone, % not recorded', tg_tag
@@ -122,16 +126,90 @@ BEGIN
     SELECT * INTO prev FROM cdclake_ddl WHERE table_oid = r.objid ORDER BY id DESC LIMIT 1;
     -- A table oid is reused only after its table is gone.
     found_prev := FOUND AND NOT prev.changes @> '[["drop_table"]]';
+    diff := CASE WHEN found_prev THEN cdclake_ddl_diff(prev.columns, prev.primary_key, st.cols, st.pk)
+                 WHEN r.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO') THEN '[["create", null, null]]'
+                 ELSE '[]' END;
+    IF found_prev THEN
+      diff := diff || cdclake_ddl_using(prev.columns, st.cols, current_query());
+    END IF;
+    diff := diff || cdclake_ddl_generated(r.objid, CASE WHEN found_prev THEN prev.columns ELSE '{}' END);
     INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, old_schema_name,
                              old_table_name, changes, columns, primary_key, statement)
     VALUES (
       r.command_tag, r.object_identity, r.objid, r.nspname, r.relname,
       CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.schema_name END,
       CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.table_name END,
-      CASE WHEN found_prev THEN cdclake_ddl_diff(prev.columns, prev.primary_key, st.cols, st.pk)
-           WHEN r.command_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO') THEN '[["create", null, null]]'
-           ELSE '[]' END,
-      st.cols, st.pk, current_query());
+      diff, st.cols, st.pk, current_query());
+  END LOOP;
+  -- ALTER TYPE <enum> RENAME VALUE: no table changes, but every stored value of the label reads anew.
+  FOR r IN
+    SELECT DISTINCT c.objid FROM pg_event_trigger_ddl_commands() c JOIN pg_type t ON t.oid = c.objid
+     WHERE c.classid = 'pg_type'::regclass AND c.command_tag = 'ALTER TYPE' AND t.typtype = 'e'
+       AND current_query() ~* '\mrename\s+value\M'
+  LOOP
+    PERFORM cdclake_ddl_relabel(r.objid, log_table);
+  END LOOP;
+END $$;
+
+-- The columns of an ALTER TABLE ... TYPE ... USING <expression>: PostgreSQL rewrites their stored values
+-- with the expression and logs no row change, so the lake cannot follow them. From the query text (the
+-- catalog keeps no USING): the columns the text names before TYPE ... USING, or, when it names none
+-- the pattern finds, every column whose type changed, as [using, column, type]. A query string holding
+-- several statements may add an entry too many, never one too few.
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_using(was jsonb, now jsonb, query text)
+RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  WITH named AS (
+    SELECT CASE WHEN m[1] LIKE '"%' THEN replace(substr(m[1], 2, length(m[1]) - 2), '""', '"') ELSE lower(m[1]) END AS name
+      FROM regexp_matches(query, '\malter\s+(?:column\s+)?("(?:[^"]|"")+"|[^\s"(),;]+)\s+(?:set\s+data\s+)?type\M'
+                                 '(?:(?!\malter\M)[^;])*?\musing\M', 'gi') m)
+  SELECT coalesce(jsonb_agg(jsonb_build_array('using', now->k->>0, now->k->>1) ORDER BY k::int), '[]')
+    FROM jsonb_object_keys(now) k
+   WHERE query ~* '\mtype\M[^;]*\musing\M'
+     AND CASE WHEN EXISTS (SELECT FROM named) THEN now->k->>0 IN (SELECT name FROM named)
+              ELSE was ? k AND was->k->>1 IS DISTINCT FROM now->k->>1 END
+$$;
+
+-- The table's generated columns the command created (pgoutput does not send them): [generated, column, null].
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_generated(rel oid, was jsonb)
+RETURNS jsonb LANGUAGE sql STABLE AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_array('generated', a.attname, NULL) ORDER BY a.attnum), '[]')
+    FROM pg_attribute a
+   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> ''
+     AND NOT was ? a.attnum::text
+$$;
+
+-- One row per table with a column of the enum `typ` (directly, as an array, or through a domain) after
+-- ALTER TYPE ... RENAME VALUE: [relabel, column, [old, new]] for each, [relabel, column, null] when the
+-- query text does not say which label became which (several RENAME VALUE of the type in one query).
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_relabel(typ oid, log_table oid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  labels jsonb;
+  t record;
+  st record;
+BEGIN
+  SELECT CASE WHEN count(*) = 1 THEN jsonb_build_array(min(old), min(new)) END INTO labels
+    FROM (SELECT replace(m[1], '''''', '''') AS old, replace(m[2], '''''', '''') AS new
+            FROM regexp_matches(current_query(),
+                   '\mrename\s+value\s+''((?:[^'']|'''')*)''\s+to\s+''((?:[^'']|'''')*)''', 'gi') m) v
+   WHERE EXISTS (SELECT FROM pg_enum e WHERE e.enumtypid = typ AND e.enumlabel = v.new)
+     AND NOT EXISTS (SELECT FROM pg_enum e WHERE e.enumtypid = typ AND e.enumlabel = v.old);
+  FOR t IN
+    SELECT cl.oid, cl.relname::text AS relname, n.nspname::text AS nspname,
+           jsonb_agg(jsonb_build_array('relabel', a.attname, labels) ORDER BY a.attnum) AS changes
+      FROM pg_attribute a JOIN pg_class cl ON cl.oid = a.attrelid JOIN pg_namespace n ON n.oid = cl.relnamespace
+      JOIN pg_type ct ON ct.oid = a.atttypid
+     WHERE a.attnum > 0 AND NOT a.attisdropped AND cl.relkind IN ('r', 'p') AND cl.relpersistence <> 't'
+       AND cl.oid <> log_table AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
+       AND typ IN (ct.oid, ct.typelem, ct.typbasetype,
+                   (SELECT d.typbasetype FROM pg_type d WHERE d.oid = ct.typelem))
+     GROUP BY cl.oid, cl.relname, n.nspname
+  LOOP
+    SELECT * INTO st FROM cdclake_ddl_state(t.oid);
+    INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
+                             primary_key, statement)
+    VALUES ('ALTER TYPE', format('%I.%I', t.nspname, t.relname), t.oid, t.nspname, t.relname, t.changes, st.cols,
+            st.pk, current_query());
   END LOOP;
 END $$;
 
@@ -164,6 +242,11 @@ ALTER FUNCTION :"schema".cdclake_ddl_end() OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_drop() OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_state(oid) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_diff(jsonb, jsonb, jsonb, jsonb) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_using(jsonb, jsonb, text) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_generated(oid, jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_generated(oid, jsonb) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) SET search_path = pg_catalog, :"schema", pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) OWNER TO :"owner";
 
 DROP EVENT TRIGGER IF EXISTS cdclake_ddl_end;
 DROP EVENT TRIGGER IF EXISTS cdclake_ddl_drop;

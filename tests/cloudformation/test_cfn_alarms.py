@@ -15,6 +15,8 @@ from cdclake.common import metrics
 from cdclake.common.report import BatchReport, FollowWatch, TableReport
 from cfn_helpers import resolve_variant, resources_of
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
+
 
 def alarm(template: dict[str, Any], name: str) -> dict[str, Any]:
     return template["Resources"][name]["Properties"]
@@ -293,3 +295,23 @@ def _branches(value: Any) -> list[str]:
     if isinstance(value, dict) and "Fn::If" in value:
         return [b for branch in value["Fn::If"][1:] for b in _branches(branch)]
     return [str(value)]
+
+
+def test_a_postgres_numeric_the_connector_cannot_send_breaches_an_alarm_from_its_error_line(
+    raw_template: dict[str, Any],
+) -> None:
+    # The line Kafka Connect logged when the connector met numeric 'NaN' (the local stack, Debezium
+    # 3.6.3; tests/stack/test_postgres_pipeline.py checks it on every run): it sent the column as null.
+    line = (FIXTURES / "postgres" / "connect_numeric_special_value.log").read_text()
+    pg = resolve_variant(raw_template, SourceEngine="postgres")
+    f = metric_filter(pg, "NumericValuesNotSent")
+    assert f["LogGroupName"] == {"Ref": "ConnectLogGroup"}
+    phrase = re.fullmatch(r'"([^"]+)"', f["FilterPattern"])
+    assert phrase and phrase.group(1) in line.splitlines()[0]  # a quoted term: that exact text
+    a = alarm(pg, "NumericValuesNotSent")
+    assert (a["MetricName"], a["Statistic"], a["Threshold"], a["ComparisonOperator"]) == (
+        "NumericValuesNotSent", "Sum", 0, "GreaterThanThreshold"
+    )  # fmt: skip
+    assert "Store a finite value or NULL at the source" in a["AlarmDescription"]["Fn::Sub"]
+    mysql = resolve_variant(raw_template)
+    assert "NumericValuesNotSent" not in mysql["Resources"]  # MySQL's decimals have no NaN

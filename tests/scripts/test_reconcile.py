@@ -116,6 +116,18 @@ def test_a_lake_table_lacking_a_source_column_is_a_difference():
     assert not r.ok and r.problem == "column(s) ['status'] not in the lake table"
 
 
+def test_a_generated_postgres_column_the_connector_never_sends_is_named_and_the_other_columns_compared():
+    kinds = {"total": reconcile.UNSENT}
+    source = [{**src(1), "total": 7}]
+    r = reconcile.compare_rows("customer", [*COLUMNS, "total"], ["id"], source, [lake(1)], kinds)
+    assert r.ok and r.report().endswith(
+        "OK (count and per-row checksums equal; not compared: generated column(s) ['total'], which "
+        "PostgreSQL's pgoutput does not send)"
+    )
+    changed = reconcile.compare_rows("customer", [*COLUMNS, "total"], ["id"], source, [{**lake(1), "Name": "x"}], kinds)
+    assert not changed.ok and changed.different
+
+
 def test_row_counts_decide_even_without_a_listed_difference():
     r = reconcile.TableResult("t", source_rows=2, lake_rows=3, keys=["id"])
     assert not r.ok and "DIFFERENT" in r.report()

@@ -510,3 +510,59 @@ def test_a_renamed_table_and_two_tables_swapped_through_a_temporary_name_follow_
         assert re.search(rf"{table} +source +{rows} +lake +{rows} +OK", out), out
     assert not re.search(r"\bren_a\b|\bsw_tmp\b", out), out  # moved, not left behind
     capture_ddl_session(pg_job, "tables", {"ren_a": 0, "ren_b": 3, "sw_a": 2, "sw_b": 2, "sw_tmp": 0})
+
+
+def test_an_enum_label_renamed_is_renamed_in_the_lake_and_a_using_retype_is_named_in_an_error(pg_job: Stack) -> None:
+    from pipeline_job import job_log_shows
+
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TYPE tone AS ENUM ('red', 'green', 'it''s');"
+        "CREATE TABLE enum_t (id int PRIMARY KEY, c tone, cs tone[], note text,"
+        " shout text GENERATED ALWAYS AS (upper(note)) STORED); ALTER TABLE enum_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE enum_t;"
+        "INSERT INTO enum_t VALUES (1, 'red', '{red,green}', 'a'), (2, 'green', '{green}', 'b'), (3, 'it''s', NULL, 'c');"
+        "CREATE TABLE using_t (id int PRIMARY KEY, price integer, qty integer, label text);"
+        "ALTER TABLE using_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE using_t;"
+        "INSERT INTO using_t VALUES (1, 1999, 1, 'x'), (2, 500, 2, 'y');"
+    )
+    reconciled(pg_job, "--table", "enum_t")
+    run_script(pg_job, "local-job", "stop")
+    pg_job.sql(
+        # Rows 1 and 2 never change again: only the statement tells the lake their new labels.
+        "SET ROLE salesdb_owner; ALTER TYPE tone RENAME VALUE 'red' TO 'crimson';"
+        "UPDATE enum_t SET note = 'changed' WHERE id = 3; ALTER TYPE tone RENAME VALUE 'it''s' TO 'it''s new';"
+        """INSERT INTO enum_t VALUES (4, 'crimson', '{crimson,"it''s new"}', 'd');"""
+        "ALTER TABLE using_t ALTER COLUMN price TYPE numeric(10,2) USING price / 100.0, ALTER COLUMN qty TYPE bigint;"
+        "ALTER TABLE using_t ALTER COLUMN label TYPE text USING upper(label); UPDATE using_t SET qty = 5 WHERE id = 2;"
+    )
+    restart_job(pg_job)
+    out = reconciled(pg_job, "--table", "enum_t")
+    # pgoutput sends no generated column: reconcile names it and compares the others.
+    assert re.search(r"enum_t +source +4 +lake +4 +OK .*not compared: generated column\(s\) \['shout'\]", out), out
+    job_log_shows(pg_job, r"source table public\.using_t no longer equals the lake: ALTER TABLE \.\.\. TYPE \.\.\. "
+                  r"USING at position \d+ rewrote column\(s\) price ")  # fmt: skip
+    job_log_shows(pg_job, r"USING at position \d+ rewrote column\(s\) label ")
+    capture_ddl_session(pg_job, "enum_using", {"enum_t": 4, "using_t": 2})
+    # Later whole-database reconciles compare the scenario's tables only.
+    pg_job.sql("SET ROLE salesdb_owner; DROP TABLE enum_t, using_t; DROP TYPE tone;")
+
+
+def test_a_numeric_nan_or_infinity_is_named_in_the_connectors_error_line_the_alarm_counts(pg_job: Stack) -> None:
+    # decimal.handling.mode precise cannot encode them: the connector sends null and logs the line the
+    # stack's NumericValuesNotSent alarm counts (tests/fixtures/debezium/postgres/connect_numeric_special_value.log).
+    line = (tm.fixture_dir("postgres") / "connect_numeric_special_value.log").read_text()
+    phrase = line[line.index("Got a special value") :].split(" column ")[0]
+    log = pg_job.state / "logs" / "connect.log"
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE num_t (id int PRIMARY KEY, fixed numeric(10,2), free numeric);"
+        "ALTER PUBLICATION dbz_publication ADD TABLE num_t;"
+        "INSERT INTO num_t VALUES (1, 1.5, 15.0), (2, 'NaN', 1.000), (3, 2, 'Infinity');"
+    )
+    try:
+        events = pg_job.events("salesdb.public.num_t", lambda ev: len(ev) >= 3)
+        assert [(e.after["fixed"] is None, e.after["free"] is None) for e in events] == [
+            (False, False), (True, False), (False, True)
+        ]  # fmt: skip
+        lines = [x for x in log.read_text(errors="replace").splitlines() if phrase in x]
+        assert {x.split(" column ")[1].split()[0] for x in lines} == {"fixed", "free"}, lines
+    finally:
+        pg_job.sql("SET ROLE salesdb_owner; DROP TABLE num_t;")

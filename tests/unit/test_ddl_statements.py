@@ -14,6 +14,7 @@ import pytest
 from cdclake.common.lake_contract import DROP, RENAME, ColumnChange, dumps, loads
 from cdclake.events.source_ddl import (
     POSTGRES_DDL_TABLE,
+    Relabel,
     changes_primary_key,
     column_changes,
     computed_columns,
@@ -180,6 +181,19 @@ def test_a_postgres_ddl_log_row_gives_the_column_changes_and_what_happened_to_th
     assert postgres_statement(_log_row([["create", None, None]])).created
     assert postgres_statement(_log_row([["drop_table", None, None]])).dropped
     assert postgres_statement(_log_row([["key", [], ["id"]]])).key_changed
+
+
+def test_a_postgres_ddl_log_row_names_enum_relabels_using_rewrites_and_generated_columns() -> None:
+    columns = json.dumps({"1": ["id", "integer"], "2": ["c", "tone"], "3": ["cs", "tone[]"]})
+    s = postgres_statement(
+        _log_row([["relabel", "c", ["red", "it's"]], ["relabel", "cs", ["red", "it's"]]], columns=columns)
+    )
+    assert s.relabels == [Relabel("c", "red", "it's", array=False), Relabel("cs", "red", "it's", array=True)]
+    unknown = postgres_statement(_log_row([["relabel", "c", None]], columns=columns))
+    assert unknown.relabels == [Relabel("c", None, None)]
+    retyped = postgres_statement(_log_row([["type", "integer", "numeric(10,2)"], ["using", "price", "numeric(10,2)"]]))
+    assert retyped.rewritten == ["price"] and retyped.changes == []
+    assert postgres_statement(_log_row([["create", None, None], ["generated", "total", None]])).generated == ["total"]
 
 
 @pytest.mark.parametrize("after", ["[1, 2]", "{}", '{"changes": "[[", "schema_name": "s", "table_name": "t"}', "x"])

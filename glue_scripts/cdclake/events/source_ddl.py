@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -306,11 +306,30 @@ class PostgresStatement:
     dropped: bool
     key_changed: bool
     statement: str  # the client's query string (may hold several statements): for people only
+    # Columns ALTER TABLE ... TYPE ... USING rewrote at the source without row events.
+    rewritten: list[str] = field(default_factory=list)
+    # (column, old label, new label) of ALTER TYPE ... RENAME VALUE on an enum the column holds
+    # (labels None: the capture could not tell which label became which).
+    relabels: list[Relabel] = field(default_factory=list)
+    # Generated columns the command created: pgoutput (PostgreSQL 15) never sends their values.
+    generated: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Relabel:
+    """An enum label renamed at the source (ALTER TYPE ... RENAME VALUE), for one column."""
+
+    column: str
+    old: str | None
+    new: str | None
+    array: bool = False  # an array of the enum (the lake holds its JSON text)
 
 
 def postgres_statement(after: str) -> PostgresStatement:
     """One DDL log row (the `after` image of its insert event, JSON text) as a statement. The row's
-    `changes` is a list of [kind, old, new]: drop, rename, add, type, key, create, drop_table."""
+    `changes` is a list of [kind, old, new]: drop, rename, add, type, key, create, drop_table, using
+    ([using, column, type]), generated ([generated, column, null]) and relabel ([relabel, column,
+    [old, new] or null])."""
     try:
         row = json.loads(after)
         items = row["changes"]
@@ -325,6 +344,12 @@ def postgres_statement(after: str) -> PostgresStatement:
         for i in items
         if i[0] in ("rename", "drop")
     ]
+    types = _column_types(row.get("columns"))
+    relabels = [
+        Relabel(str(i[1]), *_labels(i[2]), array=types.get(str(i[1]), "").endswith("]"))
+        for i in items
+        if i[0] == "relabel"
+    ]
     return PostgresStatement(
         table=table,
         renamed_from=(str(old[0]), str(old[1])) if old[0] and old[1] else None,
@@ -333,7 +358,26 @@ def postgres_statement(after: str) -> PostgresStatement:
         dropped="drop_table" in kinds,
         key_changed="key" in kinds,
         statement=str(row.get("statement") or ""),
+        rewritten=[str(i[1]) for i in items if i[0] == "using"],
+        generated=[str(i[1]) for i in items if i[0] == "generated"],
+        relabels=relabels,
     )
+
+
+def _column_types(columns: Any) -> dict[str, str]:
+    """Column name -> its type as format_type() writes it, from a DDL log row's `columns`."""
+    try:
+        columns = json.loads(columns) if isinstance(columns, str) else columns
+        return {str(v[0]): str(v[1]) for v in (columns or {}).values()}
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return {}
+
+
+def _labels(pair: Any) -> tuple[str | None, str | None]:
+    """A relabel entry's [old, new], or (None, None) when the capture could not tell them."""
+    if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+        return pair[0], pair[1]
+    return None, None
 
 
 # ------------------------------------------------------------------ columns a MySQL statement defines

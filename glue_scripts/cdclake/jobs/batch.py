@@ -164,6 +164,8 @@ class BatchProcessor:
         # Tables with only a truncate or statements in the batch take the same per-table path.
         quiet: list[Item] = [(t, []) for t in sorted((set(truncated) | set(statements)) - set(tables))]
         outcomes = self._apply_tables(batch, sorted(tables.items()) + quiet, truncated, statements)
+        if any(d.relabels for d in statements.values()):  # PostgreSQL's enum labels: after the writes
+            self.tables.relabel(statements, self.settings.table_identifier)
         dead += self._writer.count_written(batch, outcomes)
         for outcome in outcomes:
             if _took_effect(outcome):

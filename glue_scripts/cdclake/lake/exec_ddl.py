@@ -30,7 +30,7 @@ from ..common.lake_contract import (
     dumps,
     keys_text,
 )
-from ..common.sqltext import quote, table_properties
+from ..common.sqltext import quote, sql_string, table_properties
 from . import table_plan
 from .deletes import KnownMarkers, drop_markers_sql, markers_if_any, rekeyed_markers
 from .evolution import Columns, alter_sql, backfill_sql, carried_properties, default_sql
@@ -210,6 +210,20 @@ class SchemaDDL(Statements):
         self.sql(drop_markers_sql(ex.ident))
         self.markers.forget(ex.ident)
         log.warning("table %s: dropped at the source, lake table dropped (--dropped_table_policy drop)", ex.ident)
+
+    # -------------------------------------------------------------- PostgreSQL's enum labels (lake_tables.py)
+    def relabel(self, ident: str, column: str, old: str, new: str, seq: int, in_array: bool) -> None:
+        """ALTER TYPE ... RENAME VALUE at `seq`: the lake's values of `column` written before it read the
+        new label, as the source's do; a later change's value is the source's own. An array of the enum
+        is its JSON text (connect_types.py): its elements are relabelled one by one."""
+        col, before = quote(column), f"({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})"
+        old_sql, new_sql = sql_string(old), sql_string(new)
+        if in_array:
+            items = f"from_json({col}, 'array<string>')"
+            relabelled = f"to_json(transform({items}, x -> CASE WHEN x = {old_sql} THEN {new_sql} ELSE x END))"
+            self.sql(f"UPDATE {ident} SET {col} = {relabelled} WHERE array_contains({items}, {old_sql}) AND {before}")
+        else:
+            self.sql(f"UPDATE {ident} SET {col} = {new_sql} WHERE {col} = {old_sql} AND {before}")
 
     # -------------------------------------------------------------- a table set aside (jobs/batch.py)
     def mark_set_aside(self, ident: str, mark: str | None) -> None:

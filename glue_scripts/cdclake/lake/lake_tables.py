@@ -212,6 +212,8 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
         return []
     t = out[s.table]
     t.changes += [ColumnChange(k, o, n, seq) for k, o, n in s.changes]
+    t.relabels += [(seq, x) for x in s.relabels if x.old is not None]
+    _not_followed(s, seq)
     if s.key_changed:
         t.key_seqs.append(seq)
     if s.created:
@@ -219,6 +221,42 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     if s.dropped:
         _dropped(t, seq, r["ts"])
     return [TableRename(s.renamed_from, s.table, seq, int(r["offset"]))] if s.renamed_from else []
+
+
+def _not_followed(s: source_ddl.PostgresStatement, seq: int) -> None:
+    """A statement that changed stored values without row events in a way the job cannot redo: the lake
+    table no longer equals the source, said in an ERROR line with the fix; generated columns, which
+    never reach the lake, in a warning."""
+    table = ".".join(s.table)
+    if s.generated:
+        log.warning(
+            "source table %s: column(s) %s are generated (GENERATED ALWAYS AS ... STORED): PostgreSQL's pgoutput "
+            "does not send their values, so the lake table has no such column; reconcile names them and "
+            'compares the other columns (docs/COMPATIBILITY.md, "Limitations")',
+            table,
+            ", ".join(s.generated),
+        )
+    if s.rewritten:
+        log.error(
+            "source table %s no longer equals the lake: ALTER TABLE ... TYPE ... USING at position %d rewrote "
+            "column(s) %s at the source without change events, and the lake keeps (casts) the old values of rows "
+            "not changed since. Rebuild the lake table from a new snapshot: drop it and take a new Debezium "
+            'snapshot of the table (docs/SCHEMA_CHANGES.md, "Statements without row events")',
+            table,
+            seq,
+            ", ".join(s.rewritten),
+        )
+    if unknown := [x.column for x in s.relabels if x.old is None]:
+        log.error(
+            "source table %s no longer equals the lake: ALTER TYPE ... RENAME VALUE at position %d renamed a label "
+            "of column(s) %s, but the DDL log does not say which (several RENAME VALUE of one type in one query "
+            "string). Run the fix for each renamed label on the lake table: UPDATE <table> SET <column> = '<new>' "
+            "WHERE <column> = '<old>', or rebuild it from a new snapshot (docs/SCHEMA_CHANGES.md, \"Statements "
+            'without row events")',
+            table,
+            seq,
+            ", ".join(unknown),
+        )
 
 
 def _dropped(t: TableDDL, seq: int, ts: float | None) -> None:
@@ -277,6 +315,26 @@ class LakeTables:
         # case and characters, so two source tables can map to one name (`claim`).
         self._sources: dict[str, tuple[str, str]] = {}
         self._claims = threading.Lock()
+
+    def relabel(self, statements: dict[tuple[str, str], TableDDL], ident_of: Callable[[str, str], str]) -> list[str]:
+        """PostgreSQL's ALTER TYPE ... RENAME VALUE of the batch, after its writes: each lake column of
+        the enum gets the new label where it holds the old one from before the statement (the batch's own
+        rows included), exactly as the source shows its rows. The lake tables changed."""
+        done = []
+        for table, ddl in sorted(statements.items()):
+            ident = ident_of(*table)
+            state = self.state(ident) if ddl.relabels else None
+            if state is None or state.set_aside is not None:
+                continue  # not in the lake (yet), or set aside: its rebuild brings the labels
+            types = {name.lower(): t for name, t in state.columns}
+            for seq, r in sorted(ddl.relabels, key=lambda x: x[0]):
+                column = self.executor.fmt.column_name(r.column)
+                kind = types.get(column.lower())
+                if isinstance(kind, T.StringType) and r.old is not None and r.new is not None:
+                    self.executor.ddl.relabel(ident, column, r.old, r.new, seq, r.array)
+            done.append(ident)
+            self.forget(ident)
+        return done
 
     # ------------------------------------------------------------------ cached state
     def state(self, ident: str) -> TableState | None:

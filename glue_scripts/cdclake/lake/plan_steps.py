@@ -31,6 +31,8 @@ class TableDDL:
     create_seq: int | None = None
     key_seqs: list[int] = field(default_factory=list)  # ALTER TABLE statements that set a primary key
     schemas: list[StatementSchema] = field(default_factory=list)  # the table after each ALTER TABLE
+    # PostgreSQL's ALTER TYPE ... RENAME VALUE, per column of the enum, with its position.
+    relabels: list[tuple[int, source_ddl.Relabel]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -102,10 +104,32 @@ def plugin_folder(engine: str) -> str:
     return runtime.profile_dir(PLUGINS[engine][0]).name
 
 
-def build_plugin_zip(out: Path, engine: str = "mysql", build: str = "java17") -> Built:
+def cached_zip(out: Path, entries: list[tuple[str, bytes]], label: str) -> Built:
+    """write_zip's bytes for `entries`, kept under .local/plugin-zips/ by a hash of the entries: deflating
+    a plugin's jars (the converter's alone is 57 MB) takes seconds, and build-artifacts builds two plugins
+    on every run. One file per `label` (engine and build) is kept; a new content replaces it."""
+    digest = hashlib.sha256()
+    for name, data in sorted(entries):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    cache = runtime.local_dir() / "plugin-zips"
+    cached = cache / f"{label}-{digest.hexdigest()[:24]}.zip"
+    if not cached.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f".{cached.name}.{os.getpid()}.tmp"
+        write_zip(tmp, entries)
+        os.replace(tmp, cached)  # atomic: parallel builds never read half a zip
+        for old in cache.glob(f"{label}-*.zip"):
+            if old != cached:
+                old.unlink(missing_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cached, out)
+    return Built(out, sha256_file(out))
+
+
+def build_plugin_zip(out: Path, engine: str = "mysql", build: str = "java17", cache: bool = True) -> Built:
     """The connector plugin of one source engine (mysql or postgres) in one Debezium build (java17 or
     java11): every jar of its manifest profile and the Glue Schema Registry's converter, in one folder,
-    as the local Kafka Connect loads it."""
+    as the local Kafka Connect loads it. `cache` False: zipped afresh, never from .local/plugin-zips/."""
     if engine not in PLUGINS:
         raise ValueError(f"unknown source engine {engine!r}; one of {sorted(PLUGINS)}")
     if build not in DEBEZIUM_BUILDS:
@@ -124,7 +148,7 @@ def build_plugin_zip(out: Path, engine: str = "mysql", build: str = "java17") ->
         "Built by build-artifacts. Kafka Connect provides kafka-clients, connect-*, slf4j.\n"
     )
     entries.append((f"{folder}/README.txt", notes.encode()))
-    return write_zip(out, entries)
+    return cached_zip(out, entries, f"{engine}-{build}") if cache else write_zip(out, entries)
 
 
 def glue_extra_jars(glue_version: str = "6.0") -> list[Path]:

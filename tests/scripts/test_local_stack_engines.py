@@ -191,3 +191,30 @@ def test_free_ports_handed_to_one_process_all_differ() -> None:
     # The OS may pick a just-closed port again: a stack given the same port twice does not start.
     ports = [plumbing.free_port() for _ in range(1000)]
     assert len(set(ports)) == len(ports)
+
+
+def test_make_demo_debezium_java11_gives_kafka_connect_the_java_11_plugins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # make demo DEBEZIUM=java11 -> demo --debezium java11 -> CDC_STACK_DEBEZIUM -> the worker's plugin.path.
+    import subprocess
+
+    from cdcstack import connect
+    from cdctools import pinned_jars as runtime
+
+    recipe = subprocess.run(
+        ["make", "-n", "demo", "DEBEZIUM=java11"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r"demo\s.*--debezium java11\b", recipe), recipe
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    assert sources.stack_config("mysql").debezium_build == "java17"
+    monkeypatch.setenv("CDC_STACK_DEBEZIUM", "java11")
+    plugin_path = connect.assemble_plugins(sources.stack_config("mysql"))
+    for engine in ("mysql", "postgres"):
+        jars = {j.name for j in (plugin_path / f"debezium-connector-{engine}").iterdir()}
+        version = runtime.versions()[f"debezium-{engine}-java11"]
+        assert f"debezium-connector-{engine}-{version}.jar" in jars and runtime.CONVERTER_MANIFEST_JAR in jars
+        assert version.startswith("2.7.")
+    monkeypatch.setenv("CDC_STACK_DEBEZIUM", "java8")
+    with pytest.raises(plumbing.StackError, match="choose one of java17, java11"):
+        sources.stack_config("mysql")

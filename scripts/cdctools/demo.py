@@ -21,19 +21,22 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cdctools import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
-from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
+from cdclake.common.lake_contract import MARKER_SUFFIX, is_metadata_column  # noqa: E402
 from cdcstack import commands, connect, plumbing, sources  # noqa: E402
 
+from cdctools import change_feed, local_job, reconcile, status  # noqa: E402
 from cdctools import lake_reader as lake  # noqa: E402
-from cdctools import local_job, reconcile, status  # noqa: E402
 
 STEPS = 7
 FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake", "hudi": "Apache Hudi"}
@@ -67,6 +70,47 @@ def show_table(con, location: Path, columns: str, order: str, limit: int = 8) ->
     print("  " + "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
     for r in data:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A downstream reader of the customer table: the rows it held and its mark at one point."""
+
+    rows: list[dict[str, Any]]
+    mark: Any
+
+    @classmethod
+    def now(cls, con: Any, table: Path) -> Reader:
+        return cls(lake.rows(con, table), change_feed.high_water(con, table, markers_of(table)))
+
+
+def markers_of(table: Path) -> Path:
+    return table.with_name(table.name + MARKER_SUFFIX)
+
+
+def show_changes(con: Any, table: Path, reader: Reader) -> bool:
+    """What changed in the customer table since before step 4 (the rows and the delete markers applied
+    since: every table format), and whether the reader's rows, with them applied, are the table now."""
+    changes = change_feed.changes_since(con, table, markers_of(table), reader.mark)
+    kinds = Counter(c.kind for c in changes)
+    print(
+        f"  what changed in {table.name} since before step 4 (sql/spark/changes_since.sql): {', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}"
+    )
+    for c in changes[:6]:
+        print(f"    {c.kind:<8} cust_id {c.row.get('cust_id', '-')}  source position {c.seq}")
+    if len(changes) > 6:
+        print(f"    ... {len(changes) - 6} more")
+    replayed = change_feed.replay(reader.rows, changes, lambda r: r["cust_id"])
+    now = {r["cust_id"]: r for r in lake.rows(con, table)}
+    # The reader's columns: a column added since reaches it through the table's schema, not as changes.
+    cols = [c for c in (reader.rows[0] if reader.rows else {}) if not is_metadata_column(c)]
+    same = replayed.keys() == now.keys() and all(
+        [replayed[k].get(c) for c in cols] == [now[k].get(c) for c in cols] for k in now
+    )
+    print(
+        f"  the rows held before step 4 with these changes applied {'equal' if same else 'DIFFER from'} the table now"
+    )
+    return same
 
 
 def latency_probe(s: plumbing.StackConfig, con, location: Path, changes: int = 20, every: float = 0.5) -> list[float]:
@@ -201,13 +245,15 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         )
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
 
+        con = lake.connect()
+        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_customer", table_format)
+        before = Reader.now(con, customer)
+
         step(4, "inserts, updates (one row twice in a transaction) and deletes: sql/02_changes.sql")
         ok &= apply(s, sql_dir / "02_changes.sql", table_format)
 
         step(5, "ALTER TABLE customer ADD COLUMN status ... DEFAULT 'Green', then more changes: sql/03")
         ok &= apply(s, sql_dir / "03_add_status_column.sql", table_format)
-        con = lake.connect()
-        customer = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_customer", table_format)
         show_table(con, customer, "cust_id, name, acct_balance, updated_at, status", "cust_id")
 
         step(6, "a second table with a composite key, created while the pipeline runs: sql/04")
@@ -216,6 +262,8 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         show_table(
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"
         )
+        # Read after step 6: a batch commits its delete markers after its rows (docs/OPERATIONS.md).
+        ok &= show_changes(con, customer, before)
 
         ok &= final_checks(s, con, customer, f"{local_job.NAMESPACE}.{prefix}_customer", table_format)
         print(

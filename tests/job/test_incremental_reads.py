@@ -1,0 +1,131 @@
+"""Reading what changed since a point: the published change query (sql/spark/changes_since.sql) over
+a lake table and its delete markers, and Iceberg's own changelog view on a copy-on-write table,
+each replayed onto the table as a reader held it at that point, must give the table as it is now."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from cdc_events import Events, customer
+from cdctools import change_feed
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_COLUMNS = ("id", "first_name", "last_name", "email", "balance")
+
+
+def _feed_sql(table: str, since_micros: int) -> str:
+    text = (ROOT / "sql" / "spark" / "changes_since.sql").read_text()
+    return (
+        text.replace("${table}", table)
+        .replace("${markers}", f"{table}__cdc_deletes")
+        .replace("${since}", f"timestamp_micros({since_micros})")
+    )
+
+
+def _high_water(lake: Any) -> int:
+    """The reader's mark: the newest apply time in what it read (the rows and, once the table has
+    had a delete, its markers)."""
+    spark, table = lake.spark, lake.table()
+    if spark.catalog.tableExists(f"{table}__cdc_deletes"):
+        feed = spark.sql(_feed_sql(table, 0)).selectExpr("unix_micros(max(applied_at)) AS t")
+    else:
+        feed = spark.sql(f"SELECT unix_micros(max(_cdc_ingested_at)) AS t FROM {table}")
+    return feed.first()["t"]
+
+
+def _state(rows: list[dict[str, Any]]) -> dict[int, tuple]:
+    return {r["id"]: tuple(str(r[c]) for c in SOURCE_COLUMNS) for r in rows}
+
+
+def _replay(held: dict[int, dict[str, Any]], feed: list[dict[str, Any]]) -> dict[int, tuple]:
+    """The reader's replay (cdctools.change_feed.replay) of the query's rows."""
+    changes = [
+        change_feed.Change(
+            r["change"], Decimal(r["_cdc_seq"]), r["_cdc_offset"], r["applied_at"],
+            json.loads(r["row_json"], parse_float=Decimal) if r["row_json"] else {},
+        )
+        for r in feed
+    ]  # fmt: skip
+    return _state(list(change_feed.replay(held.values(), changes, lambda row: row["id"]).values()))
+
+
+def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
+    """A snapshot of five rows (the rows a reader holds and its mark after it), then two batches of changes:
+    an update, a delete, an insert; the insert deleted again, the deleted key inserted again, an
+    update of a row twice in one batch."""
+    ev = Events()
+    for i in range(1, 6):
+        ev.record("r", {"id": i}, customer(i, f"N{i}"))
+    lake.apply(ev.take())
+    held = {r["id"]: r for r in lake.rows()}
+    mark = _high_water(lake)
+    ev.record("u", {"id": 1}, customer(1, "N1b"), customer(1, "N1"))
+    ev.record("d", {"id": 2}, before=customer(2, "N2"))
+    ev.tombstone({"id": 2})
+    ev.record("c", {"id": 6}, customer(6, "N6"))
+    lake.apply(ev.take())
+    ev.record("d", {"id": 6}, before=customer(6, "N6"))
+    ev.record("c", {"id": 2}, customer(2, "Again"))
+    ev.record("u", {"id": 3}, customer(3, "N3b"), customer(3, "N3"))
+    ev.record("u", {"id": 3}, customer(3, "N3c"), customer(3, "N3b"))
+    lake.apply(ev.take())
+    return held, mark, ev
+
+
+def test_changes_since_a_mark_replayed_onto_the_rows_held_then_give_the_table_as_it_is_now(lake):
+    held, mark, ev = _batches(lake)
+    feed = [r.asDict() for r in lake.spark.sql(_feed_sql(lake.table(), mark)).collect()]
+    changed = {json.loads(r["row_json"])["id"] for r in feed}
+    assert changed == {1, 2, 3, 6}  # the keys the source changed after the mark, no other
+    assert {r["first_name"] for r in lake.rows() if r["id"] in (1, 2, 3)} == {"N1b", "Again", "N3c"}
+    assert _replay(held, feed) == _state(lake.rows())
+    # Read again from the newest apply time in what was read: nothing more.
+    assert lake.spark.sql(_feed_sql(lake.table(), _high_water(lake))).collect() == []
+
+    # A source TRUNCATE, then an insert: one 'truncate' change, and the replay still ends equal.
+    t = ev.record("c", {"id": 0}, customer(0))  # made a truncate: Debezium's op t, no key, no images
+    value = json.loads(t["value"])
+    value["payload"].update(op="t", before=None, after=None)
+    t["key"], t["value"] = None, json.dumps(value)
+    ev.record("c", {"id": 9}, customer(9, "After"))
+    lake.apply(ev.take())
+    feed = [r.asDict() for r in lake.spark.sql(_feed_sql(lake.table(), mark)).collect()]
+    assert [r["change"] for r in feed].count("truncate") == 1
+    assert lake.ids() == [9]
+    assert _replay(held, feed) == _state(lake.rows())
+
+
+def test_icebergs_changelog_view_of_a_copy_on_write_table_replays_to_the_table_as_it_is_now(make_lake):
+    lake = make_lake(write_mode="copy-on-write")
+    ev = Events()
+    for i in range(1, 6):
+        ev.record("r", {"id": i}, customer(i, f"N{i}"))
+    lake.apply(ev.take())
+    start = lake.spark.sql(f"SELECT snapshot_id FROM {lake.table()}.snapshots ORDER BY committed_at").collect()[-1][0]
+    held = _state(lake.rows())
+    ev.record("u", {"id": 1}, customer(1, "N1b"), customer(1, "N1"))
+    ev.record("d", {"id": 2}, before=customer(2, "N2"))
+    ev.record("c", {"id": 6}, customer(6, "N6"))
+    lake.apply(ev.take())
+    ev.record("d", {"id": 6}, before=customer(6, "N6"))
+    ev.record("c", {"id": 2}, customer(2, "Again"))
+    lake.apply(ev.take())
+    view = f"cl_{lake.namespace}"
+    lake.spark.sql(
+        f"CALL glue_catalog.system.create_changelog_view(table => '{lake.table()}', "
+        f"options => map('start-snapshot-id', '{start}'), identifier_columns => array('id'), "
+        f"changelog_view => '{view}')"
+    )
+    removes = "_change_type IN ('DELETE', 'UPDATE_BEFORE')"
+    changes = lake.spark.sql(f"SELECT * FROM {view} ORDER BY _change_ordinal, NOT ({removes})").collect()
+    state = dict(held)
+    for c in changes:  # within a snapshot, what it removed before what it added
+        if c["_change_type"] in ("DELETE", "UPDATE_BEFORE"):
+            state.pop(c["id"], None)
+        else:
+            state[c["id"]] = tuple(str(c[col]) for col in SOURCE_COLUMNS)
+    assert state == _state(lake.rows())
+    assert {c["id"] for c in changes} == {1, 2, 6}

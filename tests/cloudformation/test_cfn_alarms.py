@@ -213,6 +213,7 @@ def test_alarms_notify_the_sns_topic_only_when_one_is_given(
         "MaintenanceJobFailed",
         "DeadLetters",
         "TableStoppedFollowing",
+        "TableNotEqualToSource",
     }
     assert all("AlarmActions" not in alarm(template, n) for n in names)
     topic = "arn:aws:sns:eu-west-1:123456789012:cdc-alerts"
@@ -315,3 +316,22 @@ def test_a_postgres_numeric_the_connector_cannot_send_breaches_an_alarm_from_its
     assert "Store a finite value or NULL at the source" in a["AlarmDescription"]["Fn::Sub"]
     mysql = resolve_variant(raw_template)
     assert "NumericValuesNotSent" not in mysql["Resources"]  # MySQL's decimals have no NaN
+
+
+def test_a_table_the_job_says_no_longer_equals_its_source_breaches_an_alarm_from_that_error_line(
+    template: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    from cdclake.events.source_ddl import postgres_statement
+    from cdclake.lake import lake_tables
+
+    # The job's own ERROR for an ALTER COLUMN ... TYPE ... USING (tests/job/test_postgres_ddl.py).
+    row = {"schema_name": "public", "table_name": "t", "changes": json.dumps([["using", "price", "numeric(10,2)"]])}
+    lake_tables._not_followed(postgres_statement(json.dumps(row)), 42)
+    (line,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    f = metric_filter(template, "TablesNotEqualToSource")
+    assert f["LogGroupName"] == {"Ref": "GlueJobOutputLogGroup"}  # where the job's lines go (stdout)
+    phrase = re.fullmatch(r'"([^"]+)"', f["FilterPattern"])
+    assert phrase and phrase.group(1) in line
+    a = alarm(template, "TableNotEqualToSource")
+    assert (a["MetricName"], a["Statistic"], a["Threshold"]) == ("TablesNotEqualToSource", "Sum", 0)
+    assert "take a new Debezium snapshot" in a["AlarmDescription"]["Fn::Sub"]

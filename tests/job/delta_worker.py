@@ -20,6 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
+import lake_reads  # noqa: E402
 import name_corpus  # noqa: E402
 from cdc_events import (  # noqa: E402
     ORDER_LINES_KEY_SCHEMA,
@@ -283,11 +284,15 @@ def main(out: Path, work: Path) -> None:
     processor = BatchProcessor(spark, settings)
     clock.done("session")
     reports = []
+    customers = settings.table_identifier("inventory", "customers")
     for i, records in enumerate(batches()):
         df = spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
         r = processor.process(df, i)
         reports.append({t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema} for t in r.tables})
         clock.done(f"batch {i}")
+        if i == 0:
+            reader = lake_reads.reader_at(spark, customers)
+    feed = lake_reads.feed_after(spark, customers, reader)
     maintenance = maintain(spark, work / "warehouse")
     clock.done("maintenance")
     ns = f"{settings.catalog_name}.{settings.namespace}"
@@ -302,7 +307,14 @@ def main(out: Path, work: Path) -> None:
     ]
     out.write_text(
         json.dumps(
-            {"reports": reports, "tables": tables, "dead": dead, "maintenance": maintenance, "seconds": clock.seconds},
+            {
+                "reports": reports,
+                "tables": tables,
+                "dead": dead,
+                "maintenance": maintenance,
+                "feed": feed,
+                "seconds": clock.seconds,
+            },
             default=str,
         )
     )

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import lake_reads
 from delta_worker import batches, worker_settings
 
 # Hudi services a lake of a few rows does not need, off in this harness only (the job keeps Hudi's
@@ -191,15 +192,19 @@ def main(out: Path, work: Path) -> None:
         spark.conf.set(k, v)  # Hudi's SQL writes take the session's `hoodie.*` settings
     processor = BatchProcessor(spark, settings)
     reports = []
+    customers = settings.table_identifier("inventory", "customers")
     for i, records in enumerate([*batches(), renamed_key_batch()]):
         df = spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
         r = processor.process(df, i)
+        if i == 0:
+            reader = lake_reads.reader_at(spark, customers)
         reports.append(
             {
                 t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema, "reasons": t.dead_reasons}
                 for t in r.tables
             }
         )
+    feed = lake_reads.feed_after(spark, customers, reader)  # before the probes below write to customers
     ns = f"{settings.catalog_name}.{settings.namespace}"
     alone = older_change_without_the_guard(spark, f"{ns}.inventory_customers", 2)
     names = [r["tableName"] for r in spark.sql(f"SHOW TABLES IN {ns}").collect() if not r["isTemporary"]]
@@ -217,7 +222,9 @@ def main(out: Path, work: Path) -> None:
     dead = [
         json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
     ]
-    result = {"reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone, "maintenance": maintenance}
+    result = {
+        "reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone, "maintenance": maintenance, "feed": feed,
+    }  # fmt: skip
     out.write_text(json.dumps(result, default=str))
     spark.stop()
 

@@ -4,11 +4,13 @@ Delta and Hudi modules check the reconcile reader on the lake their one run alre
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from cdclake.common.lake_contract import MARKER_SUFFIX
 from cdclake.common.names import source_name
 from cdctools import lake_reader as lake
 
@@ -118,3 +120,63 @@ def infinite_timestamp_offsets() -> set[int]:
 
 def dead_letter_offsets(out: dict[str, Any], topic: str) -> set[int]:
     return {d["offset"] for d in out["dead"] if d["topic"] == topic}
+
+
+# ---------------------------------------------------------------- reading what changed (every format)
+def change_feed_sql(table: str, since_micros: int) -> str:
+    """sql/spark/changes_since.sql over `table` and its delete markers, since a mark in microseconds."""
+    text = (Path(__file__).resolve().parents[2] / "sql" / "spark" / "changes_since.sql").read_text()
+    return (
+        text.replace("${table}", table)
+        .replace("${markers}", f"{table}{MARKER_SUFFIX}")
+        .replace("${since}", f"timestamp_micros({since_micros})")
+    )
+
+
+def high_water(spark: Any, table: str) -> int:
+    """A reader's mark: the newest apply time in the table and, once it has had a delete, its markers."""
+    if spark.catalog.tableExists(f"{table}{MARKER_SUFFIX}"):
+        feed = spark.sql(change_feed_sql(table, 0)).selectExpr("unix_micros(max(applied_at)) AS t")
+    else:
+        feed = spark.sql(f"SELECT unix_micros(max(_cdc_ingested_at)) AS t FROM {table}")
+    return feed.first()["t"]
+
+
+def feed_since(spark: Any, table: str, mark: int) -> list[dict[str, Any]]:
+    """The change query's rows since `mark`, JSON-ready (positions as text)."""
+    rows = spark.sql(change_feed_sql(table, mark)).collect()
+    return [{**r.asDict(), "_cdc_seq": str(r["_cdc_seq"]), "applied_at": str(r["applied_at"])} for r in rows]
+
+
+def replayed(held: list[dict[str, Any]], feed: list[dict[str, Any]], key: str = "id") -> dict[Any, dict[str, Any]]:
+    """The rows a reader holding `held` (with `_cdc_seq`) has after applying `feed` (cdctools.change_feed)."""
+    from cdctools import change_feed
+
+    changes = [
+        change_feed.Change(
+            r["change"], Decimal(r["_cdc_seq"]), r["_cdc_offset"], r["applied_at"],
+            json.loads(r["row_json"], parse_float=Decimal) if r["row_json"] else {},
+        )
+        for r in feed
+    ]  # fmt: skip
+    return change_feed.replay(held, changes, lambda row: row[key])
+
+
+def reader_at(spark: Any, table: str) -> dict[str, Any]:
+    """A downstream reader of `table` now: the rows it holds (key, first name, position) and its mark."""
+    rows = spark.sql(f"SELECT id, first_name, CAST(_cdc_seq AS string) AS _cdc_seq FROM {table}").collect()
+    return {"held": [r.asDict() for r in rows], "mark": high_water(spark, table)}
+
+
+def feed_after(spark: Any, table: str, reader: dict[str, Any]) -> dict[str, Any]:
+    """What the reader reads later: the changes since its mark, and the table's rows then (key, first name)."""
+    now = spark.sql(f"SELECT id, first_name FROM {table}").collect()
+    return {**reader, "changes": feed_since(spark, table, reader["mark"]), "now": [r.asDict() for r in now]}
+
+
+def feed_differences(feed: dict[str, Any]) -> dict[Any, tuple[Any, Any]]:
+    """Keys whose first name differs between the reader's replay and the table (absent: None)."""
+    rows = replayed(feed["held"], feed["changes"])
+    mine = {k: r.get("first_name") for k, r in rows.items()}
+    now = {r["id"]: r["first_name"] for r in feed["now"]}
+    return {k: (mine.get(k), now.get(k)) for k in mine.keys() | now.keys() if mine.get(k) != now.get(k)}

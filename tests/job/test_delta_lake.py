@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import lake_reads
 import name_corpus as nc
 import pytest
 from lake_reads import (
@@ -219,3 +220,9 @@ def test_postgres_column_types_hold_the_values_the_database_held(delta):
     assert type_differences(Path(delta["warehouse"]), "delta") == []
     # The infinite timestamps no lake type holds are dead letters; the rest applied.
     assert dead_letter_offsets(delta, "salesdb.public.all_types") == infinite_timestamp_offsets()
+
+
+def test_the_change_query_since_a_reader_read_the_first_batch_replays_to_the_table_as_it_is_now(delta):
+    feed = delta["feed"]
+    assert {r["change"] for r in feed["changes"]} == {"upsert", "delete"}
+    assert lake_reads.feed_differences(feed) == {}

@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import lake_reads
 import name_corpus as nc
 import pytest
 from cdclake.common.names import source_name
@@ -300,3 +301,9 @@ def test_postgres_column_types_hold_the_values_the_database_held(hudi):
     assert type_differences(Path(hudi["warehouse"]), "hudi") == []
     # The infinite timestamps no lake type holds are dead letters; the rest applied.
     assert dead_letter_offsets(hudi, "salesdb.public.all_types") == infinite_timestamp_offsets()
+
+
+def test_the_change_query_since_a_reader_read_the_first_batch_replays_to_the_table_as_it_is_now(hudi):
+    feed = hudi["feed"]
+    assert {r["change"] for r in feed["changes"]} == {"upsert", "delete"}
+    assert lake_reads.feed_differences(feed) == {}

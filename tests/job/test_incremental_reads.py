@@ -5,51 +5,24 @@ each replayed onto the table as a reader held it at that point, must give the ta
 from __future__ import annotations
 
 import json
-from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
+import lake_reads
 from cdc_events import Events, customer
-from cdctools import change_feed
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCE_COLUMNS = ("id", "first_name", "last_name", "email", "balance")
-
-
-def _feed_sql(table: str, since_micros: int) -> str:
-    text = (ROOT / "sql" / "spark" / "changes_since.sql").read_text()
-    return (
-        text.replace("${table}", table)
-        .replace("${markers}", f"{table}__cdc_deletes")
-        .replace("${since}", f"timestamp_micros({since_micros})")
-    )
-
-
-def _high_water(lake: Any) -> int:
-    """The reader's mark: the newest apply time in what it read (the rows and, once the table has
-    had a delete, its markers)."""
-    spark, table = lake.spark, lake.table()
-    if spark.catalog.tableExists(f"{table}__cdc_deletes"):
-        feed = spark.sql(_feed_sql(table, 0)).selectExpr("unix_micros(max(applied_at)) AS t")
-    else:
-        feed = spark.sql(f"SELECT unix_micros(max(_cdc_ingested_at)) AS t FROM {table}")
-    return feed.first()["t"]
 
 
 def _state(rows: list[dict[str, Any]]) -> dict[int, tuple]:
     return {r["id"]: tuple(str(r[c]) for c in SOURCE_COLUMNS) for r in rows}
 
 
+def _feed(lake: Any, mark: int) -> list[dict[str, Any]]:
+    return lake_reads.feed_since(lake.spark, lake.table(), mark)
+
+
 def _replay(held: dict[int, dict[str, Any]], feed: list[dict[str, Any]]) -> dict[int, tuple]:
-    """The reader's replay (cdctools.change_feed.replay) of the query's rows."""
-    changes = [
-        change_feed.Change(
-            r["change"], Decimal(r["_cdc_seq"]), r["_cdc_offset"], r["applied_at"],
-            json.loads(r["row_json"], parse_float=Decimal) if r["row_json"] else {},
-        )
-        for r in feed
-    ]  # fmt: skip
-    return _state(list(change_feed.replay(held.values(), changes, lambda row: row["id"]).values()))
+    return _state(list(lake_reads.replayed(list(held.values()), feed).values()))
 
 
 def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
@@ -61,7 +34,7 @@ def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
         ev.record("r", {"id": i}, customer(i, f"N{i}"))
     lake.apply(ev.take())
     held = {r["id"]: r for r in lake.rows()}
-    mark = _high_water(lake)
+    mark = lake_reads.high_water(lake.spark, lake.table())
     ev.record("u", {"id": 1}, customer(1, "N1b"), customer(1, "N1"))
     ev.record("d", {"id": 2}, before=customer(2, "N2"))
     ev.tombstone({"id": 2})
@@ -77,13 +50,13 @@ def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
 
 def test_changes_since_a_mark_replayed_onto_the_rows_held_then_give_the_table_as_it_is_now(lake):
     held, mark, ev = _batches(lake)
-    feed = [r.asDict() for r in lake.spark.sql(_feed_sql(lake.table(), mark)).collect()]
+    feed = _feed(lake, mark)
     changed = {json.loads(r["row_json"])["id"] for r in feed}
     assert changed == {1, 2, 3, 6}  # the keys the source changed after the mark, no other
     assert {r["first_name"] for r in lake.rows() if r["id"] in (1, 2, 3)} == {"N1b", "Again", "N3c"}
     assert _replay(held, feed) == _state(lake.rows())
     # Read again from the newest apply time in what was read: nothing more.
-    assert lake.spark.sql(_feed_sql(lake.table(), _high_water(lake))).collect() == []
+    assert _feed(lake, lake_reads.high_water(lake.spark, lake.table())) == []
 
     # A source TRUNCATE, then an insert: one 'truncate' change, and the replay still ends equal.
     t = ev.record("c", {"id": 0}, customer(0))  # made a truncate: Debezium's op t, no key, no images
@@ -92,7 +65,7 @@ def test_changes_since_a_mark_replayed_onto_the_rows_held_then_give_the_table_as
     t["key"], t["value"] = None, json.dumps(value)
     ev.record("c", {"id": 9}, customer(9, "After"))
     lake.apply(ev.take())
-    feed = [r.asDict() for r in lake.spark.sql(_feed_sql(lake.table(), mark)).collect()]
+    feed = _feed(lake, mark)
     assert [r["change"] for r in feed].count("truncate") == 1
     assert lake.ids() == [9]
     assert _replay(held, feed) == _state(lake.rows())

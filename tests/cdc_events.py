@@ -152,10 +152,12 @@ class Events:
         pos: int | None = None,
         offset: int | None = None,
         snapshot: str = "false",
+        table: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A schema-change event of this table on the connector's `topic.prefix` topic (default:
         this table topic's first part), as the MySQL connector writes one: `ddl` is the statement,
-        `tableChanges` says which table it changed and how (`ALTER`, `DROP`, `CREATE`)."""
+        `tableChanges` says which table it changed and how (`ALTER`, `DROP`, `CREATE`) and, when
+        given, the table after it (`table`, e.g. `customers_table`)."""
         msg = load("mariadb/schema_change_alter.json")
         p = msg["value"]["payload"]
         msg["key"]["payload"] = {"databaseName": self.db}
@@ -164,9 +166,9 @@ class Events:
         [tc] = p["tableChanges"]
         tc["type"] = change
         tc["id"] = f'"{self.db}"."{self.table}"'
-        # The table after the statement is not known here (the captured one is another table's):
-        # none, so the columns follow the row events these tests write.
-        tc["table"] = None
+        # Unless given, the table after the statement is not known here (the captured one is
+        # another table's): none, so the columns follow the row events these tests write.
+        tc["table"] = table
         src = p["source"]
         src.update(db=self.db, table=self.table, file=self.binlog_file, snapshot=snapshot)
         src["pos"] = pos if pos is not None else self.next_pos
@@ -231,6 +233,19 @@ def customer(id_: int, first: str = "Sally", email: str | None = None, balance: 
     }
     row.update(extra)
     return row
+
+
+def customers_table(*, drop: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """inventory.customers as the connector's `tableChanges` describe it after a statement: the
+    captured ALTER's table (mariadb/schema_change_alter.json) without its added `loyalty_tier` and
+    the `drop` columns, then each `add` column (name, its VARCHAR(255) default) last."""
+    [tc] = load("mariadb/schema_change_alter.json")["value"]["payload"]["tableChanges"]
+    table = copy.deepcopy(tc["table"])
+    columns = [c for c in table["columns"] if c["name"] not in ("loyalty_tier", *drop)]
+    like = next(c for c in table["columns"] if c["name"] == "last_name")
+    columns += [like | {"name": name, "optional": False, "defaultValueExpression": default} for name, default in add]
+    table["columns"] = [c | {"position": i} for i, c in enumerate(columns, 1)]
+    return table
 
 
 def value_schema_of(fixture: str) -> dict[str, Any]:

@@ -335,3 +335,19 @@ def test_a_table_the_job_says_no_longer_equals_its_source_breaches_an_alarm_from
     a = alarm(template, "TableNotEqualToSource")
     assert (a["MetricName"], a["Statistic"], a["Threshold"]) == ("TablesNotEqualToSource", "Sum", 0)
     assert "take a new Debezium snapshot" in a["AlarmDescription"]["Fn::Sub"]
+
+
+def test_a_partition_statement_the_job_cannot_follow_is_counted_by_the_same_alarm(template: dict[str, Any]) -> None:
+    from cdclake.common.lake_contract import TableState
+    from cdclake.events.partition_ddl import partition_steps
+    from cdclake.lake.table_plan import Memory, Note, Policies, TableDDL, plan_table
+    from pyspark.sql import types as T
+
+    # The planner's ERROR for a TRUNCATE PARTITION of a HASH partitioned table (tests/job/test_source_ddl.py).
+    create = "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2"
+    steps = [(5, partition_steps(create, "db")[0]), (9, partition_steps("ALTER TABLE t TRUNCATE PARTITION p0", "db")[0])]
+    state = TableState([("id", T.IntegerType())], ["id"])
+    plan = plan_table(state, [], TableDDL(partitions=steps), Policies(), Memory(), table="glue_catalog.cdc.db_t")
+    (line,) = [s.message for s in plan.steps if isinstance(s, Note)]
+    phrase = re.fullmatch(r'"([^"]+)"', metric_filter(template, "TablesNotEqualToSource")["FilterPattern"])
+    assert phrase and phrase.group(1) in line and "glue_catalog.cdc.db_t" in line

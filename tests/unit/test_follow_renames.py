@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from cdclake.common.lake_contract import DROP, ColumnChange
 from cdclake.events.decode import SchemaGroup
 from cdclake.lake.lake_tables import TableRename, follow_renames
+from cdclake.lake.table_plan import TableDDL
 
 
 def group(table: str, max_seq: int) -> SchemaGroup:
@@ -12,7 +14,7 @@ def group(table: str, max_seq: int) -> SchemaGroup:
 
 def test_events_before_a_rename_go_to_the_new_name_and_later_ones_stay():
     before, after = group("a", 10), group("b", 30)
-    tables, _ = follow_renames(
+    tables, _, _ = follow_renames(
         {("db", "a"): [before], ("db", "b"): [after]}, {}, [TableRename(("db", "a"), ("db", "b"), 20)]
     )
     assert tables == {("db", "b"): [before, after]}
@@ -22,10 +24,21 @@ def test_a_swap_sends_each_table_s_earlier_events_to_its_new_name():
     # RENAME TABLE t TO t_old, t_new TO t at position 20, then a change of the new t.
     old_t, copy, new_t = group("t", 10), group("t_new", 11), group("t", 30)
     renames = [TableRename(("db", "t"), ("db", "t_old"), 20), TableRename(("db", "t_new"), ("db", "t"), 20)]
-    tables, _ = follow_renames({("db", "t"): [old_t, new_t], ("db", "t_new"): [copy]}, {}, renames)
+    tables, _, _ = follow_renames({("db", "t"): [old_t, new_t], ("db", "t_new"): [copy]}, {}, renames)
     assert tables == {("db", "t_old"): [old_t], ("db", "t"): [new_t, copy]}
 
 
 def test_a_truncate_before_a_rename_truncates_the_new_name():
-    _, truncated = follow_renames({}, {("db", "a"): 5, ("db", "c"): 7}, [TableRename(("db", "a"), ("db", "b"), 20)])
+    _, truncated, _ = follow_renames({}, {("db", "a"): 5, ("db", "c"): 7}, [TableRename(("db", "a"), ("db", "b"), 20)])
     assert truncated == {("db", "b"): 5, ("db", "c"): 7}
+
+
+def test_statements_before_a_swap_go_with_their_table_and_later_ones_stay():
+    # t: a column dropped at 10, then RENAME TABLE t TO t_old, t_new TO t at 20, then t's own drop at 30;
+    # t_new was created at 5 (a copy tool's table).
+    renames = [TableRename(("db", "t"), ("db", "t_old"), 20), TableRename(("db", "t_new"), ("db", "t"), 20)]
+    t = TableDDL(changes=[ColumnChange(DROP, "v", None, 10), ColumnChange(DROP, "w", None, 30)], key_seqs=[10])
+    statements = {("db", "t"): t, ("db", "t_new"): TableDDL(create_seq=5)}
+    _, _, routed = follow_renames({}, {}, renames, statements)
+    assert routed[("db", "t_old")] == TableDDL(changes=[ColumnChange(DROP, "v", None, 10)], key_seqs=[10])
+    assert routed[("db", "t")] == TableDDL(changes=[ColumnChange(DROP, "w", None, 30)], create_seq=5)

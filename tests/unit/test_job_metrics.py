@@ -90,6 +90,7 @@ def test_the_batch_line_carries_records_dead_letters_lag_seconds_and_stopped_tab
         "Records": 14,
         "BatchDeadLetters": 2,
         "StoppedTables": 1,
+        "NotEqualTables": 0,
         "BatchSeconds": 4.5,
         "BehindSourceSeconds": 3.25,
     }

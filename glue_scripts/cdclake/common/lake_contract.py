@@ -118,6 +118,15 @@ MARKERS_OF_PROPERTY = "cdc.delete-markers-of"
 # A table set aside (jobs/batch.py): its batches failed in a way running them again does not cure, so
 # its changes go to the dead letters until it is resumed. The value: `SetAsideMark.to_json`.
 SET_ASIDE_PROPERTY = "cdc.set-aside"
+# MySQL/MariaDB partitioning of the source table as its statements define it (events/partition_ddl.py,
+# `Partitioning.to_json`), and the partitions' rows deleted for DROP/TRUNCATE PARTITION so far:
+# `[[position, condition], ...]`, applied again when changes older than one are read later.
+SOURCE_PARTITIONING_PROPERTY = "cdc.source-partitioning"
+PARTITION_DELETES_PROPERTY = "cdc.source-partition-deletes"
+# The source changed the table's rows without change events in a way the job cannot follow (e.g. a
+# DROP PARTITION of a HASH-partitioned table): what and where. The table no longer equals the source
+# until it is rebuilt from a new snapshot.
+SOURCE_DIVERGED_PROPERTY = "cdc.source-diverged"
 # The drop mark: set together, removed together.
 SOURCE_DROP_PROPERTIES = (SOURCE_DROPPED_PROPERTY, SOURCE_DROPPED_POSITION_PROPERTY)
 
@@ -159,6 +168,9 @@ class TableState:
     key_position: int | None = None
     key_batch: str | None = None
     set_aside: SetAsideMark | None = None  # the table is set aside (SET_ASIDE_PROPERTY)
+    partitioning: str | None = None  # SOURCE_PARTITIONING_PROPERTY
+    partition_deletes: list[tuple[int, str]] = field(default_factory=list)  # PARTITION_DELETES_PROPERTY
+    diverged: str | None = None  # SOURCE_DIVERGED_PROPERTY
 
     @classmethod
     def from_properties(cls, columns: list[tuple[str, T.DataType]], props: dict[str, str]) -> TableState:
@@ -174,6 +186,9 @@ class TableState:
             int(key_position) if key_position else None,
             props.get(KEY_BATCH_PROPERTY),
             SetAsideMark.from_json(props[SET_ASIDE_PROPERTY]) if props.get(SET_ASIDE_PROPERTY) else None,
+            props.get(SOURCE_PARTITIONING_PROPERTY),
+            [(int(seq), cond) for seq, cond in json.loads(props.get(PARTITION_DELETES_PROPERTY) or "[]")],
+            props.get(SOURCE_DIVERGED_PROPERTY),
         )
 
 

@@ -27,7 +27,9 @@ LOCAL_MAINTENANCE_JOB = "cdc-maintenance"
 
 # Per table and batch (dimensions Job, Table): changes applied by operation, dead letters, commits
 # that changed rows, 1 while the table is stopped (set aside, or every change dead-lettered batch
-# after batch), and the seconds its apply took.
+# after batch), 1 in each batch of a table marked as no longer equal to the source (a statement
+# that changed its rows without change events and that the job cannot follow), and the seconds its
+# apply took.
 TABLE_METRICS: dict[str, str] = {
     "Inserts": "Count",
     "Updates": "Count",
@@ -35,6 +37,7 @@ TABLE_METRICS: dict[str, str] = {
     "DeadLetters": "Count",
     "Commits": "Count",
     "Stopped": "Count",
+    "NotEqual": "Count",
     "ApplySeconds": "Seconds",
 }
 # Per batch (dimension Job): what the alarms watch, one metric each whatever the number of tables.
@@ -44,6 +47,7 @@ BATCH_METRICS: dict[str, str] = {
     "Records": "Count",
     "BatchDeadLetters": "Count",
     "StoppedTables": "Count",
+    "NotEqualTables": "Count",
     "BatchSeconds": "Seconds",
     "BehindSourceSeconds": "Seconds",
 }
@@ -94,6 +98,7 @@ def table_metrics(job: str, batch_id: int, tr: TableReport, now_ms: int) -> dict
         "DeadLetters": tr.dead,
         "Commits": int(wrote),
         "Stopped": int(is_stopped(tr)),
+        "NotEqual": int(bool(tr.diverged)),
         "ApplySeconds": round(tr.seconds, 3),
     }
     return emf(now_ms, [JOB, TABLE], values, TABLE_METRICS)
@@ -113,6 +118,7 @@ def batch_metrics(job: str, report: BatchReport, set_aside: Iterable[str], now_m
         "Records": report.records,
         "BatchDeadLetters": report.dead - report.set_aside,  # the batch's folder; set aside counts as Stopped
         "StoppedTables": len(stopped),
+        "NotEqualTables": sum(1 for tr in report.tables if tr.diverged),
         "BatchSeconds": round(report.seconds, 3),
         "BehindSourceSeconds": None if report.behind_seconds is None else round(report.behind_seconds, 3),
     }

@@ -20,6 +20,7 @@ class TableReport:
     truncated: bool = False
     source_dropped: str = ""  # what a DROP TABLE at the source did: "kept, marked" or "dropped"
     stopped_batches: int = 0  # batches in a row whose every change of the table was dead-lettered
+    diverged: str = ""  # why the table no longer equals the source (a statement the job cannot follow)
     # Set aside (jobs/batch.py): why, since which batch, and the folder its changes went to.
     set_aside: str = ""
     set_aside_since: int | None = None
@@ -36,6 +37,8 @@ class TableReport:
             s += f" SOURCE-DROPPED[{self.source_dropped}]"
         if self.dead:
             s += f" dead {self.dead}"
+        if self.diverged:
+            s += f" NOT-EQUAL-TO-SOURCE[{self.diverged[:120]}]"
         if self.stopped_batches:
             s += f" STOPPED-FOLLOWING[every change dead-lettered in {self.stopped_batches} batches in a row]"
         if self.set_aside:

@@ -260,6 +260,11 @@ def _classify_projection() -> list[Column]:
     streamed_ddl = (
         (status_reason["col1"] == SCHEMA_CHANGE) & _streamed(src) & src["file"].isNotNull() & src["pos"].isNotNull()
     )
+    # The snapshot's CREATE TABLE (SHOW CREATE TABLE's text): read for the table's partitioning only
+    # (lake_tables.read_statements), which a later DROP/TRUNCATE PARTITION needs.
+    snapshot_ddl = (
+        (status_reason["col1"] == SCHEMA_CHANGE) & ~_streamed(src) & src["file"].isNotNull() & src["pos"].isNotNull()
+    )
     # A row the DDL log's trigger inserted while streaming: one command's effect on one table. Its
     # snapshot rows, updates and deletes (pruning the log) are no statements.
     postgres_ddl = _postgres_ddl_log(src) & (op == "c") & _streamed(src)
@@ -284,6 +289,7 @@ def _classify_projection() -> list[Column]:
         F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),
         F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
         F.when(postgres_ddl, F.col("_p.after")).alias("_pg_ddl"),
+        F.when(snapshot_ddl, F.col("_p.ddl")).alias("_snapshot_ddl"),
     ]
 
 

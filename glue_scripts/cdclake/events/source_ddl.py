@@ -75,8 +75,9 @@ _TOKEN = re.compile(
 
 @dataclass(frozen=True)
 class _Tok:
-    text: str  # identifier text (unquoted) or the word / character
+    text: str  # identifier text (unquoted) or the word / character; "'" for a string literal
     quoted: bool = False
+    literal: str = ""  # a string literal's text, quotes included
 
     def kw(self, *words: str) -> bool:
         return not self.quoted and self.text.upper() in words
@@ -88,7 +89,7 @@ def _tokens(sql: str) -> list[_Tok]:
         if m.group("q"):
             out.append(_Tok(m.group("q")[1:-1].replace("``", "`"), quoted=True))
         elif m.group("s"):
-            out.append(_Tok("'"))  # a literal: its text never names a column
+            out.append(_Tok("'", literal=m.group("s")))  # a literal: its text never names a column
         elif m.group("w"):
             out.append(_Tok(m.group("w")))
         elif m.group("p"):
@@ -285,6 +286,11 @@ def _table_name(tokens: list[_Tok], i: int, database: str) -> tuple[tuple[str, s
     if i + 2 < len(tokens) and tokens[i + 1].text == "." and not tokens[i + 1].quoted:
         return (tokens[i].text, tokens[i + 2].text), i + 3
     return (database, tokens[i].text), i + 1
+
+
+# The statement reader's parts, for partition_ddl.py.
+Tok = _Tok
+tokens, clauses, table_name, skip_if_exists = _tokens, _clauses, _table_name, _skip_if_exists
 
 
 # ------------------------------------------------------------------ PostgreSQL's DDL log

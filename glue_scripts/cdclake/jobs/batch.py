@@ -160,7 +160,7 @@ class BatchProcessor:
             # A table's events on both sides of its rename share a schema: cut them apart first
             # (no Spark action unless a group has events on both sides).
             tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
-            tables, truncated = follow_renames(tables, truncated, follow)
+            tables, truncated, statements = follow_renames(tables, truncated, follow, statements)
         # Tables with only a truncate or statements in the batch take the same per-table path.
         quiet: list[Item] = [(t, []) for t in sorted((set(truncated) | set(statements)) - set(tables))]
         outcomes = self._apply_tables(batch, sorted(tables.items()) + quiet, truncated, statements)
@@ -348,7 +348,9 @@ def _took_effect(outcome: TableOutcome) -> bool:
     """A table's outcome belongs in the batch's report: it had events, or its statements, truncate or
     drop changed it, or it is set aside (a table whose statements the lake already holds did nothing)."""
     tr = outcome.report
-    return bool(tr.events or tr.schema or tr.truncated or tr.source_dropped or outcome.set_aside is not None)
+    return bool(
+        tr.events or tr.schema or tr.truncated or tr.source_dropped or tr.diverged or outcome.set_aside is not None
+    )
 
 
 def _count(report: BatchReport, summary: BatchSummary) -> None:

@@ -5,6 +5,7 @@ live (evolution.py, deletes.py, formats.py)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -21,11 +22,14 @@ from ..common.lake_contract import (
     KEY_BATCH_PROPERTY,
     KEY_POSITION_PROPERTY,
     KEY_PROPERTY,
+    PARTITION_DELETES_PROPERTY,
     PROPERTY_PREFIX,
     SET_ASIDE_PROPERTY,
+    SOURCE_DIVERGED_PROPERTY,
     SOURCE_DROP_PROPERTIES,
     SOURCE_DROPPED_POSITION_PROPERTY,
     SOURCE_DROPPED_PROPERTY,
+    SOURCE_PARTITIONING_PROPERTY,
     WriteMode,
     dumps,
     keys_text,
@@ -224,6 +228,19 @@ class SchemaDDL(Statements):
             self.sql(f"UPDATE {ident} SET {col} = {relabelled} WHERE array_contains({items}, {old_sql}) AND {before}")
         else:
             self.sql(f"UPDATE {ident} SET {col} = {new_sql} WHERE {col} = {old_sql} AND {before}")
+
+    # -------------------------------------------------------------- partition maintenance at the source
+    def record_partitioning(self, s: table_plan.RecordPartitioning, ex: Execution) -> None:
+        props = {PARTITION_DELETES_PROPERTY: json.dumps([list(d) for d in s.deletes])}
+        if s.partitioning:
+            props[SOURCE_PARTITIONING_PROPERTY] = s.partitioning
+        self.set_properties(ex.ident, props)
+        if not s.partitioning:
+            self.unset_properties(ex.ident, [SOURCE_PARTITIONING_PROPERTY])
+
+    def mark_diverged(self, s: table_plan.MarkDiverged, ex: Execution) -> None:
+        """The mark stays until the table is rebuilt (the planner's error line says how)."""
+        self.set_properties(ex.ident, {SOURCE_DIVERGED_PROPERTY: s.what})
 
     # -------------------------------------------------------------- a table set aside (jobs/batch.py)
     def mark_set_aside(self, ident: str, mark: str | None) -> None:

@@ -23,7 +23,7 @@ from .deletes import KnownMarkers, create_markers_sql, image_deletes, keyed_dele
 from .evolution import Columns
 from .execution import Execution, Rejected, Statements, Written
 from .formats import Format
-from .merge import MERGE_RETRY, truncate_sql
+from .merge import MERGE_RETRY, partition_delete_sql, truncate_sql
 from .plan_steps import GroupView
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
@@ -56,6 +56,11 @@ class TableWrites(Statements):
         read later does not come back."""
         self.sql(truncate_sql(ident, seq))
         self._remember(ident, truncate_marker(self.spark, seq), seq)
+
+    def delete_partition_rows(self, s: table_plan.DeletePartitionRows, ex: Execution) -> None:
+        """One DELETE commit: what a DROP/TRUNCATE PARTITION removed at the source (idempotent)."""
+        self.sql(partition_delete_sql(ex.ident, s.seq, s.condition))
+        log.info("table %s: rows of the source's %s at position %d deleted (%s)", ex.ident, s.what, s.seq, s.condition)
 
     def write(self, s: table_plan.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the

@@ -149,6 +149,12 @@ class Executor:
                 ddl.mark_dropped(step, ex)
             case table_plan.DropTable():
                 ddl.drop_table(step, ex)
+            case table_plan.DeletePartitionRows():
+                rows.delete_partition_rows(step, ex)
+            case table_plan.RecordPartitioning():
+                ddl.record_partitioning(step, ex)
+            case table_plan.MarkDiverged():
+                ddl.mark_diverged(step, ex)
             case _:
                 raise TypeError(f"no handler for plan step {type(step).__name__}")
 

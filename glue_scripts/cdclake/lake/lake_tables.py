@@ -34,7 +34,7 @@ from ..common.names import UnsupportedName
 from ..common.report import TableReport
 from ..common.settings import Settings
 from ..common.sqltext import table_properties
-from ..events import source_ddl
+from ..events import partition_ddl, source_ddl
 from ..events.decode import SchemaGroup
 from .executor import Executor
 from .table_plan import (
@@ -111,11 +111,12 @@ def read_statements(
     the rows of PostgreSQL's DDL log (one more Spark action, only in batches that have schema-change
     events). `lake_type`: the table format's type of a decoded column (formats.Format.lake_type)."""
     rows = (
-        classified.where(F.col("_ddl").isNotNull() | F.col("_pg_ddl").isNotNull())
+        classified.where(F.col("_ddl").isNotNull() | F.col("_pg_ddl").isNotNull() | F.col("_snapshot_ddl").isNotNull())
         .select(
             "_ddl",
             "_ddl_tables",
             "_pg_ddl",
+            "_snapshot_ddl",
             "_src_db",
             CDC_SEQ,
             "offset",
@@ -128,7 +129,12 @@ def read_statements(
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
     renames: list[TableRename] = []
     for r in rows:
-        if r["_pg_ddl"] is not None:
+        if r["_snapshot_ddl"] is not None:
+            # What the snapshot says a table is: its partitioning (no change of anything).
+            for step in partition_ddl.partition_steps(r["_snapshot_ddl"], r["_src_db"] or ""):
+                if step.partitioning is not None:
+                    out[step.table].partitions.append((int(r[CDC_SEQ]), step))
+        elif r["_pg_ddl"] is not None:
             renames += _postgres_statement(out, r)
         else:
             renames += _mysql_statement(out, r, lake_type)
@@ -140,6 +146,8 @@ def _mysql_statement(
 ) -> list[TableRename]:
     """One schema-change event of the MySQL connector: its table changes into `out`, its renames."""
     seq = int(r[CDC_SEQ])
+    for step in partition_ddl.partition_steps(r["_ddl"] or "", r["_src_db"] or ""):
+        out[step.table].partitions.append((seq, step))
     for change in r["_ddl_tables"] or []:
         for db, tbl in source_ddl.table_ids([change["id"]]):
             if change["type"] == "DROP":
@@ -265,11 +273,14 @@ def _dropped(t: TableDDL, seq: int, ts: float | None) -> None:
 
 
 def follow_renames(
-    tables: dict[tuple[str, str], list[SchemaGroup]], truncated: dict[tuple[str, str], int], renames: list[TableRename]
-) -> tuple[dict[tuple[str, str], list[SchemaGroup]], dict[tuple[str, str], int]]:
-    """The batch's schema groups and truncates by the table they belong to once the batch's
-    RENAME TABLE statements are applied: events written before a rename go to the new name (a
-    group's events are all of one source table, so its newest position decides)."""
+    tables: dict[tuple[str, str], list[SchemaGroup]],
+    truncated: dict[tuple[str, str], int],
+    renames: list[TableRename],
+    statements: dict[tuple[str, str], TableDDL] | None = None,
+) -> tuple[dict[tuple[str, str], list[SchemaGroup]], dict[tuple[str, str], int], dict[tuple[str, str], TableDDL]]:
+    """The batch's schema groups, truncates and statements by the table they belong to once the
+    batch's RENAME TABLE statements are applied: events and statements written before a rename go
+    to the new name (a group's events are all of one source table, so its newest position decides)."""
 
     def now_named(table: tuple[str, str], seq: int) -> tuple[str, str]:
         for r in renames:
@@ -285,7 +296,30 @@ def follow_renames(
     for table, seq in truncated.items():
         target = now_named(table, seq)
         moved[target] = max(seq, moved.get(target, 0))
-    return dict(groups), moved
+    return dict(groups), moved, _routed(statements or {}, now_named)
+
+
+def _routed(
+    statements: dict[tuple[str, str], TableDDL], now_named: Callable[[tuple[str, str], int], tuple[str, str]]
+) -> dict[tuple[str, str], TableDDL]:
+    """Each statement of a table under the name the table has after the batch's renames: an ALTER
+    before `RENAME TABLE a TO b` is b's (a table created, altered and renamed in one batch)."""
+    out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
+    for table, t in statements.items():
+        for ch in t.changes:
+            out[now_named(table, ch.seq)].changes.append(ch)
+        for x in t.schemas:
+            out[now_named(table, x.seq)].schemas.append(x)
+        for seq in t.key_seqs:
+            out[now_named(table, seq)].key_seqs.append(seq)
+        for seq, step in t.partitions:
+            out[now_named(table, seq)].partitions.append((seq, step))
+        if t.create_seq is not None:
+            o = out[now_named(table, t.create_seq)]
+            o.create_seq = max(t.create_seq, o.create_seq or 0)
+        if t.drop_seq is not None:
+            _dropped(out[now_named(table, t.drop_seq)], t.drop_seq, t.drop_ts)
+    return dict(out)
 
 
 class LakeTables:
@@ -299,6 +333,8 @@ class LakeTables:
         self._dropped: dict[str, int] = {}
         # Renames read before the job has created the table (kept until it does, in this process).
         self._early: dict[str, list[ColumnChange]] = defaultdict(list)
+        # Partitioning, partition deletes and a divergence read before the lake table existed (Memory).
+        self._partitions: dict[str, tuple[str | None, tuple[tuple[int, str], ...], str | None]] = {}
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
         # Two records of RENAME TABLE steps, for two questions. Which steps did this process carry
@@ -477,7 +513,15 @@ class LakeTables:
     # ------------------------------------------------------------------ what a plan needs and leaves
     def memory(self, ident: str) -> Memory:
         """What this process remembers of the table beyond its catalog state (table_plan.Memory)."""
-        return Memory(self._dropped.get(ident), tuple(self._early.get(ident, ())), ident in self._replacing)
+        partitioning, deletes, diverged = self._partitions.get(ident, (None, (), None))
+        return Memory(
+            self._dropped.get(ident),
+            tuple(self._early.get(ident, ())),
+            ident in self._replacing,
+            partitioning,
+            deletes,
+            diverged,
+        )
 
     def settle(self, ident: str, plan: TablePlan) -> None:
         """Keep what the table's executed plan left: its state (read from the catalog again after a
@@ -489,6 +533,10 @@ class LakeTables:
             self._early[ident] = list(m.early)
         else:
             self._early.pop(ident, None)
+        if m.partitioning or m.partition_deletes or m.diverged:
+            self._partitions[ident] = (m.partitioning, m.partition_deletes, m.diverged)
+        else:
+            self._partitions.pop(ident, None)
         if m.replacing:
             self._replacing.add(ident)
         else:

@@ -55,3 +55,9 @@ def truncate_sql(table: str, seq: int) -> str:
     executor then remembers it, deletes.truncate_marker, so such a change read later does not
     come back)."""
     return f"DELETE FROM {table} WHERE {CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq}"
+
+
+def partition_delete_sql(table: str, seq: int, condition: str) -> str:
+    """A source DROP/TRUNCATE PARTITION: remove the rows the partition held (`condition`) written
+    from a change older than the statement; a row changed after it is another row of the source."""
+    return f"DELETE FROM {table} WHERE ({condition}) AND ({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})"

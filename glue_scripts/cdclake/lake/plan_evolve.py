@@ -51,7 +51,7 @@ def screen(d: Draft, groups: list[GroupFacts]) -> list[LakeGroup]:
                 d.add(Note(Level.WARNING, msg))
                 continue
         if f.statement:
-            g = _statement_view(d, g)
+            g = _statement_view(d, g, good)
             if g is not None:
                 good.append(g)
             continue
@@ -64,11 +64,15 @@ def screen(d: Draft, groups: list[GroupFacts]) -> list[LakeGroup]:
 
 
 def statement_groups(d: Draft, first: int) -> list[GroupFacts]:
-    """The batch's ALTER TABLE statements of a table the lake has, each as a schema group of no
-    events (numbered from `first`): the columns they add or retype reach the lake in this batch,
-    also when no row event of the table follows. Not around a DROP TABLE (the row events decide)."""
+    """The batch's ALTER TABLE statements of a table, each as a schema group of no events (numbered
+    from `first`): the columns they add or retype reach the lake in this batch, also when no row
+    event of the table follows. A table the lake does not have yet takes them only beside its row
+    events (created in this batch: the events' columns make it). Not around a DROP TABLE, nor a
+    CREATE of a table the lake has (the row events decide)."""
     st, state = d.statements, d.state
-    if st is None or state is None or st.drop_seq or st.create_seq or state.dropped_seq:
+    if st is None or st.drop_seq:
+        return []
+    if (state is None and first == 0) or (state is not None and (st.create_seq or state.dropped_seq)):
         return []
     return [
         GroupFacts(
@@ -86,15 +90,22 @@ def statement_groups(d: Draft, first: int) -> list[GroupFacts]:
     ]
 
 
-def _statement_view(d: Draft, g: LakeGroup) -> LakeGroup | None:
+def _statement_view(d: Draft, g: LakeGroup, events: list[LakeGroup]) -> LakeGroup | None:
     """What a statement's group may change: the lake's key must be its key (a key change is left
     to the row events), and a column the lake has only to a type its events would widen or
-    rewrite it to (any other is left to the events, which dead-letter a lossy change)."""
-    state = d.state
-    assert state is not None
-    if lower_keys(g.lake_keys()) != lower_keys(state.keys):
+    rewrite it to (any other is left to the events, which dead-letter a lossy change). A table the
+    lake does not have yet: the batch's groups of events before it (or its first) stand for the lake."""
+    if d.state is not None:
+        keys, lake = d.state.keys, {n.lower(): t for n, t in d.state.columns}
+    else:
+        older = [e for e in events if not e.facts.statement and e.facts.max_seq < g.facts.max_seq]
+        near = older[-1:] or [e for e in events if not e.facts.statement][:1]
+        if not near:
+            return None
+        keys = near[0].lake_keys()
+        lake = {n.lower(): t for e in older or near for n, t in e.lake_columns()}
+    if lower_keys(g.lake_keys()) != lower_keys(keys):
         return None
-    lake = {n.lower(): t for n, t in state.columns}
     evolve = d.policies.schema_change != SchemaChangePolicy.DEAD_LETTER
     # A column the source dropped after the statement is not added (also when the lake keeps drops);
     # one it dropped and added again in the statement itself is left to the row events.
@@ -177,14 +188,12 @@ def _evolve(d: Draft, plan: SchemaPlan, keys: list[str], defaults: set[str]) -> 
         d.add(BackfillDefaults(pending, added))
     if not (plan.changed or pending or added):
         return
-    d.plan.state = TableState(
-        plan.final,
-        list(keys),
-        column_changes=d.known(),
-        dropped_seq=state.dropped_seq if state else None,
-        key_position=state.key_position if state else None,
-        key_batch=state.key_batch if state else None,
-    )
+    if state is None:
+        d.plan.state = TableState(plan.final, list(keys), column_changes=d.known())
+    else:
+        # What else the table records (its drop mark, key position, partitioning) stays.
+        d.plan.state = replace(state, columns=plan.final, keys=list(keys), pending_backfill={},
+                               column_changes=d.known(), set_aside=None)  # fmt: skip
     if plan.changed:
         d.report(plan.describe())
 

@@ -15,7 +15,7 @@ from ..common.lake_contract import (
     SchemaChangePolicy,
     TableState,
 )
-from ..events import source_ddl
+from ..events import partition_ddl, source_ddl
 from .evolution import Columns, SchemaPlan
 
 NO_KEY = "record has no JSON key (does the table have a primary key?)"
@@ -33,6 +33,8 @@ class TableDDL:
     schemas: list[StatementSchema] = field(default_factory=list)  # the table after each ALTER TABLE
     # PostgreSQL's ALTER TYPE ... RENAME VALUE, per column of the enum, with its position.
     relabels: list[tuple[int, source_ddl.Relabel]] = field(default_factory=list)
+    # What CREATE/ALTER TABLE statements do to its partitioning and rows (position, step)
+    partitions: list[tuple[int, partition_ddl.PartitionStep]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ class Memory:
     dropped: int | None = None  # this process dropped it at this position: older events are ignored
     early: tuple[ColumnChange, ...] = ()  # column changes read before the lake table existed
     replacing: bool = False  # created again at the source with another key: its CREATE replaces it
+    # Partitioning read before the lake table existed (Partitioning.to_json, "" none), its partition
+    # deletes and what made it unequal: recorded when it is created.
+    partitioning: str | None = None
+    partition_deletes: tuple[tuple[int, str], ...] = ()
+    diverged: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,32 @@ class DropTable:
 
 
 @dataclass(frozen=True)
+class DeletePartitionRows:
+    """A source DROP/TRUNCATE PARTITION at `seq`: the lake rows the partition held (`condition`, on
+    the lake's columns) written from changes older than it go, in one commit."""
+
+    seq: int
+    condition: str
+    what: str
+
+
+@dataclass(frozen=True)
+class RecordPartitioning:
+    """The table's source partitioning and partition deletes, as table properties."""
+
+    partitioning: str | None
+    deletes: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class MarkDiverged:
+    """The source changed rows without change events in a way the job cannot follow: marked and
+    named in an error with the fix."""
+
+    what: str
+
+
+@dataclass(frozen=True)
 class RememberEarly:
     """Column changes of a table the lake does not have yet: applied when it is created."""
 
@@ -270,7 +303,8 @@ class RememberEarly:
 Step = (
     Note | RenameColumn | CopyThenDrop | DropColumn | SetKey | RecordColumnChanges | ColumnsChanged | ReplaceOnCreate
     | Rekey | ColumnDefaults | CreateTable | AlterSchema | RewriteType | BackfillDefaults | Truncate | DeadLetter
-    | Write | UnmarkDropped | MarkDropped | DropTable | RememberEarly
+    | Write | UnmarkDropped | MarkDropped | DropTable | RememberEarly | DeletePartitionRows | RecordPartitioning
+    | MarkDiverged
 )  # fmt: skip
 
 
@@ -285,6 +319,7 @@ class TablePlan:
     truncated: bool = False
     source_dropped: str = ""
     lossy: list[str] = field(default_factory=list)  # lossy type changes of a table the lake has
+    diverged: str = ""  # why the table no longer equals the source (MarkDiverged, or its mark)
 
     def of(self, kind: type) -> list:
         return [s for s in self.steps if isinstance(s, kind)]

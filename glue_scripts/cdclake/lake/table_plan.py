@@ -32,6 +32,7 @@ from .plan_draft import (
 from .plan_drops import settle_drop, truncate_table
 from .plan_evolve import apply_run, screen, statement_groups
 from .plan_keys import key_epochs, renamed_key, replace_if_recreated
+from .plan_partitions import follow_partitions
 from .plan_steps import (
     NO_KEY,
     AlterSchema,
@@ -41,16 +42,19 @@ from .plan_steps import (
     CopyThenDrop,
     CreateTable,
     DeadLetter,
+    DeletePartitionRows,
     DropColumn,
     DropTable,
     GroupFacts,
     GroupView,
     Level,
+    MarkDiverged,
     MarkDropped,
     Memory,
     Note,
     Policies,
     RecordColumnChanges,
+    RecordPartitioning,
     Rekey,
     RememberEarly,
     RenameColumn,
@@ -78,16 +82,19 @@ __all__ = [
     "CopyThenDrop",
     "CreateTable",
     "DeadLetter",
+    "DeletePartitionRows",
     "DropColumn",
     "DropTable",
     "GroupFacts",
     "GroupView",
     "Level",
+    "MarkDiverged",
     "MarkDropped",
     "Memory",
     "Note",
     "Policies",
     "RecordColumnChanges",
+    "RecordPartitioning",
     "Rekey",
     "RememberEarly",
     "RenameColumn",
@@ -154,6 +161,7 @@ def plan_table(
     p = Draft(state, statements, policies, memory, table, batch)
     if not groups and statements is not None and state is None:
         remember_early(p)
+        follow_partitions(p, [])
         return p.plan
     if not groups and truncate is not None:
         if state is not None:
@@ -176,5 +184,6 @@ def plan_table(
     # Almost always one run: more only when the source's primary key changed in the batch.
     for run in key_epochs(good):
         written = apply_run(p, run, truncate) or written
+    follow_partitions(p, groups)
     settle_drop(p, recreated and written, newer_rows)
     return p.plan

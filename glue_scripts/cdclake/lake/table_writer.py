@@ -232,6 +232,7 @@ def table_report(planned: PlannedTable, run: TableRun) -> TableReport:
         schema="; ".join(plan.schema),
         truncated=plan.truncated,
         source_dropped=plan.source_dropped,
+        diverged=plan.diverged,
         seconds=time.monotonic() - planned.started,
     )
 

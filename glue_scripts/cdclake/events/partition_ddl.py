@@ -240,7 +240,12 @@ def _definitions(toks: list[Tok]) -> tuple[tuple[Partition, ...], bool]:
             name, k = toks[j + 1].text, j + 2
             if k + 2 < len(toks) and toks[k].kw("VALUES") and toks[k + 1].kw("LESS") and toks[k + 2].kw("THAN"):
                 k += 3
-                bound, ok = ((MAXVALUE,), True) if toks[k].kw(MAXVALUE) else _values(toks[k + 1 : _close(toks, k)])
+                if k >= len(toks):
+                    bound, ok = (), False
+                elif toks[k].kw(MAXVALUE):
+                    bound, ok = (MAXVALUE,), True
+                else:
+                    bound, ok = _values(toks[k + 1 : _close(toks, k)])
                 out.append(Partition(name, less=bound))
             elif k + 1 < len(toks) and toks[k].kw("VALUES") and toks[k + 1].kw("IN"):
                 body = toks[k + 3 : _close(toks, k + 2)]
@@ -286,7 +291,7 @@ def _values(toks: list[Tok]) -> tuple[tuple[str, ...], bool]:
             out.append(sign + t.text)
         else:
             return tuple(out), False
-    return tuple(out), True
+    return tuple(out), bool(out)
 
 
 # ------------------------------------------------------------------ following the steps

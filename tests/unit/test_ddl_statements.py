@@ -19,6 +19,7 @@ from cdclake.events.source_ddl import (
     column_changes,
     computed_columns,
     postgres_statement,
+    set_redefinitions,
     table_ids,
     table_renames,
     translation,
@@ -206,3 +207,20 @@ def test_the_shipped_ddl_capture_writes_the_table_the_job_reads() -> None:
     sql = (Path(__file__).parents[2] / "sql" / "postgres" / "ddl_capture.sql").read_text()
     created = re.findall(r'CREATE TABLE IF NOT EXISTS :"schema"\.(\w+)', sql)
     assert created == [POSTGRES_DDL_TABLE]
+
+
+@pytest.mark.parametrize(
+    ("ddl", "expected"),
+    [
+        ("ALTER TABLE t MODIFY tags SET('c','b','a')", [("tags", ("c", "b", "a"))]),
+        ("ALTER TABLE t MODIFY COLUMN `tags` SET('c','b','a') NOT NULL", [("tags", ("c", "b", "a"))]),
+        ("ALTER TABLE t CHANGE COLUMN old tags SET('c','b','a')", [("tags", ("c", "b", "a"))]),
+        ("ALTER TABLE t ADD COLUMN n INT, MODIFY n2 BIGINT", []),  # another column, or no SET
+        ("ALTER TABLE t ADD COLUMN tags2 SET('a')", []),  # added: the row events bring its values
+    ],
+)
+def test_a_set_column_modify_or_change_gives_its_members_in_the_new_order(ddl, expected):
+    # tableChanges[].table as the connector writes it: a SET's members as quoted literals.
+    table = {"columns": [{"name": "tags", "typeName": "SET", "enumValues": ["'c'", "'b'", "'a'"]},
+                         {"name": "n2", "typeName": "BIGINT"}]}  # fmt: skip
+    assert set_redefinitions(ddl, table) == expected

@@ -168,6 +168,32 @@ def column_changes(ddl: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
+def set_redefinitions(ddl: str, table: dict[str, Any] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """(column, its members in order) of each SET column an ALTER TABLE's MODIFY or CHANGE defines
+    (`table`: `tableChanges[].table`, the table after it). MariaDB keeps a SET value as its members
+    and shows them in definition order: redefined in another order, every stored value reads in the
+    new one without a row event."""
+    named: set[str] = set()
+    toks = _tokens(ddl)
+    if not (len(toks) > 1 and toks[0].kw("ALTER")):
+        return []
+    for c in _clauses(toks):
+        at = next((i for i, t in enumerate(c) if t.kw("MODIFY", "CHANGE")), None)
+        if at is None or at + 1 >= len(c):
+            continue
+        j = at + 2 if c[at + 1].kw("COLUMN") and at + 2 < len(c) and not c[at + 2].kw(*_TYPE_START) else at + 1
+        j = _skip_if_exists(c, j)
+        if j < len(c):
+            # MODIFY a <type>: the column is a; CHANGE a b <type>: it is b.
+            named.add((c[j + 1].text if c[at].kw("CHANGE") and j + 1 < len(c) else c[j].text).lower())
+    out = []
+    for col in (table or {}).get("columns") or []:
+        if str(col.get("typeName", "")).upper() == "SET" and str(col.get("name", "")).lower() in named:
+            members = tuple(mysql_string_default(str(m)[1:-1]) for m in col.get("enumValues") or ())
+            out.append((str(col["name"]), members))
+    return out
+
+
 def changes_primary_key(ddl: str) -> bool:
     """Whether an ALTER TABLE statement adds or changes a primary key (ADD PRIMARY KEY, a column
     defined PRIMARY KEY); a quoted name or a string literal never counts."""

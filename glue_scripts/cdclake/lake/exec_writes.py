@@ -4,6 +4,7 @@ truncate, and the write step, which decodes the table's schema groups, hands the
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from functools import reduce
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..common.conflicts import retry_on_conflict
-from ..common.lake_contract import CDC_INGESTED_AT, CDC_SEQ
+from ..common.lake_contract import CDC_INGESTED_AT, CDC_SEQ, SET_ORDERS_PROPERTY
 from ..events.decode import RAW_KEEP, SchemaGroup, as_leaf, conform, decode_group, group_rows, to_lake_names
 from ..events.ordering import latest_per_key
 from . import table_plan
@@ -23,7 +24,7 @@ from .deletes import KnownMarkers, create_markers_sql, image_deletes, keyed_dele
 from .evolution import Columns
 from .execution import Execution, Rejected, Statements, Written
 from .formats import Format
-from .merge import MERGE_RETRY, partition_delete_sql, truncate_sql
+from .merge import MERGE_RETRY, partition_delete_sql, set_order_sql, truncate_sql
 from .plan_steps import GroupView
 from .unavailable import carry_within_batch, keep_existing, placeholder_columns
 
@@ -61,6 +62,14 @@ class TableWrites(Statements):
         """One DELETE commit: what a DROP/TRUNCATE PARTITION removed at the source (idempotent)."""
         self.sql(partition_delete_sql(ex.ident, s.seq, s.condition))
         log.info("table %s: rows of the source's %s at position %d deleted (%s)", ex.ident, s.what, s.seq, s.condition)
+
+    def reorder_set(self, s: table_plan.ReorderSet, ex: Execution) -> None:
+        """One UPDATE commit, then the orders recorded (a batch run again does the same again)."""
+        self.sql(set_order_sql(ex.ident, s.column, s.members, s.seq))
+        orders = {c: [seq, list(m)] for c, seq, m in s.record}
+        self.set_properties(ex.ident, {SET_ORDERS_PROPERTY: json.dumps(orders)})
+        log.info("table %s: SET column %s redefined at the source at position %d: values in its order", ex.ident,
+                 s.column, s.seq)  # fmt: skip
 
     def write(self, s: table_plan.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the

@@ -155,6 +155,8 @@ class Executor:
                 ddl.record_partitioning(step, ex)
             case table_plan.MarkDiverged():
                 ddl.mark_diverged(step, ex)
+            case table_plan.ReorderSet():
+                rows.reorder_set(step, ex)
             case _:
                 raise TypeError(f"no handler for plan step {type(step).__name__}")
 

@@ -161,6 +161,8 @@ def _mysql_statement(
                 ]
                 if schema := _statement_schema(change["table"], seq, db, tbl, lake_type):
                     out[(db, tbl)].schemas.append(schema)
+                redefined = source_ddl.set_redefinitions(r["_ddl"], _table_json(change["table"]))
+                out[(db, tbl)].set_orders += [(seq, column, members) for column, members in redefined]
                 if source_ddl.changes_primary_key(r["_ddl"]):
                     out[(db, tbl)].key_seqs.append(seq)
                 if computed := source_ddl.computed_columns(r["_ddl"]):
@@ -184,11 +186,8 @@ def _statement_schema(
 ) -> StatementSchema | None:
     """The table after an ALTER TABLE (`tableChanges[].table`): the columns whose lake type and
     default it tells exactly; the others are named in a log line and left to the next row event."""
-    try:
-        table = json.loads(text) if text else None
-    except ValueError:
-        table = None
-    if not isinstance(table, dict):
+    table = _table_json(text)
+    if table is None:
         return None
     known, unknown = source_ddl.mysql_statement_columns(table)
     if unknown:
@@ -202,6 +201,15 @@ def _statement_schema(
         )
     columns = tuple(replace(c, spark_type=lake_type(c.spark_type)) for c in known)
     return StatementSchema(seq, columns, tuple(str(k) for k in table.get("primaryKeyColumnNames") or ()))
+
+
+def _table_json(text: str | None) -> dict | None:
+    """`tableChanges[].table` as the connector wrote it (JSON text), None when there is none."""
+    try:
+        table = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return table if isinstance(table, dict) else None
 
 
 def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[TableRename]:
@@ -314,6 +322,8 @@ def _routed(
             out[now_named(table, seq)].key_seqs.append(seq)
         for seq, step in t.partitions:
             out[now_named(table, seq)].partitions.append((seq, step))
+        for seq, column, members in t.set_orders:
+            out[now_named(table, seq)].set_orders.append((seq, column, members))
         if t.create_seq is not None:
             o = out[now_named(table, t.create_seq)]
             o.create_seq = max(t.create_seq, o.create_seq or 0)

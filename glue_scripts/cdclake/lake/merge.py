@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..common.conflicts import RetryPolicy
 from ..common.lake_contract import CDC_OFFSET, CDC_OP, CDC_SEQ, METADATA_COLUMNS
-from ..common.sqltext import quote
+from ..common.sqltext import quote, sql_string
 from ..events.ordering import newer_than
 from .deletes import live_changes_sql
 
@@ -61,3 +61,12 @@ def partition_delete_sql(table: str, seq: int, condition: str) -> str:
     """A source DROP/TRUNCATE PARTITION: remove the rows the partition held (`condition`) written
     from a change older than the statement; a row changed after it is another row of the source."""
     return f"DELETE FROM {table} WHERE ({condition}) AND ({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})"
+
+
+def set_order_sql(table: str, column: str, members: tuple[str, ...], seq: int) -> str:
+    """A SET column redefined at `seq`: each value written before it lists its members in the new
+    definition's order (a SET's text is its members joined by commas, none holds a comma)."""
+    c = quote(column)
+    ordered = f"array_join(filter(array({', '.join(map(sql_string, members))}), m -> array_contains(split({c}, ','), m)), ',')"
+    return (f"UPDATE {table} SET {c} = {ordered} WHERE {c} IS NOT NULL AND {c} <> {ordered} "
+            f"AND ({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})")  # fmt: skip

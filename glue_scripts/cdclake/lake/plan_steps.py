@@ -35,6 +35,7 @@ class TableDDL:
     relabels: list[tuple[int, source_ddl.Relabel]] = field(default_factory=list)
     # What CREATE/ALTER TABLE statements do to its partitioning and rows (position, step)
     partitions: list[tuple[int, partition_ddl.PartitionStep]] = field(default_factory=list)
+    set_orders: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)  # SET columns redefined
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,17 @@ class RecordPartitioning:
 
 
 @dataclass(frozen=True)
+class ReorderSet:
+    """A SET column redefined at `seq`: its stored values written before then list their members in
+    the new order (`members`), as the source shows them; the set orders recorded (`record`)."""
+
+    column: str
+    members: tuple[str, ...]
+    seq: int
+    record: tuple[tuple[str, int, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class MarkDiverged:
     """The source changed rows without change events in a way the job cannot follow: marked and
     named in an error with the fix."""
@@ -304,7 +316,7 @@ Step = (
     Note | RenameColumn | CopyThenDrop | DropColumn | SetKey | RecordColumnChanges | ColumnsChanged | ReplaceOnCreate
     | Rekey | ColumnDefaults | CreateTable | AlterSchema | RewriteType | BackfillDefaults | Truncate | DeadLetter
     | Write | UnmarkDropped | MarkDropped | DropTable | RememberEarly | DeletePartitionRows | RecordPartitioning
-    | MarkDiverged
+    | MarkDiverged | ReorderSet
 )  # fmt: skip
 
 

@@ -32,7 +32,7 @@ from .plan_draft import (
 from .plan_drops import settle_drop, truncate_table
 from .plan_evolve import apply_run, screen, statement_groups
 from .plan_keys import key_epochs, renamed_key, replace_if_recreated
-from .plan_partitions import follow_partitions
+from .plan_partitions import follow_partitions, reorder_sets
 from .plan_steps import (
     NO_KEY,
     AlterSchema,
@@ -58,6 +58,7 @@ from .plan_steps import (
     Rekey,
     RememberEarly,
     RenameColumn,
+    ReorderSet,
     ReplaceOnCreate,
     RewriteType,
     SetKey,
@@ -98,6 +99,7 @@ __all__ = [
     "Rekey",
     "RememberEarly",
     "RenameColumn",
+    "ReorderSet",
     "ReplaceOnCreate",
     "RewriteType",
     "SetKey",
@@ -185,5 +187,6 @@ def plan_table(
     for run in key_epochs(good):
         written = apply_run(p, run, truncate) or written
     follow_partitions(p, groups)
+    reorder_sets(p, groups)
     settle_drop(p, recreated and written, newer_rows)
     return p.plan

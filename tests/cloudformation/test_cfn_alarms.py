@@ -345,7 +345,10 @@ def test_a_partition_statement_the_job_cannot_follow_is_counted_by_the_same_alar
 
     # The planner's ERROR for a TRUNCATE PARTITION of a HASH partitioned table (tests/job/test_source_ddl.py).
     create = "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2"
-    steps = [(5, partition_steps(create, "db")[0]), (9, partition_steps("ALTER TABLE t TRUNCATE PARTITION p0", "db")[0])]
+    steps = [
+        (5, partition_steps(create, "db")[0]),
+        (9, partition_steps("ALTER TABLE t TRUNCATE PARTITION p0", "db")[0]),
+    ]
     state = TableState([("id", T.IntegerType())], ["id"])
     plan = plan_table(state, [], TableDDL(partitions=steps), Policies(), Memory(), table="glue_catalog.cdc.db_t")
     (line,) = [s.message for s in plan.steps if isinstance(s, Note)]

@@ -324,6 +324,8 @@ def _routed(
             out[now_named(table, seq)].partitions.append((seq, step))
         for seq, column, members in t.set_orders:
             out[now_named(table, seq)].set_orders.append((seq, column, members))
+        for seq, relabel in t.relabels:
+            out[now_named(table, seq)].relabels.append((seq, relabel))
         if t.create_seq is not None:
             o = out[now_named(table, t.create_seq)]
             o.create_seq = max(t.create_seq, o.create_seq or 0)

@@ -63,7 +63,8 @@ def _settle(d: Draft, text: str | None, deletes: tuple[tuple[int, str], ...], un
     state, memory = d.state, d.plan.memory
     what = "; ".join(unfollowed)
     if what:
-        d.add(Note(Level.ERROR, f"table {d.table} no longer equals the source: the source changed its rows "
+        # The phrase the alarm <stack>-table-not-equal-to-source counts in the job's log.
+        d.add(Note(Level.ERROR, f"source table of {d.table} no longer equals the lake: the source changed its rows "
                                 f"without change events ({what}); {FIX}"))  # fmt: skip
     if state is None:
         diverged = "; ".join(x for x in (memory.diverged, what) if x) or None

@@ -58,3 +58,5 @@ def test_peer_harness_reaches_the_source_state_exactly_on_a_tiny_workload(
     finally:
         conn.close()
     assert same.ok and same.source_rows > 300, same.report()
+    if system.name == "sink":  # the peers' cost table prices MSK from this figure (pipeline_cost)
+        assert 1_000 < runner.topic_bytes_per_change(peers_stack, f"{system.name}_orders") < 10_000

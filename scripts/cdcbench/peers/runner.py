@@ -561,7 +561,8 @@ def run(
                 break
             # each system's rows as soon as it is done: a run cut short still shows what it measured
             print("\n" + tables(results, plan)[0].text(), flush=True)
-        bytes_per_change = _bytes_per_change(stack, results)
+        measured_job = any(r.system.name == "job" and r.runs for r in results)
+        per_change = topic_bytes_per_change(stack, "job_orders") if measured_job else 0.0
     finally:
         for s in systems:
             s.stop()
@@ -570,12 +571,10 @@ def run(
         for t in tables(results, plan):
             print("\n" + t.text(), flush=True)
         sys.exit(143)
-    return tables(results, plan, bytes_per_change), missing_rows(results, plan, names)
+    return tables(results, plan, per_change), missing_rows(results, plan, names)
 
 
-def _bytes_per_change(stack: Any, results: list[SystemResult]) -> float:
-    """Key plus value bytes per change on the job's change topic (JSON), tombstones' bytes included."""
-    if not any(r.system.name == "job" and r.runs for r in results):
-        return 0.0
-    t = stack.topic_bytes(f"{TOPIC_PREFIX}.{DATABASE}.job_orders")
+def topic_bytes_per_change(stack: Any, table: str) -> float:
+    """Key plus value bytes per change on a table's change topic (JSON), tombstones' bytes included."""
+    t = stack.topic_bytes(f"{TOPIC_PREFIX}.{DATABASE}.{table}")
     return t.size / (t.records - t.tombstones) if t.records > t.tombstones else 0.0

@@ -46,6 +46,7 @@ CONNECT_MCUS = 1
 TRIGGER_SECONDS = 60
 INTERNAL_PARTITIONS = 3 + 25 + 5 + 1
 RATES = (200, 1_000, 5_000)
+MSK, CONNECT = "MSK Serverless", "MSK Connect"  # the components' families, as the lines name them
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ def sink_pipeline(w: Workload, bytes_per_change: float, cpu_per_million: float) 
     return [*msk_lines(w, bytes_per_change), connect_line("MSK Connect, Debezium"), connect_line("MSK Connect, Iceberg sink", mcus)]  # fmt: skip
 
 
-def total(lines: list[Line]) -> float:
-    return sum(x.dollars for x in lines)
+def total(lines: list[Line], family: str = "") -> float:
+    """The monthly dollars of the lines whose component starts with `family` (all by default)."""
+    return sum(x.dollars for x in lines if x.component.startswith(family))
 
 
 def per_million(w: Workload, lines: list[Line]) -> float:
@@ -174,10 +176,9 @@ def table(measured: list[Measured], rates: tuple[int, ...] = RATES, glue: str = 
             m = nearest(measured, wire, r * TRIGGER_SECONDS)
             lines = job_pipeline(w, m, glue)
             by = {x.component: x for x in lines}
-            msk = sum(x.dollars for x in lines if x.component.startswith("MSK Serverless"))
             t.add(
                 wire, f"{r:,}", f"{m.batch:,}-event batches: {m.cpu_per_million:,.0f} CPU-s/M",
-                f"${msk:,.0f}", f"${by['MSK Connect, Debezium'].dollars:,.0f}",
+                f"${total(lines, MSK):,.0f}", f"${total(lines, CONNECT):,.0f}",
                 f"${by[f'Glue {glue} streaming job'].dollars:,.0f} ({by[f'Glue {glue} streaming job'].detail})",
                 f"${by['S3 PUTs (lake commits)'].dollars:,.2f}", f"${total(lines):,.0f}", f"${per_million(w, lines):.3f}",
             )  # fmt: skip
@@ -218,11 +219,9 @@ def peers_table(peers: list[Peer], bytes_per_change: float, workload: str, rates
         for r in rates:
             w = Workload(r)
             lines = peer_lines(p, w, bytes_per_change)
-            msk = sum(x.dollars for x in lines if x.component.startswith("MSK Serverless"))
-            connect = sum(x.dollars for x in lines if x.component.startswith("MSK Connect"))
-            compute = [x for x in lines if not x.component.startswith(("MSK Serverless", "MSK Connect"))]
+            compute = [x for x in lines if not x.component.startswith((MSK, CONNECT))]
             t.add(
-                p.label, f"{r:,}", f"${msk:,.0f}", f"${connect:,.0f}",
+                p.label, f"{r:,}", f"${total(lines, MSK):,.0f}", f"${total(lines, CONNECT):,.0f}",
                 "; ".join(f"{x.component}: {x.detail}, ${x.dollars:,.0f}" for x in compute) or "-",
                 f"${total(lines):,.0f}", f"${per_million(w, lines):.3f}",
             )  # fmt: skip

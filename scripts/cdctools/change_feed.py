@@ -18,7 +18,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cdclake.common.lake_contract import CDC_DELETED_AT, CDC_INGESTED_AT, CDC_KEY, CDC_OFFSET, CDC_ROW, CDC_SEQ
+from cdclake.common.lake_contract import (
+    CDC_DELETED_AT,
+    CDC_INGESTED_AT,
+    CDC_KEY,
+    CDC_OFFSET,
+    CDC_ROW,
+    CDC_SEQ,
+    MARKER_SUFFIX,
+)
 
 from . import lake_reader as lake
 
@@ -34,16 +42,23 @@ class Change:
     row: dict[str, Any]  # the row as it is now (upsert), the deleted row (delete), {} (truncate)
 
 
-def high_water(con: Any, table: Path, markers: Path) -> Any:
+def markers_of(table: Path) -> Path:
+    """Where the table's delete markers are: the table `<table>__cdc_deletes` beside it."""
+    return table.with_name(table.name + MARKER_SUFFIX)
+
+
+def high_water(con: Any, table: Path) -> Any:
     """The newest apply time in the table and its markers: a reader's mark after reading them."""
+    markers = markers_of(table)
     marks = [con.execute(f"SELECT max({CDC_INGESTED_AT}) FROM {lake.scan(con, table)}").fetchone()[0]]
     if lake.exists(markers):
         marks.append(con.execute(f"SELECT max({CDC_DELETED_AT}) FROM {lake.scan(con, markers)}").fetchone()[0])
     return max((m for m in marks if m is not None), default=None)
 
 
-def changes_since(con: Any, table: Path, markers: Path, mark: Any) -> list[Change]:
+def changes_since(con: Any, table: Path, mark: Any) -> list[Change]:
     """The changes applied after `mark`, in source-log order."""
+    markers = markers_of(table)
     out = [
         Change(UPSERT, Decimal(r[CDC_SEQ]), r[CDC_OFFSET], r[CDC_INGESTED_AT], r)
         for r in _rows(con, table, f"WHERE {CDC_INGESTED_AT} > ?", mark)

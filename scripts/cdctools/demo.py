@@ -32,7 +32,7 @@ from cdctools import cli
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
-from cdclake.common.lake_contract import MARKER_SUFFIX, is_metadata_column  # noqa: E402
+from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
 from cdcstack import commands, connect, plumbing, sources  # noqa: E402
 
 from cdctools import change_feed, local_job, reconcile, status  # noqa: E402
@@ -81,17 +81,13 @@ class Reader:
 
     @classmethod
     def now(cls, con: Any, table: Path) -> Reader:
-        return cls(lake.rows(con, table), change_feed.high_water(con, table, markers_of(table)))
-
-
-def markers_of(table: Path) -> Path:
-    return table.with_name(table.name + MARKER_SUFFIX)
+        return cls(lake.rows(con, table), change_feed.high_water(con, table))
 
 
 def show_changes(con: Any, table: Path, reader: Reader) -> bool:
     """What changed in the customer table since before step 4 (the rows and the delete markers applied
     since: every table format), and whether the reader's rows, with them applied, are the table now."""
-    changes = change_feed.changes_since(con, table, markers_of(table), reader.mark)
+    changes = change_feed.changes_since(con, table, reader.mark)
     kinds = Counter(c.kind for c in changes)
     print(
         f"  what changed in {table.name} since before step 4 (sql/spark/changes_since.sql): {', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}"

@@ -16,10 +16,6 @@ def _measured(wire: str, bytes_per_change: float, cpu: tuple[float, float] = (50
     ]
 
 
-def _component(lines: list[pc.Line], prefix: str) -> float:
-    return sum(x.dollars for x in lines if x.component.startswith(prefix))
-
-
 def test_msk_traffic_at_200_changes_per_second_of_4501_bytes_is_written_read_and_stored_as_priced():
     lines = pc.msk_lines(pc.Workload(200), 4_501)
     by = {x.component: x.dollars for x in lines}
@@ -35,8 +31,8 @@ def test_avro_bytes_cut_the_msk_traffic_in_proportion_and_leave_the_fixed_hours_
     json_lines = pc.msk_lines(pc.Workload(1_000), 4_501)
     avro_lines = pc.msk_lines(pc.Workload(1_000), 318)
     traffic = ("MSK Serverless bytes", "MSK Serverless storage")
-    assert _component(avro_lines, traffic[0]) / _component(json_lines, traffic[0]) == pytest.approx(318 / 4_501)
-    assert _component(avro_lines, "MSK Serverless cluster") == _component(json_lines, "MSK Serverless cluster")
+    assert pc.total(avro_lines, traffic[0]) / pc.total(json_lines, traffic[0]) == pytest.approx(318 / 4_501)
+    assert pc.total(avro_lines, "MSK Serverless cluster") == pc.total(json_lines, "MSK Serverless cluster")
 
 
 def test_a_second_reader_of_the_topics_doubles_the_bytes_out_only():

@@ -5,7 +5,7 @@ each replayed onto the table as a reader held it at that point, must give the ta
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import lake_reads
 from cdc_events import Events, customer
@@ -25,16 +25,30 @@ def _replay(held: dict[int, dict[str, Any]], feed: list[dict[str, Any]]) -> dict
     return _state(list(lake_reads.replayed(list(held.values()), feed).values()))
 
 
-def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
-    """A snapshot of five rows (the rows a reader holds and its mark after it), then two batches of changes:
-    an update, a delete, an insert; the insert deleted again, the deleted key inserted again, an
-    update of a row twice in one batch."""
+class Point(NamedTuple):
+    """A reader after the first batch: the rows it holds, its mark, the table's snapshot then."""
+
+    held: dict[int, dict[str, Any]]
+    mark: int
+    snapshot: int
+    events: Events
+
+
+def _batches(lake: Any) -> Point:
+    """A snapshot of five rows (the reader's point after it), then two batches of changes: an update,
+    a delete, an insert; the insert deleted again, the deleted key inserted again, an update of a row
+    twice in one batch."""
     ev = Events()
     for i in range(1, 6):
         ev.record("r", {"id": i}, customer(i, f"N{i}"))
     lake.apply(ev.take())
-    held = {r["id"]: r for r in lake.rows()}
-    mark = lake_reads.high_water(lake.spark, lake.table())
+    snapshots = lake.spark.sql(f"SELECT snapshot_id FROM {lake.table()}.snapshots ORDER BY committed_at")
+    point = Point(
+        {r["id"]: r for r in lake.rows()},
+        lake_reads.high_water(lake.spark, lake.table()),
+        snapshots.collect()[-1][0],
+        ev,
+    )
     ev.record("u", {"id": 1}, customer(1, "N1b"), customer(1, "N1"))
     ev.record("d", {"id": 2}, before=customer(2, "N2"))
     ev.tombstone({"id": 2})
@@ -45,11 +59,11 @@ def _batches(lake: Any) -> tuple[dict[int, dict[str, Any]], int, Events]:
     ev.record("u", {"id": 3}, customer(3, "N3b"), customer(3, "N3"))
     ev.record("u", {"id": 3}, customer(3, "N3c"), customer(3, "N3b"))
     lake.apply(ev.take())
-    return held, mark, ev
+    return point
 
 
 def test_changes_since_a_mark_replayed_onto_the_rows_held_then_give_the_table_as_it_is_now(lake):
-    held, mark, ev = _batches(lake)
+    held, mark, _, ev = _batches(lake)
     feed = _feed(lake, mark)
     changed = {json.loads(r["row_json"])["id"] for r in feed}
     assert changed == {1, 2, 3, 6}  # the keys the source changed after the mark, no other
@@ -73,32 +87,21 @@ def test_changes_since_a_mark_replayed_onto_the_rows_held_then_give_the_table_as
 
 def test_icebergs_changelog_view_of_a_copy_on_write_table_replays_to_the_table_as_it_is_now(make_lake):
     lake = make_lake(write_mode="copy-on-write")
-    ev = Events()
-    for i in range(1, 6):
-        ev.record("r", {"id": i}, customer(i, f"N{i}"))
-    lake.apply(ev.take())
-    start = lake.spark.sql(f"SELECT snapshot_id FROM {lake.table()}.snapshots ORDER BY committed_at").collect()[-1][0]
-    held = _state(lake.rows())
-    ev.record("u", {"id": 1}, customer(1, "N1b"), customer(1, "N1"))
-    ev.record("d", {"id": 2}, before=customer(2, "N2"))
-    ev.record("c", {"id": 6}, customer(6, "N6"))
-    lake.apply(ev.take())
-    ev.record("d", {"id": 6}, before=customer(6, "N6"))
-    ev.record("c", {"id": 2}, customer(2, "Again"))
-    lake.apply(ev.take())
+    held, _, start, _ = _batches(lake)
     view = f"cl_{lake.namespace}"
     lake.spark.sql(
         f"CALL glue_catalog.system.create_changelog_view(table => '{lake.table()}', "
         f"options => map('start-snapshot-id', '{start}'), identifier_columns => array('id'), "
         f"changelog_view => '{view}')"
     )
-    removes = "_change_type IN ('DELETE', 'UPDATE_BEFORE')"
-    changes = lake.spark.sql(f"SELECT * FROM {view} ORDER BY _change_ordinal, NOT ({removes})").collect()
-    state = dict(held)
+    removes = ("DELETE", "UPDATE_BEFORE")
+    order = f"_change_ordinal, NOT (_change_type IN {removes})"
+    changes = lake.spark.sql(f"SELECT * FROM {view} ORDER BY {order}").collect()
+    state = _state(list(held.values()))
     for c in changes:  # within a snapshot, what it removed before what it added
-        if c["_change_type"] in ("DELETE", "UPDATE_BEFORE"):
+        if c["_change_type"] in removes:
             state.pop(c["id"], None)
         else:
             state[c["id"]] = tuple(str(c[col]) for col in SOURCE_COLUMNS)
     assert state == _state(lake.rows())
-    assert {c["id"] for c in changes} == {1, 2, 6}
+    assert {c["id"] for c in changes} == {1, 2, 3, 6}

@@ -495,6 +495,7 @@ def aws_cost(results: list[SystemResult]) -> Table:
         "peers. On AWS, per million changes (from the measured CPU-s, full utilisation)",
         ["system", "workload", "service", "capacity-hours", "$ on its service", "Glue DPU-hours", "$ on Glue"],
     )
+    _, glue_price, dpu_vcpus = SERVICE["job"]
     for r in results:
         service, price, vcpus = SERVICE[r.system.name]
         for m in r.runs:
@@ -503,11 +504,12 @@ def aws_cost(results: list[SystemResult]) -> Table:
             cpu_h = m.cpu / m.changes * 1e6 / 3600
             t.add(
                 r.system.label, m.workload, service, f"{cpu_h / vcpus:.3f}", f"{cpu_h / vcpus * price:.3f}",
-                f"{cpu_h / 4:.3f}", f"{cpu_h / 4 * 0.44:.3f}",
+                f"{cpu_h / dpu_vcpus:.3f}", f"{cpu_h / dpu_vcpus * glue_price:.3f}",
             )  # fmt: skip
     t.notes.append(
         "capacity-hours = CPU-s per 1M changes / 3600 / vCPUs per unit (Glue DPU 4, MSK Connect MCU 1, Flink KPU 1); "
-        "list prices us-east-1: Glue $0.44/DPU-hour, MSK Connect $0.11/MCU-hour, Managed Flink $0.11/KPU-hour. "
+        f"list prices us-east-1: Glue ${glue_price}/DPU-hour, MSK Connect ${pipeline_cost.CONNECT_MCU_HOUR}/MCU-hour, "
+        f"Managed Flink ${pipeline_cost.FLINK_KPU_HOUR}/KPU-hour. "
         "A service's minimum capacity (Glue streaming 2 workers, one MCU, two KPUs with orchestration) is billed "
         "whatever the rate: docs/BENCHMARKS.md works out the monthly bill for a given rate."
     )

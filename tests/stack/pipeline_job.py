@@ -57,6 +57,14 @@ def wait_committed(stack: Stack, batch: int, timeout: float = 300) -> None:
         time.sleep(0.5)
 
 
+def settled_batch(stack: Stack, timeout: float = 300) -> int:
+    """The newest planned batch, once it is committed. The lake can already equal the source while
+    Spark has yet to write that batch's commit file (it follows foreachBatch's return)."""
+    batch = max(batch_ids(checkpoint(stack) / "offsets"))
+    wait_committed(stack, batch, timeout)
+    return batch
+
+
 def table_version(stack: Stack, table: str) -> int:
     """The Iceberg table's current metadata version (hadoop catalog): it moves on every commit."""
     hint = stack.state / "lake" / "warehouse" / "cdc" / table / "metadata" / "version-hint.text"

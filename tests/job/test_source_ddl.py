@@ -937,40 +937,87 @@ def test_a_partition_statement_the_job_cannot_follow_marks_the_table_with_an_err
     assert [x["NotEqualTables"] for x in emf if "Table" not in x] == [1]
 
 
-# ---------------------------------------------------------------- a SET column redefined in another order
-def _set_field(allowed: str) -> dict:
-    # As the connector describes a SET column (captured: mariadb/all_types_00_c.json's c_set).
-    return {"type": "string", "optional": True, "name": "io.debezium.data.EnumSet", "version": 1,
-            "parameters": {"allowed": allowed}, "field": "tags"}  # fmt: skip
+# ---------------------------------------------------------------- SET and ENUM columns redefined
+def _member_field(name: str, kind: str, allowed: str) -> dict:
+    # As the connector describes a SET or ENUM column (captured: mariadb/all_types_00_c.json's c_set, c_enum).
+    return {"type": "string", "optional": True, "name": f"io.debezium.data.{kind}", "version": 1,
+            "parameters": {"allowed": allowed}, "field": name}  # fmt: skip
 
 
-def _with_tags(allowed: str) -> tuple[dict, dict]:
-    """The value schema with a SET column `tags`, and the table as tableChanges describes it."""
-    schema = with_row_fields(BASE, [*row_fields(BASE), _set_field(allowed)])
+def _with_tags(allowed: str, grades: str = "a,b,c") -> tuple[dict, dict]:
+    """The value schema with a SET column `tags` and an ENUM column `grade`, and the table as
+    tableChanges describes it."""
+    fields = [_member_field("tags", "EnumSet", allowed), _member_field("grade", "Enum", grades)]
+    schema = with_row_fields(BASE, [*row_fields(BASE), *fields])
     table = customers_table()
     like = next(c for c in table["columns"] if c["name"] == "last_name")
-    members = [f"'{m}'" for m in allowed.split(",")]
-    tags = like | {"name": "tags", "typeName": "SET", "typeExpression": "SET", "optional": True, "enumValues": members}
-    table["columns"].append(tags | {"position": len(table["columns"]) + 1})
+    for name, kind, members in (("tags", "SET", allowed), ("grade", "ENUM", grades)):
+        quoted = [f"'{m}'" for m in members.split(",")]
+        column = {"name": name, "typeName": kind, "typeExpression": kind, "optional": True, "enumValues": quoted}
+        table["columns"].append(like | column | {"position": len(table["columns"]) + 1})
     return schema, table
 
 
-def test_a_set_column_redefined_in_another_order_reads_its_members_in_the_new_order(lake):
+def test_set_and_enum_columns_redefined_read_their_values_as_the_source_converts_them(lake):
     """MariaDB shows a SET value's members in definition order: after MODIFY tags SET('c','b','a')
-    every row reads that way, without a row event. Changes on both sides, one read late."""
+    every row reads that way, without a row event. An ALTER converts stored ENUM values by text: a
+    member respelled in another case takes the new spelling, one removed (ALTER IGNORE) reads ''.
+    Changes on both sides, one read late."""
     old, _ = _with_tags("a,b,c")
-    new, table = _with_tags("c,b,a")
+    new, table = _with_tags("c,b,a", "A,b")
     ev = Events()
-    for i, tags in ((1, "a,b"), (2, "b,c"), (3, None), (5, "")):
-        ev.record("c", {"id": i}, customer(i) | {"tags": tags}, value_schema=old)
+    for i, tags, grade in ((1, "a,b", "a"), (2, "b,c", "b"), (3, None, None), (5, "", "c")):
+        ev.record("c", {"id": i}, customer(i) | {"tags": tags, "grade": grade}, value_schema=old)
     assert lake.apply(ev.take()).dead == 0
     late = ev.next_pos
     ev.next_pos += 100
-    ev.record("u", {"id": 2}, customer(2, "Two") | {"tags": "a,c"}, value_schema=old)
-    ev.schema_change("ALTER TABLE customers MODIFY COLUMN tags SET('c','b','a')", table=table)
-    ev.record("c", {"id": 4}, customer(4) | {"tags": "c,a"}, value_schema=new)
+    ev.record("u", {"id": 2}, customer(2, "Two") | {"tags": "a,c", "grade": "c"}, value_schema=old)
+    ev.schema_change("ALTER IGNORE TABLE customers MODIFY COLUMN tags SET('c','b','a'), MODIFY grade ENUM('A','b')",
+                     table=table)  # fmt: skip
+    ev.record("c", {"id": 4}, customer(4) | {"tags": "c,a", "grade": "A"}, value_schema=new)
     assert lake.apply(ev.take()).dead == 0
-    assert {i: r["tags"] for i, r in lake.by_id().items()} == {1: "b,a", 2: "c,a", 3: None, 4: "c,a", 5: ""}
-    ev.record("u", {"id": 3}, customer(3, "Late") | {"tags": "a,b,c"}, value_schema=old, pos=late)
+    rows = {i: (r["tags"], r["grade"]) for i, r in lake.by_id().items()}
+    assert rows == {1: ("b,a", "A"), 2: ("c,a", ""), 3: (None, None), 4: ("c,a", "A"), 5: ("", "")}
+    ev.record("u", {"id": 3}, customer(3, "Late") | {"tags": "a,b,c", "grade": "a"}, value_schema=old, pos=late)
     assert lake.apply(ev.take()).dead == 0
-    assert lake.by_id()[3]["tags"] == "c,b,a"
+    assert (lake.by_id()[3]["tags"], lake.by_id()[3]["grade"]) == ("c,b,a", "A")
+
+
+# ---------------------------------------------------------------- column defaults changed after the ADD
+def _defaulted(columns: tuple[tuple[str, str | None], ...]) -> dict:
+    """customers as tableChanges describes it with optional VARCHAR columns (name, default or None)."""
+    table = customers_table(add=tuple((n, d or "") for n, d in columns))
+    for c, (_, default) in zip(table["columns"][-len(columns) :], columns, strict=True):
+        c.update(optional=True, defaultValueExpression=default)
+    return table
+
+
+def test_a_default_changed_or_dropped_after_its_add_column_leaves_the_existing_rows_the_added_default(lake):
+    """MariaDB gives existing rows the default of the ADD COLUMN; a later SET DEFAULT, DROP DEFAULT or
+    MODIFY with a new default changes no stored row (also through a rename, and when set twice)."""
+    ev = Events()
+    for i in (1, 2):
+        ev.record("c", {"id": i}, customer(i))
+    assert lake.apply(ev.take()).dead == 0
+    for ddl, columns in (
+        ("ADD COLUMN tier VARCHAR(255) DEFAULT 'gold'", (("tier", "gold"),)),
+        ("ALTER COLUMN tier SET DEFAULT 'silver'", (("tier", "silver"),)),
+        ("ALTER COLUMN tier SET DEFAULT 'silver'", (("tier", "silver"),)),
+        ("ADD COLUMN note VARCHAR(255) DEFAULT 'n1'", (("tier", "silver"), ("note", "n1"))),
+        ("ALTER COLUMN note DROP DEFAULT", (("tier", "silver"), ("note", None))),
+        ("ADD COLUMN grade VARCHAR(255) DEFAULT 'a'", (("tier", "silver"), ("note", None), ("grade", "a"))),
+        ("RENAME COLUMN grade TO level", (("tier", "silver"), ("note", None), ("level", "a"))),
+        ("MODIFY level VARCHAR(255) DEFAULT 'b'", (("tier", "silver"), ("note", None), ("level", "b"))),
+    ):
+        ev.schema_change(f"ALTER TABLE customers {ddl}", table=_defaulted(columns))
+    assert lake.apply(ev.take()).dead == 0  # no row event of the table after the statements
+    old = {"tier": "gold", "note": "n1", "level": "a"}
+    assert {i: {c: r[c] for c in old} for i, r in lake.by_id().items()} == {1: old, 2: old}
+    extra = [{"type": "string", "optional": True, "field": n, "default": d} for n, d in (("tier", "silver"),
+             ("note", None), ("level", "b"))]  # fmt: skip
+    schema = with_row_fields(BASE, [*row_fields(BASE), *extra])
+    ev.record("c", {"id": 3}, customer(3, tier="silver", note=None, level="b"), value_schema=schema)
+    ev.record("u", {"id": 1}, customer(1, "One", tier="gold", note="n1", level="a"), value_schema=schema)
+    assert lake.apply(ev.take()).dead == 0
+    rows = {i: {c: r[c] for c in old} for i, r in lake.by_id().items()}
+    assert rows == {1: old, 2: old, 3: {"tier": "silver", "note": None, "level": "b"}}

@@ -305,18 +305,53 @@ def test_partitions_dropped_or_truncated_at_the_source_leave_the_lake(job: Stack
         job.sql("DROP TABLE IF EXISTS hash_t")
 
 
-def test_a_set_column_redefined_in_another_order_reconciles(job: Stack) -> None:
+def test_set_and_enum_columns_redefined_reconcile(job: Stack) -> None:
     job.sql(
-        "CREATE TABLE set_t (id INT PRIMARY KEY, tags SET('a','b','c'));"
-        "INSERT INTO set_t VALUES (1,'a,b'),(2,'b,c'),(3,NULL),(4,'')"
+        "CREATE TABLE set_t (id INT PRIMARY KEY, tags SET('a','b','c'), grade ENUM('a','b','c'));"
+        "INSERT INTO set_t VALUES (1,'a,b','a'),(2,'b,c','b'),(3,NULL,NULL),(4,'','c')"
     )
     reconciled_table(job, "set_t", rows=4)
     # MariaDB shows every stored value in the new order, without a row event.
     job.sql("ALTER TABLE set_t MODIFY tags SET('c','b','a')")
     assert job.sql("SELECT tags FROM set_t WHERE id = 1").split()[-1] == "b,a"
     reconciled_table(job, "set_t", rows=4)
-    job.sql("INSERT INTO set_t VALUES (5, 'a,c'); ALTER TABLE set_t MODIFY tags SET('a','b','c','d')")
+    # ALTER converts ENUM values by text: 'a' takes the spelling 'A'; 'c', no longer a member, is ''.
+    job.sql("ALTER IGNORE TABLE set_t MODIFY grade ENUM('A','b')")
+    assert job.sql("SELECT GROUP_CONCAT(id, '=', grade ORDER BY id) FROM set_t").split()[-1] == "1=A,2=b,4="
+    reconciled_table(job, "set_t", rows=4)
+    job.sql("INSERT INTO set_t VALUES (5, 'a,c', 'b'); ALTER TABLE set_t MODIFY tags SET('a','b','c','d')")
     reconciled_table(job, "set_t", rows=5)
+
+
+def test_defaults_changed_after_an_add_column_and_a_character_set_conversion_reconcile(job: Stack) -> None:
+    job.sql(
+        "SET NAMES utf8mb4; CREATE TABLE dflt_t (id INT PRIMARY KEY, v INT); INSERT INTO dflt_t VALUES (1,1),(2,2);"
+        "CREATE TABLE cs_t (id INT PRIMARY KEY, v VARCHAR(20), w TEXT) DEFAULT CHARSET=utf8mb4;"
+        "INSERT INTO cs_t VALUES (1,'café','Ünïcode'),(2,'€ 5','x')"
+    )
+    reconciled_table(job, "dflt_t", rows=2)
+    reconciled_table(job, "cs_t", rows=2)
+    # The job stopped: the statements in one batch, and no row event of dflt_t after them. The
+    # existing rows keep the ADD COLUMN's default ('gold', 'n1', 'a') at the source.
+    run_script(job, "local-job", "stop")
+    job.sql(
+        "ALTER TABLE dflt_t ADD COLUMN tier VARCHAR(10) NOT NULL DEFAULT 'gold';"
+        "ALTER TABLE dflt_t ALTER COLUMN tier SET DEFAULT 'silver';"
+        "ALTER TABLE dflt_t ADD COLUMN note VARCHAR(10) DEFAULT 'n1', ADD COLUMN grade VARCHAR(10) DEFAULT 'a';"
+        "ALTER TABLE dflt_t ALTER COLUMN note DROP DEFAULT, RENAME COLUMN grade TO level;"
+        "ALTER TABLE dflt_t MODIFY level VARCHAR(10) DEFAULT 'b';"
+        "ALTER TABLE cs_t CONVERT TO CHARACTER SET latin1"
+    )
+    start_job(job)
+    reconciled_table(job, "dflt_t", rows=2)
+    reconciled_table(job, "cs_t", rows=2)
+    job.sql(
+        "SET NAMES utf8mb4; INSERT INTO dflt_t (id, v) VALUES (3,3); INSERT INTO cs_t VALUES (3,'naïve','ü');"
+        "ALTER TABLE cs_t CONVERT TO CHARACTER SET utf8mb4; INSERT INTO cs_t VALUES (4,'😀','ok')"
+    )
+    assert job.sql("SELECT CONCAT_WS(',', tier, note, level) FROM dflt_t WHERE id = 3").split()[-1] == "silver,b"
+    reconciled_table(job, "dflt_t", rows=3)
+    reconciled_table(job, "cs_t", rows=4)
 
 
 def test_every_mariadb_column_type_reaches_the_lake_with_the_exact_value(job: Stack) -> None:

@@ -212,9 +212,10 @@ def test_the_shipped_ddl_capture_writes_the_table_the_job_reads() -> None:
 @pytest.mark.parametrize(
     ("ddl", "expected"),
     [
-        ("ALTER TABLE t MODIFY tags SET('c','b','a')", [("tags", ("c", "b", "a"))]),
-        ("ALTER TABLE t MODIFY COLUMN `tags` SET('c','b','a') NOT NULL", [("tags", ("c", "b", "a"))]),
-        ("ALTER TABLE t CHANGE COLUMN old tags SET('c','b','a')", [("tags", ("c", "b", "a"))]),
+        ("ALTER TABLE t MODIFY tags SET('c','b','a')", [("tags", ("c", "b", "a"), "SET")]),
+        ("ALTER TABLE t MODIFY COLUMN `tags` SET('c','b','a') NOT NULL", [("tags", ("c", "b", "a"), "SET")]),
+        ("ALTER TABLE t CHANGE COLUMN old tags SET('c','b','a')", [("tags", ("c", "b", "a"), "SET")]),
+        ("ALTER TABLE t MODIFY grade ENUM('B','a,b')", [("grade", ("B", "a,b"), "ENUM")]),
         ("ALTER TABLE t ADD COLUMN n INT, MODIFY n2 BIGINT", []),  # another column, or no SET
         ("ALTER TABLE t ADD COLUMN tags2 SET('a')", []),  # added: the row events bring its values
     ],
@@ -222,5 +223,6 @@ def test_the_shipped_ddl_capture_writes_the_table_the_job_reads() -> None:
 def test_a_set_column_modify_or_change_gives_its_members_in_the_new_order(ddl, expected):
     # tableChanges[].table as the connector writes it: a SET's members as quoted literals.
     table = {"columns": [{"name": "tags", "typeName": "SET", "enumValues": ["'c'", "'b'", "'a'"]},
-                         {"name": "n2", "typeName": "BIGINT"}]}  # fmt: skip
+                         {"name": "n2", "typeName": "BIGINT"},
+                         {"name": "grade", "typeName": "ENUM", "enumValues": ["'B'", "'a,b'"]}]}  # fmt: skip
     assert set_redefinitions(ddl, table) == expected

@@ -127,8 +127,9 @@ PARTITION_DELETES_PROPERTY = "cdc.source-partition-deletes"
 # DROP PARTITION of a HASH-partitioned table): what and where. The table no longer equals the source
 # until it is rebuilt from a new snapshot.
 SOURCE_DIVERGED_PROPERTY = "cdc.source-diverged"
-# SET columns the source redefined (ALTER TABLE … MODIFY/CHANGE): `{column: [position, [member, ...]]}`,
-# the newest definition each; rows written before it read their members in its order.
+# SET and ENUM columns the source redefined (ALTER TABLE … MODIFY/CHANGE):
+# `{column: [position, [member, ...], "SET" | "ENUM"]}` (no kind: SET), the newest definition each;
+# rows written before it read as the source reads them under it (members/case/removed members).
 SET_ORDERS_PROPERTY = "cdc.source-set-orders"
 # The drop mark: set together, removed together.
 SOURCE_DROP_PROPERTIES = (SOURCE_DROPPED_PROPERTY, SOURCE_DROPPED_POSITION_PROPERTY)
@@ -174,11 +175,12 @@ class TableState:
     partitioning: str | None = None  # SOURCE_PARTITIONING_PROPERTY
     partition_deletes: list[tuple[int, str]] = field(default_factory=list)  # PARTITION_DELETES_PROPERTY
     diverged: str | None = None  # SOURCE_DIVERGED_PROPERTY
-    set_orders: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)  # SET_ORDERS_PROPERTY
+    set_orders: dict[str, tuple[int, tuple[str, ...], str]] = field(default_factory=dict)  # SET_ORDERS_PROPERTY
 
     @classmethod
     def from_properties(cls, columns: list[tuple[str, T.DataType]], props: dict[str, str]) -> TableState:
         """The state of a table with these data columns and table properties."""
+        sets = props.get(SET_ORDERS_PROPERTY) or "{}"
         dropped = props.get(SOURCE_DROPPED_POSITION_PROPERTY)
         key_position = props.get(KEY_POSITION_PROPERTY)
         return cls(
@@ -193,7 +195,7 @@ class TableState:
             props.get(SOURCE_PARTITIONING_PROPERTY),
             [(int(seq), cond) for seq, cond in json.loads(props.get(PARTITION_DELETES_PROPERTY) or "[]")],
             props.get(SOURCE_DIVERGED_PROPERTY),
-            {c: (int(v[0]), tuple(v[1])) for c, v in json.loads(props.get(SET_ORDERS_PROPERTY) or "{}").items()},
+            {c: (int(v[0]), tuple(v[1]), v[2] if len(v) > 2 else "SET") for c, v in json.loads(sets).items()},
         )
 
 

@@ -168,11 +168,12 @@ def column_changes(ddl: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def set_redefinitions(ddl: str, table: dict[str, Any] | None) -> list[tuple[str, tuple[str, ...]]]:
-    """(column, its members in order) of each SET column an ALTER TABLE's MODIFY or CHANGE defines
-    (`table`: `tableChanges[].table`, the table after it). MariaDB keeps a SET value as its members
-    and shows them in definition order: redefined in another order, every stored value reads in the
-    new one without a row event."""
+def set_redefinitions(ddl: str, table: dict[str, Any] | None) -> list[tuple[str, tuple[str, ...], str]]:
+    """(column, its members in order, "SET" | "ENUM") of each SET or ENUM column an ALTER TABLE's
+    MODIFY or CHANGE defines (`table`: `tableChanges[].table`, the table after it). MariaDB shows a
+    SET value's members in definition order, and converts stored values by text (a member equal but
+    for case takes the new spelling, one no longer defined is dropped or, for an ENUM, '' under ALTER
+    IGNORE): every stored value reads that way without a row event."""
     named: set[str] = set()
     toks = _tokens(ddl)
     if not (len(toks) > 1 and toks[0].kw("ALTER")):
@@ -188,9 +189,10 @@ def set_redefinitions(ddl: str, table: dict[str, Any] | None) -> list[tuple[str,
             named.add((c[j + 1].text if c[at].kw("CHANGE") and j + 1 < len(c) else c[j].text).lower())
     out = []
     for col in (table or {}).get("columns") or []:
-        if str(col.get("typeName", "")).upper() == "SET" and str(col.get("name", "")).lower() in named:
+        kind = str(col.get("typeName", "")).upper()
+        if kind in ("SET", "ENUM") and str(col.get("name", "")).lower() in named:
             members = tuple(mysql_string_default(str(m)[1:-1]) for m in col.get("enumValues") or ())
-            out.append((str(col["name"]), members))
+            out.append((str(col["name"]), members, kind))
     return out
 
 

@@ -64,12 +64,12 @@ class TableWrites(Statements):
         log.info("table %s: rows of the source's %s at position %d deleted (%s)", ex.ident, s.what, s.seq, s.condition)
 
     def reorder_set(self, s: table_plan.ReorderSet, ex: Execution) -> None:
-        """One UPDATE commit, then the orders recorded (a batch run again does the same again)."""
-        self.sql(set_order_sql(ex.ident, s.column, s.members, s.seq))
-        orders = {c: [seq, list(m)] for c, seq, m in s.record}
+        """One UPDATE commit, then the definitions recorded (a batch run again does the same again)."""
+        self.sql(set_order_sql(ex.ident, s.column, s.members, s.seq, s.kind))
+        orders = {c: [seq, list(m), kind] for c, seq, m, kind in s.record}
         self.set_properties(ex.ident, {SET_ORDERS_PROPERTY: json.dumps(orders)})
-        log.info("table %s: SET column %s redefined at the source at position %d: values in its order", ex.ident,
-                 s.column, s.seq)  # fmt: skip
+        log.info("table %s: %s column %s redefined at the source at position %d: values read as under it",
+                 ex.ident, s.kind, s.column, s.seq)  # fmt: skip
 
     def write(self, s: table_plan.Write, ex: Execution) -> None:
         """Decode the groups and write what decodes. The decoded rows are kept until the

@@ -162,7 +162,7 @@ def _mysql_statement(
                 if schema := _statement_schema(change["table"], seq, db, tbl, lake_type):
                     out[(db, tbl)].schemas.append(schema)
                 redefined = source_ddl.set_redefinitions(r["_ddl"], _table_json(change["table"]))
-                out[(db, tbl)].set_orders += [(seq, column, members) for column, members in redefined]
+                out[(db, tbl)].set_orders += [(seq, column, members, kind) for column, members, kind in redefined]
                 if source_ddl.changes_primary_key(r["_ddl"]):
                     out[(db, tbl)].key_seqs.append(seq)
                 if computed := source_ddl.computed_columns(r["_ddl"]):
@@ -322,8 +322,8 @@ def _routed(
             out[now_named(table, seq)].key_seqs.append(seq)
         for seq, step in t.partitions:
             out[now_named(table, seq)].partitions.append((seq, step))
-        for seq, column, members in t.set_orders:
-            out[now_named(table, seq)].set_orders.append((seq, column, members))
+        for seq, column, members, kind in t.set_orders:
+            out[now_named(table, seq)].set_orders.append((seq, column, members, kind))
         for seq, relabel in t.relabels:
             out[now_named(table, seq)].relabels.append((seq, relabel))
         if t.create_seq is not None:

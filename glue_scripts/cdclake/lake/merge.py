@@ -63,10 +63,17 @@ def partition_delete_sql(table: str, seq: int, condition: str) -> str:
     return f"DELETE FROM {table} WHERE ({condition}) AND ({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})"
 
 
-def set_order_sql(table: str, column: str, members: tuple[str, ...], seq: int) -> str:
-    """A SET column redefined at `seq`: each value written before it lists its members in the new
-    definition's order (a SET's text is its members joined by commas, none holds a comma)."""
-    c = quote(column)
-    ordered = f"array_join(filter(array({', '.join(map(sql_string, members))}), m -> array_contains(split({c}, ','), m)), ',')"
+def set_order_sql(table: str, column: str, members: tuple[str, ...], seq: int, kind: str = "SET") -> str:
+    """A SET or ENUM column redefined at `seq`: each value written before it reads as the source
+    converts it (ALTER copies by text; a member equal but for case is the new member): a SET lists its
+    members in the new definition's order (its text is its members joined by commas, none holds a
+    comma), a member no longer defined left out; an ENUM value no member matches is '' (what
+    MariaDB/MySQL store for it under ALTER IGNORE or a non-strict sql_mode; strict refuses the ALTER)."""
+    c, listed = quote(column), f"array({', '.join(map(sql_string, members))})"
+    if kind == "ENUM":
+        match = f"coalesce(element_at(filter({listed}, m -> lower(m) = lower({c})), 1), '')"
+        ordered = f"CASE WHEN array_contains({listed}, {c}) THEN {c} ELSE {match} END"
+    else:
+        ordered = f"array_join(filter({listed}, m -> exists(split({c}, ','), v -> lower(v) = lower(m))), ',')"
     return (f"UPDATE {table} SET {c} = {ordered} WHERE {c} IS NOT NULL AND {c} <> {ordered} "
             f"AND ({CDC_SEQ} IS NULL OR {CDC_SEQ} < {seq})")  # fmt: skip

@@ -146,7 +146,9 @@ def _schema(d: Draft, run: list[LakeGroup]) -> tuple[SchemaPlan, list[LakeGroup]
 
 def _defaults(d: Draft, plan: SchemaPlan, good: list[LakeGroup]) -> set[str]:
     """Source defaults of columns that some of the groups lack because they were added at the
-    source meanwhile: the newest group that has the column knows its current default."""
+    source meanwhile: the existing rows got the default of the ADD COLUMN, which the oldest group
+    of the newest stretch that has the column knows (a later SET/DROP DEFAULT or MODIFY changed
+    no stored row)."""
     if plan.create:
         names = {n.lower() for n, _ in plan.final}
         new = {n for n in names if any(n not in {c.lower() for c, _ in g.lake_columns()} for g in good)}
@@ -154,19 +156,31 @@ def _defaults(d: Draft, plan: SchemaPlan, good: list[LakeGroup]) -> set[str]:
         new = {n.lower() for n, _ in plan.add}
     out: dict[str, tuple[str, int, str]] = {}
     literals: dict[str, str] = {}
-    for g in reversed(good):
-        fills = dict(g.facts.fills)
-        for spec, _ in g.facts.columns or ():
-            name = g.renamed.get(spec, spec)
-            if name.lower() in new and name not in out and spec not in g.ignored and spec in g.facts.defaults:
-                out[name] = (name, g.facts.index, spec)
-                if g.facts.statement:
-                    literals[name] = fills[spec]
-        new -= {n.lower() for n, _ in g.lake_columns()}
+    for g, spec in _as_added(good, new):
+        name = g.renamed.get(spec, spec)
+        if spec in g.facts.defaults:
+            out[name] = (name, g.facts.index, spec)
+            if g.facts.statement:
+                literals[name] = dict(g.facts.fills)[spec]
     if out:
         candidates = tuple(c for n, c in out.items() if n not in literals)
         d.add(ColumnDefaults(candidates, tuple(literals.items())))
     return {n.lower() for n in out}
+
+
+def _as_added(good: list[LakeGroup], new: set[str]) -> list[tuple[LakeGroup, str]]:
+    """Per column of `new` (lower-case lake names): the group, and its name there, that added it
+    last (the oldest of the groups since the newest one without it)."""
+    found: dict[str, tuple[LakeGroup, str]] = {}
+    closed: set[str] = set()
+    for g in reversed(good):
+        has = {g.renamed.get(n, n).lower(): n for n, _ in g.facts.columns or () if n not in g.ignored}
+        for n in new - closed:
+            if n in has:
+                found[n] = (g, has[n])
+            elif n in found:
+                closed.add(n)
+    return list(found.values())
 
 
 def _evolve(d: Draft, plan: SchemaPlan, keys: list[str], defaults: set[str]) -> None:

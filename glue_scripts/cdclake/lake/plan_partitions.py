@@ -86,20 +86,20 @@ def _settle(d: Draft, text: str | None, deletes: tuple[tuple[int, str], ...], un
 
 
 def reorder_sets(d: Draft, groups: list[GroupFacts]) -> None:
-    """SET columns redefined by the batch's statements: the lake's values written before each list
-    their members in its order (again after a batch of changes older than it, read late)."""
+    """SET and ENUM columns redefined by the batch's statements: the lake's values written before
+    each read as under its members (again after a batch of changes older than it, read late)."""
     state = d.state
     if state is None:
         return
     lake = {n.lower(): n for n, _ in state.columns}
     orders = dict(state.set_orders)
-    for seq, column, members in sorted(d.statements.set_orders if d.statements else []):
-        if column.lower() in lake and seq > orders.get(lake[column.lower()], (0, ()))[0]:
-            orders[lake[column.lower()]] = (seq, members)
+    for seq, column, members, kind in sorted(d.statements.set_orders if d.statements else []):
+        if column.lower() in lake and seq > orders.get(lake[column.lower()], (0, (), ""))[0]:
+            orders[lake[column.lower()]] = (seq, members, kind)
     oldest = min((g.min_seq or g.max_seq for g in groups if g.events and not g.error), default=None)
-    redo = [c for c, (seq, _) in orders.items() if c in lake.values() and (
+    redo = [c for c, (seq, _, _) in orders.items() if c in lake.values() and (
         orders[c] != state.set_orders.get(c) or (oldest is not None and oldest < seq))]  # fmt: skip
-    record = tuple((c, seq, m) for c, (seq, m) in sorted(orders.items()))
-    d.add(*[ReorderSet(c, orders[c][1], orders[c][0], record) for c in sorted(redo)])
+    record = tuple((c, seq, m, k) for c, (seq, m, k) in sorted(orders.items()))
+    d.add(*[ReorderSet(c, orders[c][1], orders[c][0], record, orders[c][2]) for c in sorted(redo)])
     if orders != state.set_orders:
         d.plan.state = replace(state, set_orders=orders)

@@ -35,7 +35,8 @@ class TableDDL:
     relabels: list[tuple[int, source_ddl.Relabel]] = field(default_factory=list)
     # What CREATE/ALTER TABLE statements do to its partitioning and rows (position, step)
     partitions: list[tuple[int, partition_ddl.PartitionStep]] = field(default_factory=list)
-    set_orders: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)  # SET columns redefined
+    # SET/ENUM columns redefined: (position, column, members, "SET" | "ENUM")
+    set_orders: list[tuple[int, str, tuple[str, ...], str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -288,13 +289,15 @@ class RecordPartitioning:
 
 @dataclass(frozen=True)
 class ReorderSet:
-    """A SET column redefined at `seq`: its stored values written before then list their members in
-    the new order (`members`), as the source shows them; the set orders recorded (`record`)."""
+    """A SET or ENUM column (`kind`) redefined at `seq`: its stored values written before then read
+    as the source reads them under the new members (a SET's in their order), the definitions
+    recorded (`record`)."""
 
     column: str
     members: tuple[str, ...]
     seq: int
-    record: tuple[tuple[str, int, tuple[str, ...]], ...] = ()
+    record: tuple[tuple[str, int, tuple[str, ...], str], ...] = ()
+    kind: str = "SET"
 
 
 @dataclass(frozen=True)

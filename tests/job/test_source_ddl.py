@@ -893,6 +893,23 @@ def test_range_partitions_dropped_or_truncated_at_the_source_take_their_rows_out
     assert table_property(lake, "cdc.source-diverged") is None
 
 
+def test_partitioning_read_before_the_lake_table_exists_is_kept_for_a_job_started_again(make_lake):
+    """A snapshot's CREATE TABLE of a partitioned table with no row yet: the job started again before
+    the first row (its schema-change topic read already) still follows a DROP PARTITION exactly."""
+    lake = make_lake()
+    ev = Events()
+    ev.schema_change(PARTITIONED, "CREATE", snapshot="true")
+    assert lake.apply(ev.take()).dead == 0 and not lake.spark.catalog.tableExists(lake.table())
+    fresh = type(lake)(lake.spark, lake.settings.warehouse, lake.dead_dir.parent, namespace=lake.namespace)
+    for i in range(1, 6):
+        ev.record("c", {"id": i}, customer(i))
+    ev.schema_change("ALTER TABLE customers DROP PARTITION p0")  # ids 1, 2
+    report = fresh.apply(ev.take())
+    assert report.dead == 0 and not report.tables[0].diverged
+    fresh.assert_rows({3: "Sally", 4: "Sally", 5: "Sally"})
+    assert table_property(fresh, "cdc.source-partitioning") and not list((fresh.dead_dir / "_early").glob("*"))
+
+
 @pytest.mark.parametrize(
     ("create", "statement"),
     [

@@ -201,6 +201,7 @@ class TableState:
 
 # ------------------------------------------------------------------ a table set aside
 SET_ASIDE_FOLDER = "_set_aside"  # under --dead_letter_path; `_`: Spark's file listing skips it
+EARLY_FOLDER = "_early"  # under --dead_letter_path: lake/small_files.py
 MARK_FILE = "_mark.json"
 
 

@@ -37,6 +37,7 @@ from ..common.sqltext import table_properties
 from ..events import partition_ddl, source_ddl
 from ..events.decode import SchemaGroup
 from .executor import Executor
+from .small_files import EarlyPartitions, EarlyStore
 from .table_plan import (
     ColumnsChanged,
     CopyThenDrop,
@@ -345,8 +346,11 @@ class LakeTables:
         self._dropped: dict[str, int] = {}
         # Renames read before the job has created the table (kept until it does, in this process).
         self._early: dict[str, list[ColumnChange]] = defaultdict(list)
-        # Partitioning, partition deletes and a divergence read before the lake table existed (Memory).
-        self._partitions: dict[str, tuple[str | None, tuple[tuple[int, str], ...], str | None]] = {}
+        # Partitioning, partition deletes and a divergence read before the lake table existed (Memory),
+        # also in a file each (a job started again before the table's first row reads them there).
+        self._partitions: dict[str, EarlyPartitions] = {}
+        self._early_files = EarlyStore(spark, settings.dead_letter_path)
+        self._early_loaded = False
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
         # Two records of RENAME TABLE steps, for two questions. Which steps did this process carry
@@ -525,6 +529,10 @@ class LakeTables:
     # ------------------------------------------------------------------ what a plan needs and leaves
     def memory(self, ident: str) -> Memory:
         """What this process remembers of the table beyond its catalog state (table_plan.Memory)."""
+        with self._claims:  # tables are planned on several threads
+            if not self._early_loaded:
+                self._partitions = self._early_files.load() | self._partitions
+                self._early_loaded = True
         partitioning, deletes, diverged = self._partitions.get(ident, (None, (), None))
         return Memory(
             self._dropped.get(ident),
@@ -545,8 +553,12 @@ class LakeTables:
             self._early[ident] = list(m.early)
         else:
             self._early.pop(ident, None)
-        if m.partitioning or m.partition_deletes or m.diverged:
-            self._partitions[ident] = (m.partitioning, m.partition_deletes, m.diverged)
+        early = (m.partitioning, m.partition_deletes, m.diverged) if (m.partitioning or m.partition_deletes or
+                                                                      m.diverged) else None  # fmt: skip
+        if early != self._partitions.get(ident):
+            self._early_files.save(ident, early)
+        if early is not None:
+            self._partitions[ident] = early
         else:
             self._partitions.pop(ident, None)
         if m.replacing:

@@ -17,15 +17,15 @@ from __future__ import annotations
 import hashlib
 import logging
 from functools import reduce
-from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..common.lake_contract import MARK_FILE, SET_ASIDE_FOLDER, SetAsideMark, set_aside_root
 from ..events.decode import SchemaGroup, group_rows
 from ..events.envelope import SCHEMA_CHANGE, TRUNCATE
 from .deadletter import as_dead_letters, write_folder
+from .small_files import SmallFiles
 
 log = logging.getLogger("cdclake")
 
@@ -46,40 +46,8 @@ def table_records(
     return as_dead_letters(reduce(DataFrame.unionByName, parts), reason, batch_id)
 
 
-class SetAsideStore:
+class SetAsideStore(SmallFiles):
     """The marks and attempt counts under one dead-letter path."""
-
-    def __init__(self, spark: SparkSession, dead_letter_path: str) -> None:
-        self.spark = spark
-        self.base = dead_letter_path.rstrip("/")
-
-    # -------------------------------------------------------------- Hadoop FileSystem
-    def _path(self, path: str) -> tuple[Any, Any]:
-        jvm = self.spark.sparkContext._jvm
-        p = jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[union-attr]
-        return p.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), p  # type: ignore[union-attr]
-
-    def _write(self, path: str, text: str) -> None:
-        fs, p = self._path(path)
-        out = fs.create(p, True)
-        try:
-            out.write(bytearray(text.encode()))
-        finally:
-            out.close()
-
-    def _read(self, path: str) -> str | None:
-        fs, p = self._path(path)
-        if not fs.exists(p):
-            return None
-        stream = fs.open(p)
-        try:
-            return str(self.spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))  # type: ignore[union-attr]
-        finally:
-            stream.close()
-
-    def _delete(self, path: str) -> None:
-        fs, p = self._path(path)
-        fs.delete(p, False)
 
     # -------------------------------------------------------------- marks
     def marks(self) -> dict[str, SetAsideMark]:

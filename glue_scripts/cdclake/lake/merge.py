@@ -68,7 +68,7 @@ def set_order_sql(table: str, column: str, members: tuple[str, ...], seq: int, k
     converts it (ALTER copies by text; a member equal but for case is the new member): a SET lists its
     members in the new definition's order (its text is its members joined by commas, none holds a
     comma), a member no longer defined left out; an ENUM value no member matches is '' (what
-    MariaDB/MySQL store for it under ALTER IGNORE or a non-strict sql_mode; strict refuses the ALTER)."""
+    MariaDB/MySQL store for it under a non-strict sql_mode; strict refuses the ALTER)."""
     c, listed = quote(column), f"array({', '.join(map(sql_string, members))})"
     if kind == "ENUM":
         match = f"coalesce(element_at(filter({listed}, m -> lower(m) = lower({c})), 1), '')"

@@ -47,7 +47,7 @@ MOR, COW, BASE, APPEND, JOB_APPEND, AVRO, VECTORIZED = (
     "job, merge-on-read, wire format avro",
     "job, merge-on-read, Iceberg's vectorized reads on",
 )
-VECTORIZATION = "spark.sql.iceberg.vectorization.enabled"  # off in the job (lake/formats.py)
+VECTORIZATION = "spark.sql.iceberg.vectorization.enabled"  # off in the job (lake/formats/)
 
 
 def _append_instead(table: str, changes: DataFrame, *_args: Any, **_kwargs: Any) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdclake.jobs.batch import BatchProcessor
+from cdclake.lake.formats.iceberg import Iceberg
 from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
 
 from . import generator, tables
@@ -124,7 +125,7 @@ def run(spark: Any, cfg: Config) -> list[Table]:
                 r.verdicts[n] = check_table(spark, r.table, stream.expected).summary()
     _read(spark, runs, "before")
     for r in runs:
-        r.maintenance = timed(spark, lambda r=r: maintain_table(spark, r.table, MaintenancePolicy(), force=True))
+        r.maintenance = timed(spark, lambda r=r: maintain_table(spark, r.table, MaintenancePolicy(), Iceberg(), force=True))
         report = r.maintenance.value
         log.info("format version %s: %s", r.version, report.line())
     _read(spark, runs, "after")

@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
 from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
+from cdclake.lake.formats import DEFAULT, format_of  # noqa: E402
 from cdcstack import commands, connect, plumbing, sources  # noqa: E402
 
 from cdctools import change_feed, local_job, reconcile, status  # noqa: E402
 from cdctools import lake_reader as lake  # noqa: E402
 
 STEPS = 7
-FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake", "hudi": "Apache Hudi"}
 
 
 def step(n: int, text: str) -> None:
@@ -162,7 +162,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def show_history(location: Path, name: str, table_format: str) -> None:
     """The table's commits and schemas, as its format's metadata records them."""
-    print(f"  {FORMAT_NAMES[table_format]} commits of {name}:")
+    print(f"  {format_of(table_format).label} commits of {name}:")
     commits = lake.commits(location)
     width = max((len(c["operation"] or "") for c in commits), default=0)
     for c in commits:
@@ -201,7 +201,7 @@ def leave(s: plumbing.StackConfig, keep: bool, paths: local_job.LakePaths, table
         print(
             f"[demo] still running. Explore: CDC_STACK_DIR={s.state} local-stack status | "
             "local-job logs | status | reconcile | apply-sql FILE"
-            + ("" if table_format == "iceberg" else f" | local-job stop, start --table-format {table_format}")
+            + ("" if table_format == DEFAULT else f" | local-job stop, start --table-format {table_format}")
         )
     else:
         plumbing.stop(s, local_job.COMPONENT)
@@ -210,7 +210,7 @@ def leave(s: plumbing.StackConfig, keep: bool, paths: local_job.LakePaths, table
         print(f"[demo] stopped; the lake stays in {paths.warehouse} (make demo KEEP=1 leaves it running)")
 
 
-def run(keep: bool, source: str | None = None, wire_format: str | None = None, table_format: str = "iceberg") -> int:
+def run(keep: bool, source: str | None = None, wire_format: str | None = None, table_format: str = DEFAULT) -> int:
     s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
@@ -237,7 +237,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         local_job.start(s, [], table_format)
 
         step(
-            3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the {FORMAT_NAMES[table_format]} table"
+            3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the {format_of(table_format).label} table"
         )
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
 
@@ -288,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--table-format",
         choices=local_job.TABLE_FORMATS,
-        default="iceberg",
-        help="the lake tables' format: iceberg (default), delta (Delta Lake 3.3.0) or hudi (Apache Hudi 0.15.0)",
+        default=DEFAULT.value,
+        help="the lake tables' format: "
+        + ", ".join(f"{name} ({format_of(name).title})" for name in local_job.TABLE_FORMATS)
+        + f"; default {DEFAULT}",
     )
     parser.add_argument(
         "--debezium",

@@ -25,7 +25,7 @@ import duckdb
 # The job's lake-table contract (names of its metadata columns, properties, marker tables).
 from cdclake.common.lake_contract import MARKER_SUFFIX
 from cdclake.common.names import source_name
-from cdclake.lake.formats import HUDI_META_COLUMNS
+from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
 
 ICEBERG, DELTA, HUDI = "iceberg", "delta", "hudi"
 FORMATS = (ICEBERG, DELTA, HUDI)

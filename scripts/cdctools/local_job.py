@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The job's own account of which Glue runtime (and so which local pyspark) a table format runs on.
+from cdclake.lake.formats import DEFAULT, format_of, names
 from cdclake.local.session import GLUE_VERSION_ENV, runtime_env
 from cdcstack import commands, plumbing, registry, sources
 
@@ -39,8 +40,8 @@ COMPONENT = plumbing.JOB
 NAMESPACE = "cdc"
 # Where the job's Spark session keeps a persistent session catalog (cdclake.local.session.SESSION_METASTORE_ENV).
 SESSION_METASTORE_ENV = "CDC_SESSION_METASTORE"
-# The job's --table_format values (cdclake.common.settings.TableFormat), iceberg the default.
-TABLE_FORMATS = ("iceberg", "delta", "hudi")
+# The job's --table_format values, from the formats' registry (cdclake.lake.formats); DEFAULT the default.
+TABLE_FORMATS = tuple(names())
 SCRIPT = plumbing.ROOT / "glue_scripts" / "cdc_lake_job.py"
 
 
@@ -65,7 +66,7 @@ def topic_pattern(s: plumbing.StackConfig) -> str:
     return s.engine.JOB_TOPIC_PATTERN
 
 
-def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> list[str]:
+def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT) -> list[str]:
     """The local job's command line; `table_format` is its --table_format (the local session loads
     that format's jars: cdclake.local.session.local_jars)."""
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
@@ -117,7 +118,7 @@ def job_env(s: plumbing.StackConfig, table_format: str) -> dict[str, str] | None
     """The job's environment beyond ours: the schema registry's (avro) and the session catalog's (Delta, Hudi)."""
     # The schema registry stand-in, found by the job's boto3 client as on AWS: from its environment.
     env = {**os.environ, **registry.client_env(s)} if s.wire_format == "avro" else None
-    if table_format != "iceberg":
+    if format_of(table_format).session_catalog:
         env = {**(env or os.environ), **session_catalog_env(s)}
     try:  # Glue 5.0's pyspark for hudi, or for any format with CDC_GLUE_VERSION=5.0 (the upgrade drill)
         runtime = runtime_env(table_format, env or os.environ)
@@ -133,7 +134,7 @@ def session_catalog_env(s: plumbing.StackConfig) -> dict[str, str]:
     return {SESSION_METASTORE_ENV: str(s.path("metastore"))}
 
 
-def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceberg") -> int:
+def start(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT) -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
         plumbing.say(f"job: already running (pid {rec.pid})")
@@ -166,7 +167,7 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = "iceber
     )
 
 
-def resume(s: plumbing.StackConfig, table: str, table_format: str = "iceberg") -> int:
+def resume(s: plumbing.StackConfig, table: str, table_format: str = DEFAULT) -> int:
     """Stop the streaming job (it keeps its marks in memory), run the table's resume run in the
     foreground; its exit code: 0 resumed, 3 set aside again (the log says why)."""
     plumbing.stop(s, COMPONENT)
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     formats = argparse.ArgumentParser(add_help=False)
     formats.add_argument(
-        "--table-format", choices=TABLE_FORMATS, default="iceberg", help="the lake tables' format (default iceberg)"
+        "--table-format", choices=TABLE_FORMATS, default=DEFAULT.value, help=f"the lake tables' format (default {DEFAULT})"
     )
     st = sub.add_parser("start", parents=[common, formats], help="start the job in the background")
     st.add_argument(

@@ -83,7 +83,7 @@ def test_hudi_gives_both_jobs_kryo_with_hudis_registrations_and_reads_through_hu
         "spark.sql.hive.convertMetastoreParquet": "false",
     }
     # The job sets the same serializer itself: the two never disagree.
-    from cdclake.lake.formats import Hudi
+    from cdclake.lake.formats.hudi import Hudi
 
     session = Hudi().session_conf(build_settings({"table_format": "hudi", "warehouse": "/w", **LOCAL_PATHS}))
     assert {k: session[k] for k in ("spark.serializer", "spark.kryo.registrator")} == {

@@ -35,6 +35,7 @@ def main() -> None:
     from cdclake.common.settings import build_settings, parse_argv
     from cdclake.jobs.batch import BatchProcessor, Writes
     from cdclake.lake.executor import merge_changes
+    from cdclake.lake.formats.iceberg import Iceberg
     from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
     from cdclake.local.session import local_session
 
@@ -63,7 +64,7 @@ def main() -> None:
     def compact_while_held() -> None:
         barrier.wait_paused()
         try:
-            compaction["line"] = maintain_table(spark, table, policy, force=True).line()
+            compaction["line"] = maintain_table(spark, table, policy, Iceberg(), force=True).line()
         finally:
             barrier.release()
 

@@ -52,7 +52,7 @@ def history(location: Path) -> list[list[str]]:
 def read_back(spark: Any, name: str, location: Path) -> dict[str, Any]:
     """What the lake holds of one table: its schema and rows without Hudi's `_hoodie_*` columns, its
     properties, its timeline and its provider."""
-    from cdclake.lake.formats import HUDI_META_COLUMNS
+    from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
 
     df = spark.table(name)
     data = df.select(*[f"`{c}`" for c in df.columns if c not in HUDI_META_COLUMNS])
@@ -74,7 +74,7 @@ def read_back(spark: Any, name: str, location: Path) -> dict[str, Any]:
 
 def older_change_without_the_guard(spark: Any, table: str, key: int) -> dict[str, Any]:
     """MERGE a change of row `key` older than the stored one (position 1), no guard: Hudi decides."""
-    from cdclake.lake.formats import HUDI_META_COLUMNS
+    from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
 
     cols = [c for c in spark.table(table).columns if c not in HUDI_META_COLUMNS]
     values = {"first_name": "'Older'", "_cdc_seq": "CAST(1 AS decimal(38,0))"}
@@ -90,7 +90,7 @@ def older_change_without_the_guard(spark: Any, table: str, key: int) -> dict[str
 
 def files_and_timeline(spark: Any, name: str, location: Path) -> dict[str, Any]:
     """One table's rows (without Hudi's columns), latest base files, base files on disk and timeline."""
-    from cdclake.lake.formats import HUDI_META_COLUMNS
+    from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
 
     df = spark.table(name)
     latest = spark.sql(f"CALL show_fsview_latest(table => '{name.split('.', 1)[1]}', partition_path => '')").collect()
@@ -184,7 +184,7 @@ def main(out: Path, work: Path) -> None:
     settings = worker_settings(
         "hudi",
         work,
-        # Hudi's cleaning keeps the file versions of this many commits (formats.hudi_table_services).
+        # Hudi's cleaning keeps the file versions of this many commits (formats.hudi.hudi_table_services).
         maintenance_retain_last_snapshots="2",
     )
     spark = local_session(settings, app_name="cdc-hudi-tests", master="local[2]")

@@ -46,7 +46,8 @@ def compact(work: Path, spark) -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.common.settings import build_settings
     from cdclake.jobs.batch import BatchProcessor
-    from cdclake.lake.maintenance import ensure_commit_retries, maintain_table
+    from cdclake.lake.formats.iceberg import Iceberg, ensure_commit_retries
+    from cdclake.lake.maintenance import maintain_table
 
     settings = build_settings(
         {
@@ -68,11 +69,12 @@ def compact(work: Path, spark) -> None:
     (work / "expected.json").write_text(json.dumps(sorted(w.expected.items())))
     (work / "filled").touch()
     wait_for(work / "go")
-    maintain_table(spark, TABLE, policy(), force=True)
+    maintain_table(spark, TABLE, policy(), Iceberg(), force=True)
 
 
 def expire(work: Path, spark) -> None:
-    from cdclake.lake.maintenance import Action, run_action
+    from cdclake.lake.formats.iceberg import run_action
+    from cdclake.lake.maintenance import Action
 
     wait_for(work / "go")
     run_action(spark, TABLE, Action.EXPIRE, policy(), time.time())
@@ -97,15 +99,16 @@ def table_files(spark, location: Path) -> tuple[set[str], set[str]]:
 
 
 def recover(work: Path, spark) -> None:
+    from cdclake.lake.formats.iceberg import Iceberg
     from cdclake.lake.maintenance import maintain_table
 
-    report = maintain_table(spark, TABLE, policy(), force=True)
+    report = maintain_table(spark, TABLE, policy(), Iceberg(), force=True)
     # The clean-up a day later (Iceberg refuses a cut-off under 24 h ago): every file aged 2 days.
     location = work / "warehouse" / NAMESPACE / "inventory_customers"
     two_days_ago = time.time() - 48 * 3600
     for f in location.rglob("*"):
         os.utime(f, (two_days_ago, two_days_ago))
-    orphans = maintain_table(spark, TABLE, policy(remove_orphans=True, orphan_min_age_hours=24))
+    orphans = maintain_table(spark, TABLE, policy(remove_orphans=True, orphan_min_age_hours=24), Iceberg())
     expected = {k: v for k, v in json.loads((work / "expected.json").read_text())}
     try:
         assert_rows(spark, TABLE, expected)

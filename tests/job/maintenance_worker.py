@@ -135,6 +135,7 @@ def stream(work: Path, spark, counter: ConflictCounter) -> None:
 
 def maintain(work: Path, spark) -> None:
     from cdclake.jobs.maintenance_job import build_job_settings
+    from cdclake.lake.formats.iceberg import Iceberg
     from cdclake.lake.maintenance import Action, maintain_table
 
     policy = build_job_settings(
@@ -157,7 +158,7 @@ def maintain(work: Path, spark) -> None:
             time.sleep(0.05)
             continue
         held = barrier.paused()
-        report = maintain_table(spark, TABLE, policy, force=held)
+        report = maintain_table(spark, TABLE, policy, Iceberg(), force=held)
         if held:
             barrier.release()
         runs += 1

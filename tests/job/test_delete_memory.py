@@ -148,6 +148,7 @@ def test_maintenance_forgets_deletes_older_than_the_retention_and_only_those(lak
     (and an insert older than such a delete, replayed after that, comes back, as documented)."""
     import time
 
+    from cdclake.lake.formats.iceberg import Iceberg
     from cdclake.lake.maintenance import MaintenancePolicy, maintain_table
 
     ev = Events()
@@ -159,11 +160,11 @@ def test_maintenance_forgets_deletes_older_than_the_retention_and_only_those(lak
     markers = lake.table() + "__cdc_deletes"
     policy = MaintenancePolicy(delete_retention_days=30)
     day = 86400
-    maintain_table(spark, markers, policy, now_s=time.time() + 29 * day)
+    maintain_table(spark, markers, policy, Iceberg(), now_s=time.time() + 29 * day)
     assert spark.table(markers).count() == 1
     lake.apply(old_insert)
     lake.assert_rows({})
-    maintain_table(spark, markers, policy, now_s=time.time() + 31 * day)
+    maintain_table(spark, markers, policy, Iceberg(), now_s=time.time() + 31 * day)
     assert spark.table(markers).count() == 0
     lake.apply(old_insert)
     lake.assert_rows({1: "Ann"})

@@ -11,6 +11,7 @@ from typing import Any
 
 from cdc_workload import Workload
 from cdclake.lake.deletes import marker_table
+from cdclake.lake.formats.iceberg import Iceberg
 from cdclake.lake.maintenance import Action, MaintenancePolicy, maintain_table
 
 # Compaction and its delete-file rewrite due after a few micro-batches (as in test_maintenance.py).
@@ -110,7 +111,7 @@ def test_a_v2_table_keeps_its_version_under_a_v3_job_and_keeps_every_row_when_up
     # position-delete files of data files no later commit touched stay until maintenance.
     assert any(is_deletion_vector(d) for d in after)
     assert not [d for d in after if d["file_format"] == "PARQUET" and d not in legacy]
-    report = maintain_table(v3.spark, v3.table(), SMALL)
+    report = maintain_table(v3.spark, v3.table(), SMALL, Iceberg())
     assert not report.failed, report.line()
     assert Action.COMPACT in report.plan.actions
     assert report.after is not None and report.after.delete_files == 0
@@ -124,7 +125,7 @@ def test_maintenance_compacts_a_v3_tables_deletion_vectors_and_the_stream_goes_o
     fill(lake, w, 3)
     before = delete_files(lake)
     assert len(before) > 1 and all(is_deletion_vector(d) for d in before)
-    report = maintain_table(lake.spark, lake.table(), SMALL)
+    report = maintain_table(lake.spark, lake.table(), SMALL, Iceberg())
     assert not report.failed, report.line()
     assert report.plan.actions[:2] == (Action.COMPACT, Action.DELETES)
     assert report.before.delete_files == len(before)

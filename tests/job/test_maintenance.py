@@ -9,13 +9,8 @@ import os
 import time
 
 from cdc_workload import Workload, assert_rows
-from cdclake.lake.maintenance import (
-    COMMIT_RETRY_PROPERTIES,
-    Action,
-    MaintenancePolicy,
-    maintain_table,
-    table_health,
-)
+from cdclake.lake.formats.iceberg import COMMIT_RETRY_PROPERTIES, Iceberg, table_health
+from cdclake.lake.maintenance import Action, MaintenancePolicy, maintain_table
 
 # Every action due after four micro-batches: four data files, delete files and snapshots above these.
 SMALL = MaintenancePolicy(
@@ -56,7 +51,7 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     assert 0 < h.avg_data_file_bytes < 64 * 1024
     assert h.oldest_snapshot_s is not None and abs(time.time() - h.oldest_snapshot_s) < 3600
 
-    report = maintain_table(lake.spark, t, SMALL)
+    report = maintain_table(lake.spark, t, SMALL, Iceberg())
     assert report.before == h
     assert report.plan.actions == (Action.COMPACT, Action.DELETES, Action.EXPIRE)
     assert not report.failed, report.line()
@@ -74,7 +69,7 @@ def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep
     # The stream goes on on the compacted table, and a second run finds nothing to do.
     lake.apply(w.batch(5))
     lake.assert_rows(w.expected)
-    again = maintain_table(lake.spark, t, SMALL)
+    again = maintain_table(lake.spark, t, SMALL, Iceberg())
     assert not again.plan.due and again.after is None
 
 
@@ -93,7 +88,7 @@ def test_orphan_files_past_the_minimum_age_are_deleted_and_nothing_else(make_lak
         os.utime(f, (four_days_ago, four_days_ago))
 
     policy = MaintenancePolicy(remove_orphans=True, orphan_min_age_hours=72)
-    report = maintain_table(lake.spark, t, policy)
+    report = maintain_table(lake.spark, t, policy, Iceberg())
     assert [r.line() for r in report.results] == ["orphans 1 orphan files deleted"]
     assert not old_orphan.exists() and young_orphan.exists()
     assert all(f.exists() for f in referenced)

@@ -4,7 +4,7 @@ Data files, delete files, snapshots and manifests per table stay within the conf
 what the batches between two maintenance points add), storage holds nothing the kept snapshots do
 not reference, and the table is exactly the source's state.
 
-The commits have the streaming MERGE's shape on a table created by the job's own `create_table_sql` (formats.Iceberg)
+The commits have the streaming MERGE's shape on a table created by the job's own `create_table_sql` (formats.iceberg.Iceberg)
 (merge-on-read, file-granular position deletes): each batch is one row-delta commit with one data
 file holding the new row images and one position-delete file per data file holding a row the batch
 updates or deletes. They are written with Iceberg's Java API instead of a Spark MERGE, so a batch
@@ -24,7 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from cdc_workload import assert_rows
-from cdclake.lake.formats import Iceberg
+from cdclake.lake.formats.iceberg import Iceberg
 from cdclake.lake.maintenance import Action, Cadence, StreamMaintainer
 from pyspark.sql import types as T
 
@@ -128,7 +128,7 @@ def test_many_batches_keep_files_deletes_and_snapshots_within_the_limits(make_la
         )
     )
     stream = StreamingCommits(lake.spark, table)
-    maintainer = StreamMaintainer(p, Cadence(s.maintenance_every_batches, s.maintenance_interval_minutes))
+    maintainer = StreamMaintainer(p, Cadence(s.maintenance_every_batches, s.maintenance_interval_minutes), Iceberg())
     rnd, expected = random.Random(42), {}
     peak = dict.fromkeys(limit, 0)
     ran: dict[Action, int] = defaultdict(int)

@@ -52,8 +52,8 @@ def test_the_check_counts_nested_and_decorated_functions_and_methods():
 
 # The modules that may hand Spark a statement or write a table: the executor layer runs a table's
 # batch (executor.py dispatches to the DDL, the writes and markers, the table moves; execution.py is
-# their shared catalog access), maintenance (Iceberg's, Delta's) runs between batches or in its own
-# job, and sqltext reads a table's properties (SHOW TBLPROPERTIES). Everything else builds text and
+# their shared catalog access), maintenance (the frame and each format's actions, formats/) runs
+# between batches or in its own job, and sqltext reads a table's properties (SHOW TBLPROPERTIES). Everything else builds text and
 # DataFrames for the executor.
 ISSUERS = {
     "cdclake/lake/executor.py",
@@ -62,8 +62,9 @@ ISSUERS = {
     "cdclake/lake/exec_writes.py",
     "cdclake/lake/exec_moves.py",
     "cdclake/lake/maintenance.py",
-    "cdclake/lake/delta_maintenance.py",
-    "cdclake/lake/hudi_maintenance.py",
+    "cdclake/lake/formats/iceberg.py",
+    "cdclake/lake/formats/delta.py",
+    "cdclake/lake/formats/hudi.py",
     "cdclake/common/sqltext.py",
 }
 ISSUING = {"sql", "writeTo", "insertInto", "saveAsTable"}

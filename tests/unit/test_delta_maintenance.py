@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from cdclake.common.conflicts import conflict_reason
 from cdclake.common.settings import ArgumentError, TableFormat
-from cdclake.jobs.maintenance_job import MAINTAINERS, build_job_settings
-from cdclake.lake.delta_maintenance import (
+from cdclake.jobs.maintenance_job import build_job_settings
+from cdclake.lake.formats import FORMATS
+from cdclake.lake.formats.delta import (
     NO_DELTA_MEANING,
     DeltaReport,
     delta_statement,
@@ -29,8 +30,8 @@ def test_delta_tables_get_optimize_and_vacuum_never_an_iceberg_procedure_or_meta
     for action in (Action.DELETES, Action.MANIFESTS, Action.EXPIRE, Action.ORPHANS):
         with pytest.raises(ValueError, match="not a Delta maintenance action"):
             delta_statement(action, TABLE)
-    assert MAINTAINERS[TableFormat.DELTA] is not MAINTAINERS[TableFormat.ICEBERG]
-    assert set(MAINTAINERS) == set(TableFormat)  # every format its own maintenance
+    assert FORMATS[TableFormat.DELTA].maintenance_order == (Action.COMPACT, Action.VACUUM)
+    assert all(f.maintenance_order for f in FORMATS.values())  # every format its own maintenance
 
 
 def test_optimize_is_due_over_the_file_limit_vacuum_with_orphan_removal_and_force_plans_both():

@@ -9,7 +9,7 @@ import pytest
 from cdclake.common.settings import build_settings
 from cdclake.jobs.sources import data_loss_advice, kafka_options, restart_after
 from cdclake.lake.catalog import catalog_conf
-from cdclake.lake.formats import reads_vectorized
+from cdclake.lake.formats.iceberg import reads_vectorized
 from cdclake.local import faults
 
 MSK = {

@@ -8,19 +8,21 @@ from __future__ import annotations
 import pytest
 from cdclake.common.settings import ArgumentError, TableFormat, build_settings
 from cdclake.jobs.job import stream_maintainer
-from cdclake.jobs.maintenance_job import MAINTAINERS, build_job_settings
-from cdclake.lake.formats import hudi_timeline_bounds
-from cdclake.lake.hudi_maintenance import (
+from cdclake.jobs.maintenance_job import build_job_settings
+from cdclake.lake.formats import FORMATS
+from cdclake.lake.formats.hudi import (
     NO_HUDI_MEANING,
+    Hudi,
     HudiHealth,
     HudiReport,
     health_from_views,
     hudi_outcome,
     hudi_statement,
-    maintain_hudi_table,
+    hudi_timeline_bounds,
     plan_hudi_maintenance,
 )
-from cdclake.lake.maintenance import Action, ActionResult, MaintenancePolicy, maintain_table
+from cdclake.lake.formats.iceberg import Iceberg
+from cdclake.lake.maintenance import Action, ActionResult, MaintenancePolicy
 
 MIB = 1024 * 1024
 POLICY = MaintenancePolicy(max_small_files=2, target_file_size_mb=8, retain_last_snapshots=3, max_snapshots=20)
@@ -107,7 +109,8 @@ def test_each_procedures_result_rows_and_the_report_line_say_what_changed():
 def test_the_maintenance_job_takes_hudi_and_refuses_the_limits_hudi_tables_have_no_use_for():
     js = build_job_settings({"warehouse": "/w", "table_format": "hudi"})
     assert js.catalog.table_format == TableFormat.HUDI and js.catalog.catalog_name == "spark_catalog"
-    assert MAINTAINERS[TableFormat.HUDI] not in (MAINTAINERS[TableFormat.ICEBERG], MAINTAINERS[TableFormat.DELTA])
+    hudi = FORMATS[TableFormat.HUDI]
+    assert hudi.maintenance_order == (Action.CLEAN, Action.COMPACT, Action.ARCHIVE) and hudi.meaningless_limits
     for name in NO_HUDI_MEANING:
         with pytest.raises(ArgumentError, match=f"with --table_format hudi, .*--{name}: "):
             build_job_settings({"warehouse": "/w", "table_format": "hudi", name: "30"})
@@ -122,7 +125,7 @@ def test_the_maintenance_job_takes_hudi_and_refuses_the_limits_hudi_tables_have_
 def test_the_streaming_job_maintains_iceberg_and_hudi_tables_between_batches_and_not_delta_tables():
     base = {"source": "files", "files_path": "/in", "warehouse": "/w", "checkpoint_location": "/c"}
     base["dead_letter_path"] = "/d"
-    assert stream_maintainer(build_settings({**base, "table_format": "hudi"})).maintain is maintain_hudi_table
+    assert isinstance(stream_maintainer(build_settings({**base, "table_format": "hudi"})).fmt, Hudi)
     iceberg = stream_maintainer(build_settings(base))
-    assert iceberg is not None and iceberg.maintain in (None, maintain_table)
+    assert iceberg is not None and isinstance(iceberg.fmt, Iceberg)
     assert stream_maintainer(build_settings({**base, "table_format": "delta"})) is None

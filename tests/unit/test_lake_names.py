@@ -8,7 +8,9 @@ from cdclake.common.lake_contract import ColumnChange, TableState, keys_of, keys
 from cdclake.common.names import ESCAPE_PREFIX, MAX_COLUMN_NAME, UnsupportedName, lake_table_name, source_name
 from cdclake.events.connect_types import ColumnSpec
 from cdclake.events.decode import SchemaGroup
-from cdclake.lake.formats import Delta, Hudi, Iceberg
+from cdclake.lake.formats.delta import Delta
+from cdclake.lake.formats.hudi import Hudi
+from cdclake.lake.formats.iceberg import Iceberg
 from cdclake.lake.table_plan import TableDDL
 from cdclake.lake.table_writer import lake_named
 from pyspark.sql import types as T

@@ -12,7 +12,9 @@ from cdclake.common.conflicts import ConflictRetriesExhausted, RetryPolicy, conf
 from cdclake.common.settings import ARGS, POLICY_ARGS, ArgumentError, build_settings
 from cdclake.jobs.maintenance_job import JOB_ARGS, build_job_settings
 from cdclake.lake import maintenance
-from cdclake.lake.maintenance import Action, Cadence, MaintenancePolicy, StreamMaintainer, TableHealth, plan_maintenance
+from cdclake.lake.formats import iceberg
+from cdclake.lake.formats.iceberg import Iceberg, IcebergReport, plan_maintenance
+from cdclake.lake.maintenance import Action, Cadence, MaintenancePolicy, StreamMaintainer, TableHealth
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_800_000_000.0
@@ -71,7 +73,7 @@ def test_manifests_orphans_and_force():
 # ---------------------------------------------------------------- procedure calls
 def test_procedures_are_called_on_the_tables_catalog_with_the_configured_limits():
     p = MaintenancePolicy(target_file_size_mb=64, min_input_files=3, delete_file_threshold=2)
-    sql = maintenance.rewrite_data_files_sql("glue_catalog.cdc.orders", p)
+    sql = iceberg.rewrite_data_files_sql("glue_catalog.cdc.orders", p)
     assert sql.startswith("CALL glue_catalog.system.rewrite_data_files(table => 'cdc.orders', strategy => 'binpack'")
     for opt in (
         "'target-file-size-bytes', '67108864'",
@@ -81,7 +83,7 @@ def test_procedures_are_called_on_the_tables_catalog_with_the_configured_limits(
         "'max-concurrent-file-group-rewrites', '2'",
     ):
         assert opt in sql
-    assert "rewrite_position_delete_files(table => 'cdc.orders'" in maintenance.rewrite_position_delete_files_sql(
+    assert "rewrite_position_delete_files(table => 'cdc.orders'" in iceberg.rewrite_position_delete_files_sql(
         "glue_catalog.cdc.orders", p
     )
     with pytest.raises(ValueError, match=r"catalog\.namespace\.table"):
@@ -90,14 +92,14 @@ def test_procedures_are_called_on_the_tables_catalog_with_the_configured_limits(
 
 def test_expiry_and_orphan_cut_offs_are_utc_timestamps_and_orphans_never_younger_than_24_hours():
     p = MaintenancePolicy(snapshot_retention_minutes=30, retain_last_snapshots=7, orphan_min_age_hours=72)
-    expire = maintenance.procedure_sql(Action.EXPIRE, "c.ns.t", p, NOW)
+    expire = iceberg.procedure_sql(Action.EXPIRE, "c.ns.t", p, NOW)
     assert "older_than => TIMESTAMP '2027-01-15 07:30:00.000000+00:00'" in expire  # NOW - 30 min
     assert "retain_last => 7" in expire
-    orphans = maintenance.procedure_sql(Action.ORPHANS, "c.ns.t", p, NOW)
+    orphans = iceberg.procedure_sql(Action.ORPHANS, "c.ns.t", p, NOW)
     assert "older_than => TIMESTAMP '2027-01-12 08:00:00.000000+00:00'" in orphans  # NOW - 72 h
     # Even a policy built around the validation cannot go below Iceberg's safe minimum.
     unsafe = MaintenancePolicy(orphan_min_age_hours=1)
-    assert "TIMESTAMP '2027-01-14 08:00:00.000000+00:00'" in maintenance.procedure_sql(
+    assert "TIMESTAMP '2027-01-14 08:00:00.000000+00:00'" in iceberg.procedure_sql(
         Action.ORPHANS, "c.ns.t", unsafe, NOW
     )
 
@@ -105,7 +107,7 @@ def test_expiry_and_orphan_cut_offs_are_utc_timestamps_and_orphans_never_younger
 def test_report_line_says_what_ran_before_after_and_how_long():
     before = health(data_files=40, small_data_files=40, data_bytes=40 * 4096, delete_files=12, snapshots=25)
     after = health(data_files=1, small_data_files=1, data_bytes=150_000, delete_files=0, snapshots=3)
-    report = maintenance.MaintenanceReport("glue_catalog.cdc.t", before, plan_maintenance(before, POLICY, NOW), after)
+    report = IcebergReport("glue_catalog.cdc.t", before, plan_maintenance(before, POLICY, NOW), after)
     report.results = [
         maintenance.ActionResult(Action.COMPACT, "40->1 data files", conflicts=1),
         maintenance.ActionResult(Action.DELETES, "12->0 delete files"),
@@ -129,15 +131,16 @@ def test_cadence_by_batch_count_or_time():
 def test_stream_maintainer_runs_between_batches_on_cadence_and_never_fails_the_stream(monkeypatch):
     calls: list[str] = []
 
-    def fake_maintain(spark, table, policy, **kw):
+    def fake_maintain(spark, table, policy, fmt, **kw):
         calls.append(table)
         if table.endswith("broken"):
             raise RuntimeError("table cannot be read")
-        return maintenance.MaintenanceReport(table, health(table=table), maintenance.MaintenancePlan())
+        return IcebergReport(table, health(table=table), maintenance.MaintenancePlan())
 
     monkeypatch.setattr(maintenance, "maintain_table", fake_maintain)
     now = [0.0]
-    m = StreamMaintainer(MaintenancePolicy(), Cadence(every_batches=2, interval_minutes=1), clock=lambda: now[0])
+    cadence = Cadence(every_batches=2, interval_minutes=1)
+    m = StreamMaintainer(MaintenancePolicy(), cadence, Iceberg(), clock=lambda: now[0])
     assert m.after_batch(None, ["c.ns.a"]) == [] and calls == []
     assert len(m.after_batch(None, ["c.ns.b", "c.ns.broken"])) == 2  # 2nd batch: due; the broken one is skipped
     assert calls == ["c.ns.a", "c.ns.b", "c.ns.broken"]
@@ -253,7 +256,7 @@ def test_streaming_job_maintenance_defaults_are_on_by_time_and_safe():
     s = build_settings(REQUIRED)
     assert (s.maintenance_every_batches, s.maintenance_interval_minutes) == (0, 60)
     assert s.maintenance.remove_orphans is False  # listing a whole table location does not belong between batches
-    assert s.maintenance.orphan_min_age_hours >= maintenance.MIN_ORPHAN_AGE_HOURS
+    assert s.maintenance.orphan_min_age_hours >= iceberg.MIN_ORPHAN_AGE_HOURS
     custom = build_settings(REQUIRED | {"maintenance_every_batches": "5", "maintenance_max_snapshots": "30"})
     assert custom.maintenance_every_batches == 5 and custom.maintenance.max_snapshots == 30
 

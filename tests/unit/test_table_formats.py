@@ -1,24 +1,21 @@
-"""The table format seam (lake/formats.py) and `--table_format`: pure, no Spark session."""
+"""The table format seam (lake/formats/) and `--table_format`: pure, no Spark session."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import pytest
 from cdclake.common.lake_contract import WriteMode
 from cdclake.common.maintenance_policy import MaintenancePolicy
 from cdclake.common.settings import ArgumentError, TableFormat, build_settings
+from cdclake.jobs.job import stream_maintainer
 from cdclake.lake.catalog import catalog_conf
 from cdclake.lake.evolution import SchemaPlan, alter_sql
-from cdclake.lake.formats import (
-    FORMATS,
-    HUDI_META_COLUMNS,
-    Delta,
-    Hudi,
-    Iceberg,
-    check_format_version,
-    hudi_table_services,
-    reads_vectorized,
-    table_format,
-)
+from cdclake.lake.formats import FORMATS, Capability, formats_table, table_format
+from cdclake.lake.formats.delta import Delta
+from cdclake.lake.formats.hudi import HUDI_META_COLUMNS, Hudi, hudi_table_services
+from cdclake.lake.formats.iceberg import Iceberg, check_format_version, reads_vectorized
 from pyspark.sql import types as T
 
 BASE = {"source": "files", "files_path": "in", "warehouse": "wh", "checkpoint_location": "c", "dead_letter_path": "d"}
@@ -312,3 +309,112 @@ def test_hudis_inline_file_sizing_and_cleaning_follow_the_jobs_maintenance_limit
     assert int(many["hoodie.keep.min.commits"]) > 40 and int(many["hoodie.keep.max.commits"]) > int(
         many["hoodie.keep.min.commits"]
     )
+
+
+# ------------------------------------------------------------------ the registry, the one place that lists formats
+ROOT = Path(__file__).resolve().parents[2]
+FORMAT_NAMES = {f.value for f in TableFormat}
+FORMAT_CLASSES = {type(f).__name__ for f in FORMATS.values()}
+# The modules that may name a format, each with why (paths relative to the repository).
+NAMES_A_FORMAT = {
+    "glue_scripts/cdclake/lake/formats/": "the registry and each format's own module",
+    "glue_scripts/cdclake/common/settings.py": (
+        "the `--table_format` argument (its choices, help and per-format checks): the lowest layer, which cannot "
+        "import the lake layer's registry; its choices are the registry's (test_every_table_format_has_its_seam)"
+    ),
+    "scripts/cdctools/lake_reader.py": (
+        "reads each format's files without Spark (DuckDB and pyarrow over Iceberg's metadata, Delta's log, Hudi's "
+        "timeline), the local stand-in for Athena"
+    ),
+    "scripts/cdctools/pinned_jars.py": "pom.xml's jar folders, run by path with the standard library only at set-up",
+    "scripts/cdcbench/": "the benchmarks compare the formats and the peers, and name the versions they measure",
+}
+
+
+def format_mentions(source: str, name: str) -> list[str]:
+    """`file:line what` of each way `source` names a format or lists the formats: a string that is a
+    format's name, a `TableFormat.<format>`, a format class, `TableFormat` iterated or passed whole."""
+    out = []
+    for node in ast.walk(ast.parse(source, name)):
+        what = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in FORMAT_NAMES:
+            what = repr(node.value)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "TableFormat":
+            what = f"TableFormat.{node.attr}" if node.attr.lower() in FORMAT_NAMES else None
+        elif (
+            isinstance(node, ast.Name | ast.alias) and getattr(node, "id", getattr(node, "name", "")) in FORMAT_CLASSES
+        ):
+            what = getattr(node, "id", None) or f"import {node.name}"  # type: ignore[union-attr]
+        elif isinstance(node, ast.For | ast.comprehension | ast.Call):
+            whole = [node.iter] if not isinstance(node, ast.Call) else node.args
+            what = (
+                "TableFormat listed" if any(isinstance(a, ast.Name) and a.id == "TableFormat" for a in whole) else None
+            )
+        if what:
+            line = node.iter.lineno if isinstance(node, ast.comprehension) else getattr(node, "lineno", 0)
+            out.append((line, f"{name}:{line} {what}"))
+    return [text for _, text in sorted(out)]
+
+
+def test_no_module_but_the_registry_and_the_formats_names_a_format_or_lists_the_formats() -> None:
+    files = sorted([*(ROOT / "glue_scripts").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")])
+    found = [
+        mention
+        for p in files
+        if not any(str(p.relative_to(ROOT)).startswith(allowed) for allowed in NAMES_A_FORMAT)
+        for mention in format_mentions(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))
+    ]
+    assert not found, "ask the formats' registry (cdclake.lake.formats) or the format itself:\n" + "\n".join(found)
+
+
+def test_the_format_name_check_finds_names_members_classes_and_the_list() -> None:
+    source = (
+        'x = "Delta"\ny = TableFormat.HUDI\nfrom .formats import Iceberg\nz = [f for f in TableFormat]\n'
+        'w = set(TableFormat)\nok = TableFormat(name)\nfine = "delta.columnMapping.mode"\n'
+    )
+    assert format_mentions(source, "m.py") == [
+        "m.py:1 'Delta'",
+        "m.py:2 TableFormat.HUDI",
+        "m.py:3 import Iceberg",
+        "m.py:4 TableFormat listed",
+        "m.py:5 TableFormat listed",
+    ]
+
+
+# ------------------------------------------------------------------ capability rows
+def test_the_docs_format_table_is_the_one_the_capability_rows_give() -> None:
+    text = (ROOT / "docs" / "TABLE_FORMATS.md").read_text(encoding="utf-8")
+    assert formats_table() in text, "regenerate docs/TABLE_FORMATS.md's capability table from formats_table()"
+
+
+def test_the_capability_rows_are_what_the_arguments_and_the_ddl_do() -> None:
+    for name, fmt in FORMATS.items():
+        s = {**BASE, "table_format": name.value}
+        multiset = fmt.supports(Capability.KEYLESS_TABLES)
+        try:
+            build_settings({**s, "keyless_table_policy": "multiset"})
+        except ArgumentError:
+            multiset = not multiset
+        assert multiset, f"{name}: --keyless_table_policy multiset taken or refused against its capability row"
+        create = fmt.create_table_sql("t", COLUMNS, ["id"], WriteMode.MERGE_ON_READ)
+        assert ("'merge-on-read'" in create) == fmt.supports(Capability.MERGE_ON_READ), name
+        replaced = fmt.supports(Capability.RECREATED_WITH_ANOTHER_KEY)
+        try:
+            fmt.create_table_sql("t", COLUMNS, ["name"], WriteMode.COPY_ON_WRITE, replace=True)
+        except ValueError:
+            replaced = not replaced
+        assert replaced, f"{name}: REPLACE TABLE against its capability row"
+        # Both refusals come from a key fixed at the table's creation (the planner's `fixed_key`).
+        assert (
+            fmt.fixed_key
+            == (not fmt.supports(Capability.KEY_CHANGE))
+            == (not fmt.supports(Capability.RENAMED_KEY_COLUMN))
+        )
+        assert (stream_maintainer(build_settings(s)) is not None) == fmt.supports(Capability.STREAM_MAINTENANCE), name
+        assert fmt.session_catalog == (build_settings(s).catalog_name == "spark_catalog"), name
+        assert fmt.widens_in_place == fmt.supports(Capability.WIDEN_IN_PLACE), name
+
+
+def test_every_refusal_says_why() -> None:
+    for fmt in FORMATS.values():
+        assert all(isinstance(c, Capability) and len(why) > 20 for c, why in fmt.refuses.items()), fmt.title

@@ -1,7 +1,7 @@
 """Source names as the lake holds them, and back: pure functions the job and the readers share.
 
 MySQL and PostgreSQL allow any character in a quoted column name. Iceberg, and Delta with column
-mapping by name (formats.DELTA_COLUMN_MAPPING), hold such names as they are. Hudi writes through
+mapping by name (formats.delta.DELTA_COLUMN_MAPPING), hold such names as they are. Hudi writes through
 Avro, whose names are `[A-Za-z_][A-Za-z0-9_]*`: a column whose name Avro refuses (a space, other
 punctuation, a leading digit, a letter outside ASCII) is stored under `escaped_name`'s form:
 

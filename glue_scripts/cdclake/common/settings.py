@@ -40,7 +40,7 @@ class WireFormat(StrEnum):
 
 
 class TableFormat(StrEnum):
-    """--table_format: the lake tables' format (lake/formats.py)."""
+    """--table_format: the lake tables' format (lake/formats/)."""
 
     ICEBERG = "iceberg"
     DELTA = "delta"
@@ -53,7 +53,7 @@ DELTA_CATALOG = "spark_catalog"
 SESSION_CATALOG_FORMATS = frozenset({TableFormat.DELTA, TableFormat.HUDI})
 
 
-# --iceberg_format_version: Iceberg's table format versions the job writes (lake/formats.py).
+# --iceberg_format_version: Iceberg's table format versions the job writes (lake/formats/).
 ICEBERG_FORMAT_VERSIONS = ("2", "3")
 
 

@@ -15,11 +15,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..common.logs import configure_logging
 from ..common.metrics import LOCAL_STREAMING_JOB
-from ..common.settings import ARGS, ArgumentError, Settings, Source, TableFormat, build_settings, parse_job_argv
+from ..common.settings import ARGS, ArgumentError, Settings, Source, build_settings, parse_job_argv
 from ..lake.deletes import marker_table
 from ..lake.formats import table_format
-from ..lake.hudi_maintenance import maintain_hudi_table
-from ..lake.maintenance import Cadence, MaintenanceReport, StreamMaintainer, maintain_table
+from ..lake.maintenance import Cadence, StreamMaintainer
 from ..local import faults
 from ..local.session import local_session
 from .batch import BatchProcessor
@@ -28,22 +27,14 @@ from .sources import data_loss_advice, open_stream, restart_after
 log = logging.getLogger("cdclake")
 
 
-# The in-stream maintenance of each format, between micro-batches, where the job is its tables' only
-# writer: Iceberg's procedures, and Hudi's table services (Hudi 0.15 plans them in single-writer mode,
-# so this is where a running stream's Hudi tables are maintained). None for Delta tables (the
-# scheduled job's OPTIMIZE and VACUUM commit beside the stream under Delta's own concurrency control).
-STREAM_MAINTAINERS: dict[TableFormat, Callable[..., MaintenanceReport]] = {
-    TableFormat.ICEBERG: maintain_table,
-    TableFormat.HUDI: maintain_hudi_table,
-}
-
-
 def stream_maintainer(settings: Settings) -> StreamMaintainer | None:
-    maintain = STREAM_MAINTAINERS.get(settings.table_format)
-    if maintain is None:
+    """The in-stream maintenance, between micro-batches, where the job is its tables' only writer; None
+    for a format that refuses it (capabilities.Capability.STREAM_MAINTENANCE, with the reason)."""
+    fmt = table_format(settings)
+    if not fmt.maintains_in_stream:
         return None
     cadence = Cadence(settings.maintenance_every_batches, settings.maintenance_interval_minutes)
-    return StreamMaintainer(settings.maintenance, cadence, maintain=maintain)
+    return StreamMaintainer(settings.maintenance, cadence, fmt)
 
 
 # A run-once run that ended with a table set aside (its batches committed, the table's changes in the

@@ -36,15 +36,8 @@ from ..common.settings import (
     check_catalog,
     parse_job_argv,
 )
-from ..lake.delta_maintenance import NO_DELTA_MEANING, maintain_delta_table
-from ..lake.hudi_maintenance import NO_HUDI_MEANING, maintain_hudi_table
-from ..lake.maintenance import (
-    MaintenancePolicy,
-    MaintenanceReport,
-    ensure_commit_retries,
-    list_tables,
-    maintain_table,
-)
+from ..lake.formats import Format, format_of
+from ..lake.maintenance import MaintenancePolicy, MaintenanceReport, list_tables, maintain_table
 from ..local.session import local_session
 
 log = logging.getLogger("cdclake")
@@ -66,43 +59,16 @@ class MaintenanceJobSettings:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def maintain_iceberg_table(
-    spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool
-) -> MaintenanceReport:
-    # Both writers of the table (the stream and this job) get patient commit retries.
-    ensure_commit_retries(spark, table)
-    return maintain_table(spark, table, policy, force=force)
-
-
-def maintain_delta(spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool) -> MaintenanceReport:
-    return maintain_delta_table(spark, table, policy, force=force)
-
-
-def maintain_hudi(spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool) -> MaintenanceReport:
-    return maintain_hudi_table(spark, table, policy, force=force)
-
-
-# Each table format's own maintenance: a Delta or Hudi table never sees an Iceberg procedure.
-MAINTAINERS: dict[TableFormat, Callable[[SparkSession, str, MaintenancePolicy, bool], MaintenanceReport]] = {
-    TableFormat.ICEBERG: maintain_iceberg_table,
-    TableFormat.DELTA: maintain_delta,
-    TableFormat.HUDI: maintain_hudi,
-}
-
-# The limits each format other than Iceberg has no use for, with the reason.
-MEANINGLESS: dict[TableFormat, dict[str, str]] = {
-    TableFormat.DELTA: NO_DELTA_MEANING,
-    TableFormat.HUDI: NO_HUDI_MEANING,
-}
+def maintain(spark: SparkSession, table: str, policy: MaintenancePolicy, force: bool, fmt: Format) -> MaintenanceReport:
+    """One table's maintenance beside the stream: what the format sets on a table it shares with the
+    streaming job (Iceberg: patient commit retries for both writers), then the maintenance frame."""
+    fmt.prepare_shared_writes(spark, table)
+    return maintain_table(spark, table, policy, fmt, force=force)
 
 
 def refuse_meaningless(table_format: TableFormat, raw: dict[str, str]) -> None:
-    """A format the job cannot maintain, or a limit given for a format that has no such thing, is a
-    mistake to name, not to ignore."""
-    if table_format not in MAINTAINERS:
-        able = ", ".join(f.value for f in MAINTAINERS)
-        raise ArgumentError(f"--table_format {table_format.value}: the maintenance job maintains {able} tables only")
-    reasons = MEANINGLESS.get(table_format, {})
+    """A limit given for a format that has no such thing is a mistake to name, not to ignore."""
+    reasons = format_of(table_format).meaningless_limits
     given = [name for name in reasons if name in raw]
     if given:
         why = "; ".join(f"--{n}: {reasons[n]}" for n in given)
@@ -137,13 +103,13 @@ def run_maintenance(spark: SparkSession, js: MaintenanceJobSettings) -> int:
         tables = [f"{c.catalog_name}.{c.namespace}.{t}" for t in js.tables]
     else:
         tables = list_tables(spark, c.catalog_name, c.namespace)
-    maintain = MAINTAINERS[c.table_format]
+    fmt = format_of(c.table_format)
     failed = maintained = conflicts = 0
     job = job_name(js.extra, LOCAL_MAINTENANCE_JOB)
     for table in tables:
         t1 = time.monotonic()
         try:
-            report = maintain(spark, table, js.policy, js.force)
+            report = maintain(spark, table, js.policy, js.force, fmt)
         except Exception:
             log.exception("maintenance of %s failed", table)
             emit([maintenance_metrics(job, table, None, True, time.monotonic() - t1, int(time.time() * 1000))])

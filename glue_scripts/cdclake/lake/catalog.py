@@ -1,5 +1,5 @@
 """The Spark configuration of the job's catalog, the same on Glue and locally: the table format's
-catalog (formats.py: Iceberg's `--catalog_name` over the Glue Data Catalog or a Hadoop warehouse,
+catalog (formats/: Iceberg's `--catalog_name` over the Glue Data Catalog or a Hadoop warehouse,
 Delta's session catalog) and the session settings every format shares."""
 
 from __future__ import annotations

@@ -50,11 +50,12 @@ from ..common.lake_contract import (
 )
 from ..common.sqltext import quote, sql_string
 from ..events.ordering import newer_than
-from .formats import Format
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql import types as T
+
+    from .formats import Format
 
 ALL_KEYS = "*"  # the `_cdc_key` of a truncate's marker: it stands for every key
 MARKER_COLUMNS = f"{CDC_KEY} string NOT NULL, {CDC_SEQ} decimal(38,0), {CDC_OFFSET} bigint, {CDC_DELETED_AT} timestamp, {CDC_ROW} string"

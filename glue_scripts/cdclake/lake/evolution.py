@@ -1,7 +1,7 @@
 """Schema evolution, decided before the MERGE (Spark 3.5's MERGE cannot evolve a schema).
 
 Pure planning over (name, Spark type) lists; `alter_sql` and the format's `rewrite_sql`
-(formats.py) turn the plan into DDL, which executor.py runs.
+(formats/) turn the plan into DDL, which executor.py runs.
 
 Rules (same spirit as Iceberg's own promotion rules):
 * a new source column is added at the end (rows written earlier read it as null);

@@ -1,7 +1,7 @@
 """The executor's DDL (executor.py dispatches to it): column renames and drops, a primary key
 changed at the source, creating and evolving a table, source defaults, a DROP TABLE's mark, and a
 table's set-aside mark. Each step's statements are built by the pure SQL text functions where they
-live (evolution.py, deletes.py, formats.py)."""
+live (evolution.py, deletes.py, formats/)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class SchemaDDL(Statements):
     def rename_column(self, s: table_plan.RenameColumn, ex: Execution) -> None:
         # The source name of an escaped name first (formats.Format.name_properties).
         self.name_properties(ex.ident, [s.new])
-        # Metadata only: Iceberg columns have ids, Delta's tables map names (formats.DELTA_COLUMN_MAPPING).
+        # Metadata only: Iceberg columns have ids, Delta's tables map names (formats.delta.DELTA_COLUMN_MAPPING).
         self.sql(f"ALTER TABLE {ex.ident} RENAME COLUMN {quote(s.old)} TO {quote(s.new)}")
 
     def copy_then_drop(self, s: table_plan.CopyThenDrop, ex: Execution) -> None:

@@ -68,7 +68,7 @@ class Execution:
 
 class Statements:
     """The catalog as the executor's parts reach it: the session, the table format (whose DDL
-    differs, formats.py) and what the job knows of each table's delete markers (one `KnownMarkers`
+    differs, formats/) and what the job knows of each table's delete markers (one `KnownMarkers`
     shared by the parts: a write, a re-key and a table move all change it)."""
 
     def __init__(self, spark: SparkSession, fmt: Format, markers: KnownMarkers) -> None:

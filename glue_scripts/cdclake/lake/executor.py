@@ -27,7 +27,7 @@ from .exec_ddl import SchemaDDL
 from .exec_moves import TableMoves
 from .exec_writes import TableWrites, decoded_rows
 from .execution import Execution, Rejected, TableRun, Written
-from .formats import Format, Iceberg
+from .formats import DEFAULT_FORMAT, Format
 from .keyless import copies_to_write, merge_multiset_sql
 from .merge import MERGE_RETRY, merge_sql
 
@@ -71,13 +71,13 @@ _UNDECLARE_FIRST = (table_plan.Rekey, table_plan.CopyThenDrop, table_plan.DropCo
 class Executor:
     """Runs plans. `write_mode`: what a created table's row-level writes do; `writes`: the keyed and
     keyless writes; `placeholder`: the connector's unavailable-value text;
-    `fmt`: the table format, whose DDL differs (formats.py). Its parts share one `KnownMarkers`."""
+    `fmt`: the table format, whose DDL differs (formats/). Its parts share one `KnownMarkers`."""
 
     def __init__(
         self, spark: SparkSession, write_mode: WriteMode, writes: Writes, placeholder: str, fmt: Format | None = None
     ) -> None:
         self.spark = spark
-        self.fmt = fmt or Iceberg()
+        self.fmt = fmt or DEFAULT_FORMAT
         self.markers = KnownMarkers(spark)  # what the job knows of each table's delete markers
         self.ddl = SchemaDDL(spark, self.fmt, self.markers, write_mode)
         self.rows = TableWrites(spark, self.fmt, self.markers, writes, placeholder)

@@ -1,5 +1,5 @@
 """The one atomic MERGE per table per batch, as SQL text (executor.py runs it; the tables' DDL is the
-format's, formats.py)."""
+format's, formats/)."""
 
 from __future__ import annotations
 

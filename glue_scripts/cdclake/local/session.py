@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from ..common.settings import Settings, TableFormat
 from ..lake.catalog import catalog_conf
+from ..lake.formats import DEFAULT, format_of, names
 
 # Local runs only: a JSON object of Iceberg catalog properties added to the catalog, e.g. the
 # endpoints of an S3 and Glue stand-in (tests/glue_catalog/ points the Glue catalog at moto with
@@ -57,14 +58,9 @@ def local_catalog_overrides(s: Settings, env: Mapping[str, str] = os.environ) ->
     return out
 
 
-# A table format's jars beyond Iceberg's: its folder under .local/jars and a jar name it must hold.
-FORMAT_JARS = {TableFormat.DELTA: ("delta", "delta-spark"), TableFormat.HUDI: ("hudi", "hudi-spark3.5-bundle")}
-
-# The formats that run on Glue 5.0, not Glue 6.0 (the template's rule HudiNeedsGlue50; docs/DEPLOY.md,
-# "Glue versions"): Athena reads Hudi 0.14/0.15 tables, and Hudi's Spark 4 bundle is not on Maven
-# Central. Locally, Glue 5.0's runtime is its pyspark in .local/glue5/python (requirements-glue5.txt)
-# ahead of the venv's on PYTHONPATH, and its jars in .local/jars/glue5.
-GLUE5_FORMATS = frozenset({TableFormat.HUDI})
+# A format's jars beyond Iceberg's are its `Format.jars`, and the Glue versions it runs on its
+# `Format.glue_versions` (formats/). Locally, Glue 5.0's runtime is its pyspark in .local/glue5/python
+# (requirements-glue5.txt) ahead of the venv's on PYTHONPATH, and its jars in .local/jars/glue5.
 
 # Local runs only: "5.0" runs an Iceberg job on Glue 5.0's runtime (Spark 3.5.4, Iceberg 1.7.1), as a
 # stack deployed before Glue 6.0 did: the upgrade test starts a lake there and continues it on 6.0.
@@ -73,11 +69,14 @@ GLUE_VERSION_ENV = "CDC_GLUE_VERSION"
 
 def glue_version(table_format: TableFormat | str, env: Mapping[str, str] = os.environ) -> str:
     """The Glue version whose runtime a local run of `table_format` uses."""
-    fmt = TableFormat(table_format)
+    fmt = format_of(table_format)
     wanted = env.get(GLUE_VERSION_ENV, "").strip()
-    if fmt in GLUE5_FORMATS or wanted == "5.0":
-        if fmt == TableFormat.DELTA:
-            raise RuntimeError(f"{GLUE_VERSION_ENV}=5.0 runs iceberg or hudi locally; delta runs on Glue 6.0 only")
+    if "6.0" not in fmt.glue_versions or wanted == "5.0":
+        if "5.0" not in fmt.glue_versions:
+            on_5 = " or ".join(name for name in names() if "5.0" in format_of(name).glue_versions)
+            raise RuntimeError(
+                f"{GLUE_VERSION_ENV}=5.0 runs {on_5} locally; {TableFormat(table_format)} runs on Glue 6.0 only"
+            )
         return "5.0"
     if wanted not in ("", "6.0"):
         raise RuntimeError(f"{GLUE_VERSION_ENV} must be 5.0 or 6.0, got {wanted!r}")
@@ -115,7 +114,7 @@ def check_spark(table_format: TableFormat, version: str, env: Mapping[str, str] 
         )
 
 
-def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
+def local_jars(table_format: TableFormat = DEFAULT) -> list[str]:
     """The jars the format's Glue version provides or the job ships, as scripts/setup-local resolved
     them from pom.xml. Glue 6.0: Iceberg 1.11.0 + its AWS bundle and Spark's Kafka source
     (.local/jars/spark), Spark's Avro functions (glue-avro) and, for delta, Delta Lake 4.2.0 (delta).
@@ -124,7 +123,7 @@ def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
     default = _local_root() / "jars"
     root = Path(os.environ.get("CDC_JARS_DIR", default))
     base = root / "glue5" if glue_version(table_format) == "5.0" else root
-    extra = FORMAT_JARS.get(table_format)
+    extra = format_of(table_format).jars
     folders = [base / "spark", root / "glue-extra", base / "glue-avro"] + ([root / extra[0]] if extra else [])
     jars = [j for d in folders for j in sorted(glob.glob(str(d / "*.jar")))]
     if not any("iceberg-spark-runtime" in j for j in jars):
@@ -138,9 +137,9 @@ def local_jars(table_format: TableFormat = TableFormat.ICEBERG) -> list[str]:
 
 def session_metastore_conf(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Spark settings of the persistent local session catalog of `SESSION_METASTORE_ENV` (none when
-    unset, or with Iceberg, whose catalog is `--catalog_name`'s own)."""
+    unset, or for a format whose catalog is `--catalog_name`'s own, not the session catalog)."""
     folder = env.get(SESSION_METASTORE_ENV, "").strip()
-    if not folder or s.table_format == TableFormat.ICEBERG:
+    if not folder or not format_of(s.table_format).session_catalog:
         return {}
     return {
         "spark.sql.catalogImplementation": "hive",

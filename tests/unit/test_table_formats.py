@@ -387,6 +387,14 @@ def test_the_docs_format_table_is_the_one_the_capability_rows_give() -> None:
     assert formats_table() in text, "regenerate docs/TABLE_FORMATS.md's capability table from formats_table()"
 
 
+def test_the_readmes_table_format_row_names_each_format_its_version_and_glue_version() -> None:
+    by_glue: dict[str, list[str]] = {}
+    for fmt in FORMATS.values():  # a format's first Glue version is the one its tables are written on
+        by_glue.setdefault(fmt.glue_versions[0], []).append(fmt.title)
+    row = ", ".join(f"{' or '.join(titles)} on Glue {glue}" for glue, titles in by_glue.items())
+    assert f"| table format | {row} (below) |" in (ROOT / "README.md").read_text(encoding="utf-8"), row
+
+
 def test_the_capability_rows_are_what_the_arguments_and_the_ddl_do() -> None:
     for name, fmt in FORMATS.items():
         s = {**BASE, "table_format": name.value}

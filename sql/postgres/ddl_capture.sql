@@ -45,7 +45,9 @@ CREATE TABLE IF NOT EXISTS :"schema".cdclake_ddl (
   -- type before and after), key (the primary key columns before and after), create, drop_table,
   -- using (a column retyped with USING: [using, column, type]), generated (a generated column the
   -- command created: [generated, column, null]) and relabel (a column of an enum whose value ALTER TYPE
-  -- ... RENAME VALUE renamed: [relabel, column, [old, new] or null when unknown]).
+  -- ... RENAME VALUE renamed: [relabel, column, [old, new] or null when unknown]) and default (a column
+  -- the command added whose value for the rows the table had is one constant: [default, column, its
+  -- text, or null for none]).
   changes         jsonb       NOT NULL,
   columns         jsonb       NOT NULL,   -- after the command: {"<attnum>": [name, type]}
   primary_key     jsonb       NOT NULL,   -- after the command: [column, ...]
@@ -131,6 +133,7 @@ BEGIN
                  ELSE '[]' END;
     IF found_prev THEN
       diff := diff || cdclake_ddl_using(prev.columns, st.cols, current_query());
+      diff := diff || cdclake_ddl_defaults(r.objid, diff);
     END IF;
     diff := diff || cdclake_ddl_generated(r.objid, CASE WHEN found_prev THEN prev.columns ELSE '{}' END);
     INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, old_schema_name,
@@ -167,6 +170,20 @@ RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
    WHERE query ~* '\mtype\M[^;]*\musing\M'
      AND CASE WHEN EXISTS (SELECT FROM named) THEN now->k->>0 IN (SELECT name FROM named)
               ELSE was ? k AND was->k->>1 IS DISTINCT FROM now->k->>1 END
+$$;
+
+-- The value the rows a table had read in each column the command added: PostgreSQL keeps a default
+-- that is no volatile expression (a constant, CURRENT_DATE, now()) as the column's missing value, one
+-- for every such row, and writes no row change: [default, column, text] (ISO dates, full float
+-- digits), [default, column, null] for a column added without a default. A volatile default (the
+-- table rewritten, each row its own value) records nothing: the column waits for the next row event.
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_defaults(rel oid, diff jsonb)
+RETURNS jsonb LANGUAGE sql STABLE
+SET datestyle = 'ISO, YMD' SET timezone = 'UTC' SET extra_float_digits = 3 AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_array('default', a.attname,
+                    CASE WHEN a.atthasmissing THEN (a.attmissingval::text::text[])[1] END) ORDER BY a.attnum), '[]')
+    FROM jsonb_array_elements(diff) d JOIN pg_attribute a ON a.attrelid = rel AND a.attname = d->>2
+   WHERE d->>0 = 'add' AND NOT a.attisdropped AND a.attgenerated = '' AND (a.atthasmissing OR NOT a.atthasdef)
 $$;
 
 -- The table's generated columns the command created (pgoutput does not send them): [generated, column, null].
@@ -244,6 +261,8 @@ ALTER FUNCTION :"schema".cdclake_ddl_state(oid) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_diff(jsonb, jsonb, jsonb, jsonb) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_using(jsonb, jsonb, text) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_generated(oid, jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_defaults(oid, jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_defaults(oid, jsonb) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_generated(oid, jsonb) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) SET search_path = pg_catalog, :"schema", pg_temp;
 ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) OWNER TO :"owner";

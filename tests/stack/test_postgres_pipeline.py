@@ -565,3 +565,25 @@ def test_a_numeric_nan_or_infinity_is_named_in_the_connectors_error_line_the_ala
         assert {x.split(" column ")[1].split()[0] for x in lines} == {"fixed", "free"}, lines
     finally:
         pg_job.sql("SET ROLE salesdb_owner; DROP TABLE num_t;")
+
+
+def test_columns_added_with_defaults_to_a_table_never_changed_again_reach_the_lake_with_the_rows_values(
+    pg_job: Stack,
+) -> None:
+    # PostgreSQL keeps a non-volatile default as the column's value for the rows it has (CURRENT_DATE
+    # too: the ALTER's date) and writes no row change; the DDL capture records it with the statement.
+    pg_job.sql(
+        "SET ROLE salesdb_owner; CREATE TABLE pgdflt_t (id INTEGER PRIMARY KEY, v INTEGER);"
+        "ALTER TABLE pgdflt_t REPLICA IDENTITY FULL; ALTER PUBLICATION dbz_publication ADD TABLE pgdflt_t;"
+        "INSERT INTO pgdflt_t VALUES (1, 1), (2, 2);"
+    )
+    reconciled(pg_job, "--table", "pgdflt_t")
+    pg_job.sql(
+        "SET ROLE salesdb_owner; SET DateStyle = 'SQL, DMY';"
+        "ALTER TABLE pgdflt_t ADD COLUMN since date DEFAULT CURRENT_DATE, ADD COLUMN note text DEFAULT 'it''s {x}',"
+        " ADD COLUMN price numeric(10,2) DEFAULT 19.99, ADD COLUMN due timestamp(3) DEFAULT '2024-01-02 03:04:05.25',"
+        " ADD COLUMN ok boolean DEFAULT true, ADD COLUMN r double precision DEFAULT 'NaN', ADD COLUMN plain text;"
+        "ALTER TABLE pgdflt_t ALTER COLUMN price SET DEFAULT 5;"
+    )
+    reconciled(pg_job, "--table", "pgdflt_t")
+    assert lake_columns(pg_job, "public_pgdflt_t") == ["id", "v", "since", "note", "price", "due", "ok", "r", "plain"]

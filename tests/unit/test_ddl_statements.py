@@ -19,6 +19,7 @@ from cdclake.events.source_ddl import (
     column_changes,
     computed_columns,
     postgres_statement,
+    postgres_statement_columns,
     set_redefinitions,
     table_ids,
     table_renames,
@@ -226,3 +227,26 @@ def test_a_set_column_modify_or_change_gives_its_members_in_the_new_order(ddl, e
                          {"name": "n2", "typeName": "BIGINT"},
                          {"name": "grade", "typeName": "ENUM", "enumValues": ["'B'", "'a,b'"]}]}  # fmt: skip
     assert set_redefinitions(ddl, table) == expected
+
+
+def test_columns_a_postgres_command_added_with_a_known_value_for_existing_rows_become_statement_columns() -> None:
+    columns = {"1": ["id", "integer"], "2": ["since", "date"], "3": ["note", "text"], "4": ["price", "numeric(10,2)"],
+               "5": ["due", "timestamp(3) without time zone"], "6": ["ok", "boolean"], "7": ["r", "double precision"],
+               "8": ["plain", "character varying(5)"], "9": ["far", "date"], "10": ["box", "box"]}  # fmt: skip
+    changes = [["add", None, c] for c in ("since", "note", "price", "due", "ok", "r", "plain", "far", "box")] + [
+        ["default", "since", "2026-11-29"], ["default", "note", "it's {x}"], ["default", "price", "19.99"],
+        ["default", "due", "2024-01-02 03:04:05.25"], ["default", "ok", "t"], ["default", "r", "NaN"],
+        ["default", "plain", None], ["default", "far", "infinity"], ["default", "box", "(1,1),(0,0)"],
+    ]  # fmt: skip
+    s = postgres_statement(_log_row(changes, columns=json.dumps(columns), primary_key='["id"]'))
+    assert s.keys == ("id",)
+    got = {c.name: (c.spark_type.simpleString(), c.default_sql) for c in postgres_statement_columns(s)}
+    assert got == {
+        "since": ("date", "DATE '2026-11-29'"),
+        "note": ("string", "'it\\'s {x}'"),
+        "price": ("decimal(10,2)", "CAST('19.99' AS decimal(10,2))"),
+        "due": ("timestamp_ntz", "CAST('2024-01-02 03:04:05.25' AS timestamp_ntz)"),
+        "ok": ("boolean", "CAST(TRUE AS boolean)"),
+        "r": ("double", "CAST('NaN' AS double)"),
+        "plain": ("string", None),  # added without a default: null, as the rows read
+    }  # an infinite date and a type the job does not map wait for the next row event

@@ -347,6 +347,10 @@ class PostgresStatement:
     relabels: list[Relabel] = field(default_factory=list)
     # Generated columns the command created: pgoutput (PostgreSQL 15) never sends their values.
     generated: list[str] = field(default_factory=list)
+    # Columns the command added whose value for the rows the table had is known: (column, its type as
+    # format_type() writes it, the value's text or None), and the primary key after the command.
+    added: list[tuple[str, str, str | None]] = field(default_factory=list)
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -395,7 +399,10 @@ def postgres_statement(after: str) -> PostgresStatement:
         rewritten=[str(i[1]) for i in items if i[0] == "using"],
         generated=[str(i[1]) for i in items if i[0] == "generated"],
         relabels=relabels,
-    )
+        added=[(str(i[1]), types[str(i[1])], None if i[2] is None else str(i[2])) for i in items
+               if i[0] == "default" and str(i[1]) in types],
+        keys=tuple(str(k) for k in _json_list(row.get("primary_key"))),
+    )  # fmt: skip
 
 
 def _column_types(columns: Any) -> dict[str, str]:
@@ -405,6 +412,15 @@ def _column_types(columns: Any) -> dict[str, str]:
         return {str(v[0]): str(v[1]) for v in (columns or {}).values()}
     except (ValueError, TypeError, IndexError, AttributeError):
         return {}
+
+
+def _json_list(value: Any) -> list[Any]:
+    """A jsonb array of a DDL log row (JSON text, or already a list); [] when it is none."""
+    try:
+        value = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 def _labels(pair: Any) -> tuple[str | None, str | None]:
@@ -531,3 +547,65 @@ def mysql_statement_columns(table: dict[str, Any]) -> tuple[list[StatementColumn
         else:
             known.append(StatementColumn(name, lake_type, None if default == NO_BACKFILL else default))
     return known, unknown
+
+
+# ------------------------------------------------------------------ columns a PostgreSQL statement adds
+_PG_TIMESTAMP = re.compile(r"timestamp(\(\d\))? without time zone")
+_PG_NUMERIC = re.compile(r"numeric\((\d+),(\d+)\)")
+
+
+def postgres_lake_type(pg_type: str) -> T.DataType | None:
+    """The lake type the PostgreSQL connector's row events give a column of this type (format_type's
+    text) with the shipped settings (decimal.handling.mode precise, time.precision.mode
+    adaptive_time_microseconds); None for any other type (left to the table's next row event)."""
+    simple = {"smallint": T.IntegerType(), "integer": T.IntegerType(), "bigint": T.LongType(),
+              "boolean": T.BooleanType(), "text": T.StringType(), "real": T.FloatType(),
+              "double precision": T.DoubleType(), "date": T.DateType()}  # fmt: skip
+    if pg_type in simple:
+        return simple[pg_type]
+    if re.fullmatch(r"character varying(\(\d+\))?", pg_type):
+        return T.StringType()
+    if _PG_TIMESTAMP.fullmatch(pg_type):
+        return T.TimestampNTZType()
+    m = _PG_NUMERIC.fullmatch(pg_type)
+    if m and int(m[1]) <= 38:
+        return T.DecimalType(int(m[1]), int(m[2]))
+    return None
+
+
+def postgres_default_sql(text: str | None, lake_type: T.DataType) -> str | None:
+    """The SQL literal of a PostgreSQL column's missing value (the capture's text: ISO dates, full
+    float digits); NO_BACKFILL for none, None when the text is not one the lake type holds exactly
+    (an infinite date, a BC one)."""
+    if text is None:
+        return NO_BACKFILL
+    kind = lake_type.simpleString()
+    if isinstance(lake_type, T.IntegerType | T.LongType) and re.fullmatch(r"-?\d+", text):
+        return f"CAST({int(text)} AS {kind})"
+    if isinstance(lake_type, T.DecimalType) and re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return f"CAST({sql_string(text)} AS {kind})"
+    if isinstance(lake_type, T.FloatType | T.DoubleType) and re.fullmatch(
+        r"-?\d+(\.\d*)?([eE][-+]?\d+)?|NaN|-?Infinity", text
+    ):
+        return f"CAST({sql_string(text)} AS {kind})"
+    if isinstance(lake_type, T.BooleanType) and text in ("t", "f"):
+        return f"CAST({'TRUE' if text == 't' else 'FALSE'} AS boolean)"
+    if isinstance(lake_type, T.DateType) and _DATE_TEXT.fullmatch(text):
+        return f"DATE {sql_string(text)}"
+    if isinstance(lake_type, T.TimestampNTZType) and _DATETIME_TEXT.fullmatch(text):
+        return f"CAST({sql_string(text)} AS timestamp_ntz)"
+    if isinstance(lake_type, T.StringType):
+        return sql_string(text)
+    return None
+
+
+def postgres_statement_columns(s: PostgresStatement) -> list[StatementColumn]:
+    """The columns a PostgreSQL command added whose lake type and value for the rows the table had the
+    DDL log tells exactly (the others wait for the table's next row event)."""
+    out = []
+    for name, pg_type, text in s.added:
+        lake_type = postgres_lake_type(pg_type)
+        default = None if lake_type is None else postgres_default_sql(text, lake_type)
+        if lake_type is not None and default is not None:
+            out.append(StatementColumn(name, lake_type, None if default == NO_BACKFILL else default))
+    return out

@@ -230,6 +230,8 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     t = out[s.table]
     t.changes += [ColumnChange(k, o, n, seq) for k, o, n in s.changes]
     t.relabels += [(seq, x) for x in s.relabels if x.old is not None]
+    if added := source_ddl.postgres_statement_columns(s):
+        t.schemas.append(StatementSchema(seq, tuple(added), s.keys))
     _not_followed(s, seq)
     if s.key_changed:
         t.key_seqs.append(seq)

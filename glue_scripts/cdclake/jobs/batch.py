@@ -55,6 +55,15 @@ class SchemaChangeError(RuntimeError):
 
 _UNCACHED = ("key", "value", "_payload_json")
 
+# Adaptive execution re-plans a query at each shuffle and runs every stage as a Spark job of its
+# own, and without it each shuffle has --shuffle_partitions tasks (and files in a MERGE's write):
+# on a batch of a few hundred records that costs more than anything either could improve. A batch
+# of fewer records than this runs with adaptive execution off and one shuffle partition, from its
+# group aggregate on (whose result is a few rows whatever the batch); a larger batch, from its
+# tables on, with the session's settings.
+SMALL_BATCH_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+SMALL_BATCH_RECORDS = 5_000
+
 Item = tuple[tuple[str, str], list[SchemaGroup]]  # a source table and its schema groups
 R = TypeVar("R")
 
@@ -120,12 +129,23 @@ class BatchProcessor:
             schema = F.when(~F.col("_schema_id").isin(sorted(self._schemas)), schema)
         cached = as_leaf(classified.withColumn("_value_schema", schema).drop(*_UNCACHED))
         batch = ClassifiedBatch(batch_id, classified, cached)
+        conf = raw.sparkSession.conf
+        session = {k: conf.get(k) for k in SMALL_BATCH_CONF}
+        for k, v in SMALL_BATCH_CONF.items():
+            conf.set(k, v)
+
+        def sized(records: int) -> None:
+            for k, v in (session if records >= SMALL_BATCH_RECORDS else SMALL_BATCH_CONF).items():
+                conf.set(k, v)
+
         try:
-            self._process(batch, report)
+            self._process(batch, report, sized)
         except Exception:
             self.forget()
             raise
         finally:
+            for k, v in session.items():
+                conf.set(k, v)
             release_rows(cached)
             decoded.release()
         report.seconds = time.monotonic() - t0
@@ -134,12 +154,14 @@ class BatchProcessor:
         emit(batch_metrics(self.job, report, aside, int(time.time() * 1000)))
         return report
 
-    def _process(self, batch: ClassifiedBatch, report: BatchReport) -> None:
+    def _process(self, batch: ClassifiedBatch, report: BatchReport, sized: Callable[[int], None]) -> None:
+        """`sized(records)`: told the batch's size once the group aggregate has it."""
         s = self.settings
         rows = group_aggregate(batch.cached, s.unavailable_value_placeholder).collect()
         if not rows:
             return
         summary = summarize(rows, self._known_schema)
+        sized(summary.records)
         batch.fingerprint = summary.fingerprint
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.

@@ -183,6 +183,30 @@ def test_one_merge_commit_per_table_per_batch(lake):
     assert lake.ids() == [1, 3]
 
 
+def test_a_small_batch_runs_in_at_most_five_spark_jobs_and_leaves_the_session_settings_as_they_were(lake):
+    """A few changes of a known table: the group aggregate, the MERGE, the delete markers' append and
+    the count, one Spark job each (adaptive execution would run each shuffle as a job of its own)."""
+    ev = Events()
+    for i in range(1, 5):
+        ev.record("c", {"id": i}, customer(i))
+    lake.apply(ev.take())
+    ev.record("d", {"id": 1}, before=customer(1))
+    lake.apply(ev.take())  # creates the table's delete markers
+    conf, sc = lake.spark.conf, lake.spark.sparkContext
+    settings = {k: conf.get(k) for k in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")}
+    ev.record("u", {"id": 2}, customer(2, "x"), customer(2))
+    ev.record("d", {"id": 3}, before=customer(3))
+    ev.record("c", {"id": 5}, customer(5))
+    sc.setJobGroup("small-batch", "small-batch")
+    try:
+        lake.apply(ev.take())
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("small-batch")) <= 5
+    assert {k: conf.get(k) for k in settings} == settings
+    assert lake.ids() == [2, 4, 5]
+
+
 def test_composite_primary_key(lake):
     ev = Events(topic="mdb.inventory.order_lines", table="order_lines")
     from cdc_events import ORDER_LINES_KEY_SCHEMA, value_schema_of, with_row_fields

@@ -20,4 +20,8 @@ def catalog_conf(s: Settings) -> dict[str, str]:
         # cannot convert then fails the whole batch instead of giving the NULL the decoder turns into
         # a dead letter. AWS's Glue 6.0 migration page gives this setting to keep Spark 3.5's semantics.
         "spark.sql.ansi.enabled": "false",
+        # PySpark 4 records the Python call site of every DataFrame and Column function for error
+        # messages: several Py4J round trips and a JVM class lookup per call, thousands per batch
+        # (docs/BENCHMARKS.md, "A small batch's fixed cost"). Read once per process, so set here.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }

@@ -56,11 +56,10 @@ class SchemaChangeError(RuntimeError):
 _UNCACHED = ("key", "value", "_payload_json")
 
 # Adaptive execution re-plans a query at each shuffle and runs every stage as a Spark job of its
-# own, and without it each shuffle has --shuffle_partitions tasks (and files in a MERGE's write):
-# on a batch of a few hundred records that costs more than anything either could improve. A batch
-# of fewer records than this runs with adaptive execution off and one shuffle partition, from its
-# group aggregate on (whose result is a few rows whatever the batch); a larger batch, from its
-# tables on, with the session's settings.
+# own; on a batch of a few hundred records it has nothing to improve, and the batch runs 9 Spark
+# jobs where 4 do (docs/BENCHMARKS.md, same CPU). A batch of fewer records than this runs with it
+# off and one shuffle partition (no task per empty partition), from its group aggregate on (whose
+# result is a few rows whatever the batch); a larger batch, from its tables on, with the session's.
 SMALL_BATCH_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 SMALL_BATCH_RECORDS = 5_000
 

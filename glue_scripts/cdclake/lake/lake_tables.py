@@ -555,8 +555,8 @@ class LakeTables:
             self._early[ident] = list(m.early)
         else:
             self._early.pop(ident, None)
-        early = (m.partitioning, m.partition_deletes, m.diverged) if (m.partitioning or m.partition_deletes or
-                                                                      m.diverged) else None  # fmt: skip
+        read = (m.partitioning, m.partition_deletes, m.diverged)
+        early = read if any(read) else None
         if early != self._partitions.get(ident):
             self._early_files.save(ident, early)
         if early is not None:

@@ -52,11 +52,9 @@ class SetAsideStore(SmallFiles):
     # -------------------------------------------------------------- marks
     def marks(self) -> dict[str, SetAsideMark]:
         """Every table's mark under this dead-letter path, by lake table (one listing)."""
-        fs, pattern = self._path(f"{self.base}/{SET_ASIDE_FOLDER}/*/{MARK_FILE}")
         out = {}
-        for status in fs.globStatus(pattern) or []:
-            text = self._read(str(status.getPath().toString()))
-            if text:
+        for path in self._glob(f"{self.base}/{SET_ASIDE_FOLDER}/*/{MARK_FILE}"):
+            if text := self._read(path):
                 mark = SetAsideMark.from_json(text)
                 out[mark.table] = mark
         return out

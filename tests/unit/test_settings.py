@@ -12,6 +12,7 @@ from cdclake.common.settings import (
     CatalogType,
     KafkaAuth,
     Source,
+    Transactions,
     build_settings,
     parse_argv,
     parse_job_argv,
@@ -50,11 +51,22 @@ def test_defaults_match_the_argument_table():
         ({"source": "files", "files_path": "/in", "run_once": "yes"}, "--run_once must be true or false"),
         ({"source": "files", "files_path": "/in", "table_name_template": "{schema}"}, "may use only {db} and {table}"),
         ({"source": "files", "files_path": "/in", "namespace": "my-db"}, "--namespace must be a plain identifier"),
+        ({"source": "files", "files_path": "/in", "transactions": "yes"}, "--transactions must be one of keep, ignore"),
+        ({"source": "files", "files_path": "/in", "transaction_hold_seconds": "0"}, "must be >= 1, got 0"),
     ],
 )
 def test_invalid_arguments_fail_with_an_actionable_message(args, message):
     with pytest.raises(ArgumentError, match=re.escape(message)):
         build_settings(REQUIRED | args)
+
+
+def test_transactions_are_ignored_by_default_and_kept_on_request():
+    s = build_settings({"source": "files", "files_path": "/in"} | REQUIRED)
+    assert (s.transactions, s.transaction_hold_seconds) == (Transactions.IGNORE, 600)
+    kept = build_settings(
+        {"source": "files", "files_path": "/in", "transactions": "keep", "transaction_hold_seconds": "30"} | REQUIRED
+    )
+    assert (kept.transactions, kept.transaction_hold_seconds) == (Transactions.KEEP, 30)
 
 
 def test_missing_required_path_is_named():

@@ -57,6 +57,13 @@ SESSION_CATALOG_FORMATS = frozenset({TableFormat.DELTA, TableFormat.HUDI})
 ICEBERG_FORMAT_VERSIONS = ("2", "3")
 
 
+class Transactions(StrEnum):
+    """--transactions: whether a source transaction reaches the lake whole."""
+
+    KEEP = "keep"  # a transaction's changes are applied only once all of them are read (events/transactions.py)
+    IGNORE = "ignore"  # every change is applied in the batch that reads it
+
+
 class CatalogType(StrEnum):
     """--catalog_type."""
 
@@ -280,6 +287,21 @@ ARGS: tuple[Arg, ...] = (
         "If set, every raw record is archived there in the `files` format before it is applied "
         "(rebuild or backfill a table from it with `--source files`).",
     ),
+    Arg(
+        "transactions",
+        "ignore",
+        "`keep`: the changes of a source transaction are applied in one batch, never part of them (needs the "
+        "connector's `provide.transaction.metadata` and its transaction topic among the topics read; a transaction "
+        "whose end is not read yet is held for the next batch); `ignore`: each change is applied in the batch that reads it.",
+        parse=one_of(Transactions),
+    ),
+    Arg(
+        "transaction_hold_seconds",
+        "600",
+        "With `--transactions keep`: a transaction held longer than this is applied as far as it was read, "
+        "with a WARNING naming it (a transaction whose end never comes must not stop the lake).",
+        parse=integer(1),
+    ),
     Arg("trigger_interval_seconds", "10", "Micro-batch trigger interval in seconds.", parse=integer(0)),
     Arg(
         "run_once",
@@ -457,6 +479,8 @@ class Settings:
     checkpoint_location: str = _default("checkpoint_location")
     dead_letter_path: str = _default("dead_letter_path")
     raw_zone_path: str = _default("raw_zone_path")
+    transactions: Transactions = _default("transactions")
+    transaction_hold_seconds: int = _default("transaction_hold_seconds")
     trigger_interval_seconds: int = _default("trigger_interval_seconds")
     run_once: bool = _default("run_once")
     resume_table: str = _default("resume_table")

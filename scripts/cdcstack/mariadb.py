@@ -46,7 +46,7 @@ SOURCE_NAMESPACE = DATABASE
 SCENARIO = ROOT / "sql"
 # The change topics plus the connector's schema-change topic <prefix>: its DDL carries column renames
 # and dropped tables (the template's KafkaTopicPattern default is the same regex).
-JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}(\.{DATABASE}\..*)?"
+JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}(\.{DATABASE}\..*|\.transaction)?"
 UP_COMMAND = "local-stack up"
 SHUTDOWN = Shutdown(grace=60.0)  # a clean shutdown flushes InnoDB
 DEBEZIUM_USER = "debezium"
@@ -282,6 +282,7 @@ def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[
             "DB_SERVER_ID": str(s.debezium_server_id),
             "DB_INCLUDE_LIST": DATABASE,
             "TOPIC_PREFIX": TOPIC_PREFIX,
+            "TRANSACTION_METADATA": str(s.transactions == "keep").lower(),
             "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
         },
     )

@@ -38,6 +38,9 @@ WIRE_FORMATS = ("json", "avro")
 # The Debezium build Kafka Connect loads (CDC_STACK_DEBEZIUM), as the template's DebeziumBuild: java17
 # the manifest's Debezium 3.x, java11 Debezium 2.7 (profiles debezium-*-java11; docs/DEPLOY.md).
 DEBEZIUM_BUILDS = ("java17", "java11")
+# Source transactions (CDC_STACK_TRANSACTIONS), as the template's SourceTransactions and the job's
+# --transactions: keep makes the connector emit transaction metadata; ignore (the default) does not.
+TRANSACTION_MODES = ("keep", "ignore")
 REGISTRY = "registry"
 
 
@@ -126,6 +129,7 @@ class StackConfig:
     controller_port: int  # the KRaft controller listener (the broker's own, never used by clients)
     wire_format: str = "json"
     debezium_build: str = "java17"
+    transactions: str = "ignore"  # keep: the connector emits transaction metadata (TRANSACTION_MODES)
 
     @classmethod
     def from_env(
@@ -181,6 +185,7 @@ class StackConfig:
             controller_port=controller_port,
             wire_format=wire_format,
             debezium_build=debezium_build,
+            transactions=_transactions(),
         )
 
     @property
@@ -217,6 +222,16 @@ class StackConfig:
     def converter_jars(self) -> Path:
         """The Glue Schema Registry's Avro converter (pom.xml profile glue-schema-registry)."""
         return self.local / "connect" / "converters" / "glue-schema-registry"
+
+
+def _transactions() -> str:
+    """CDC_STACK_TRANSACTIONS, checked; ignore when unset."""
+    mode = os.environ.get("CDC_STACK_TRANSACTIONS", "").strip() or "ignore"
+    if mode not in TRANSACTION_MODES:
+        raise StackError(
+            f"CDC_STACK_TRANSACTIONS={mode!r} (demo --transactions): choose one of {', '.join(TRANSACTION_MODES)}"
+        )
+    return mode
 
 
 def _running_source(state: Path, engines: Mapping[str, SourceEngine]) -> str | None:

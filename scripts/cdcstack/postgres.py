@@ -59,7 +59,7 @@ TOPIC_NAMESPACE = SCHEMA
 SOURCE_NAMESPACE = f"{DATABASE}.{SCHEMA}"
 SCENARIO = ROOT / "sql" / "postgres"
 # The change topics only: no DDL in its events, and its heartbeat topic stays outside.
-JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}\.{SCHEMA}\..*"
+JOB_TOPIC_PATTERN = rf"{TOPIC_PREFIX}\.({SCHEMA}\..*|transaction)"
 UP_COMMAND = "local-stack up --source postgres"
 # SIGTERM is PostgreSQL's "smart" shutdown, which waits for clients (Debezium never leaves); SIGINT
 # is its "fast" one: clients are disconnected, the shutdown checkpoint is written.
@@ -467,6 +467,7 @@ def connector_config(s: StackConfig, source_port: int, kafka_port: int) -> dict[
             "DB_NAME": DATABASE,
             "SCHEMA_INCLUDE_LIST": SCHEMA,
             "TOPIC_PREFIX": TOPIC_PREFIX,
+            "TRANSACTION_METADATA": str(s.transactions == "keep").lower(),
             "SLOT_NAME": SLOT,
             "PUBLICATION_NAME": PUBLICATION,
         },

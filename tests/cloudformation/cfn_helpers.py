@@ -163,3 +163,18 @@ class Replies(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+# What the stack computes for a connector's settings (!Sub values), as deployed: a host, numbers,
+# SourceTransactions keep. Only for validating the configuration with the plugin, offline.
+DEPLOYED_STAND_INS = {"database.hostname": "127.0.0.1", "provide.transaction.metadata": "true"}
+
+
+def as_deployed(connector: dict[str, Any]) -> dict[str, str]:
+    """An AWS::KafkaConnect::Connector's configuration with a stand-in for each computed value; the
+    database port is 1, where nothing listens, so that the plugin's validate() stops at the connection."""
+    config = {
+        k: (v if isinstance(v, str) else DEPLOYED_STAND_INS.get(k, "1"))
+        for k, v in connector["Properties"]["ConnectorConfiguration"].items()
+    }
+    return {**config, "database.port": "1"}

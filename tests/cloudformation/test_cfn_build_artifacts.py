@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from cdcdeploy import artifacts, build, templates
 from cdctools import pinned_jars as runtime
+from cfn_helpers import as_deployed
 
 
 @pytest.fixture(scope="module")
@@ -182,11 +183,7 @@ def test_plugin_alone_loads_validates_and_parses_ddl_on_a_kafka_connect_classpat
         connector = new("io.debezium.connector.mysql.MySqlConnector")
         assert connector.version() == runtime.versions()["debezium-mysql"]
         (conn,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::KafkaConnect::Connector"]
-        config = {
-            k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "1")
-            for k, v in conn["Properties"]["ConnectorConfiguration"].items()
-        }
-        config["database.port"] = "1"
+        config = as_deployed(conn)
         result = connector.validate(config)
         errors = {cv.name(): list(cv.errorMessages()) for cv in result.configValues() if cv.errorMessages().size()}
         assert set(errors) <= {"database.hostname"}, errors

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cdcdeploy import artifacts, build, deploy, templates
 from cdctools import pinned_jars as runtime
-from cfn_helpers import resources_of, sub_parts, walk
+from cfn_helpers import as_deployed, resources_of, sub_parts, walk
 from cfnlint.api import lint as cfn_lint
 from project_rules import expected_family
 
@@ -290,11 +290,7 @@ def test_the_postgres_plugin_alone_loads_and_validates_its_msk_configuration(
             gateway.new_array(jvm.java.lang.Object, 0)
         )
         assert connector.version() == runtime.versions()["debezium-postgres"]
-        config = {
-            k: (v if isinstance(v, str) else "127.0.0.1" if "hostname" in k else "x")
-            for k, v in pg_connector(pg_template)["Properties"]["ConnectorConfiguration"].items()
-        }
-        config["database.port"] = "1"
+        config = as_deployed(pg_connector(pg_template))
         result = connector.validate(config)
         errors = {cv.name(): list(cv.errorMessages()) for cv in result.configValues() if cv.errorMessages().size()}
         assert set(errors) <= {"database.hostname"}, errors

@@ -388,7 +388,7 @@ def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) ->
         assert param in template["Parameters"]
     # The topic pattern: the parameter when set, else derived from the connector's names
     # (test_cfn_topic_pattern.py).
-    assert args["--kafka_topic_pattern"] == {"Fn::Sub": "${TopicPrefix}(\\.${SourceDatabase}\\..*)?"}
+    assert args["--kafka_topic_pattern"] == {"Fn::Sub": "${TopicPrefix}(\\.${SourceDatabase}\\..*|\\.transaction)?"}
     assert template["Parameters"]["KafkaTopicPattern"]["Default"] == ""
 
 
@@ -617,7 +617,7 @@ def test_the_job_reads_the_mysql_schema_change_topic_locally_and_on_aws(template
     default = derived.replace("${TopicPrefix}", "salesdb").replace("${SourceDatabase}", "salesdb")
     local = local_job.topic_pattern(sources.stack_config("mysql"))
     assert default == local
-    for topic in ("salesdb", "salesdb.salesdb.customer"):
+    for topic in ("salesdb", "salesdb.salesdb.customer", "salesdb.transaction"):
         assert re.fullmatch(default, topic), topic
     for topic in ("salesdb.schema-history", "salesdb-heartbeat.salesdb", "salesdbx"):
         assert not re.fullmatch(default, topic), topic

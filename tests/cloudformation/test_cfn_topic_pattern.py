@@ -68,6 +68,18 @@ def test_the_derived_mysql_pattern_also_matches_the_schema_change_topic(
     assert re.fullmatch(topic_pattern(raw_template, **parameters), topic)
 
 
+@pytest.mark.parametrize(
+    ("parameters", "topic"),
+    [({}, "salesdb.transaction"), ({"SourceEngine": "postgres", "TopicPrefix": "crm"}, "crm.transaction")],
+)
+def test_the_derived_pattern_also_matches_the_transaction_topic(
+    raw_template: dict[str, Any], parameters: dict[str, str], topic: str
+) -> None:
+    # SourceTransactions keep: BEGIN/END records (provide.transaction.metadata) are on
+    # <prefix>.transaction; the job needs them to apply a source transaction whole.
+    assert re.fullmatch(topic_pattern(raw_template, **parameters), topic)
+
+
 def test_an_explicit_pattern_is_used_as_given(raw_template: dict[str, Any]) -> None:
     assert topic_pattern(raw_template, KafkaTopicPattern=r"salesdb\.salesdb\.customer") == r"salesdb\.salesdb\.customer"
 

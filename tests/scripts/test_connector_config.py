@@ -19,6 +19,7 @@ LOCAL_VALUES = {
     "DB_SERVER_ID": "184054",
     "DB_INCLUDE_LIST": "salesdb",
     "TOPIC_PREFIX": "salesdb",
+    "TRANSACTION_METADATA": "false",
     "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:19092",
 }
 

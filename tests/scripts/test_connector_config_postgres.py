@@ -22,6 +22,7 @@ VALUES = {
     "DB_NAME": "salesdb",
     "SCHEMA_INCLUDE_LIST": "public",
     "TOPIC_PREFIX": "salesdb",
+    "TRANSACTION_METADATA": "false",
     "SLOT_NAME": "salesdb_cdc",
     "PUBLICATION_NAME": "dbz_publication",
 }

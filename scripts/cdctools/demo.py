@@ -222,7 +222,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         step(
             1,
             f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, "
-            f"wire format {s.wire_format}, table format {table_format}",
+            f"wire format {s.wire_format}, table format {table_format}, source transactions {s.transactions}",
         )
         with plumbing.state_lock(s):
             commands.cmd_down(s, [])
@@ -299,9 +299,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the Debezium build Kafka Connect loads: java17 (Debezium 3.x, default) or java11 (Debezium 2.7, "
         "the template's DebeziumBuild=java11); default $CDC_STACK_DEBEZIUM",
     )
+    parser.add_argument(
+        "--transactions",
+        choices=plumbing.TRANSACTION_MODES,
+        help="keep: the connector emits the source's transaction boundaries and the job applies each source "
+        "transaction whole (the template's SourceTransactions); ignore (default): each change as it arrives; "
+        "default $CDC_STACK_TRANSACTIONS",
+    )
     args = parser.parse_args(argv)
     if args.debezium:
         os.environ["CDC_STACK_DEBEZIUM"] = args.debezium
+    if args.transactions:
+        os.environ["CDC_STACK_TRANSACTIONS"] = args.transactions
     try:
         return run(args.keep, args.source, args.format, args.table_format)
     except plumbing.StackError as exc:

@@ -79,6 +79,8 @@ def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = D
         "--kafka_topic_pattern", topic_pattern(s),
         *lake_arguments(s, table_format, LakePaths.of(s).checkpoints),
         "--trigger_interval_seconds", trigger,
+        # keep: the connector emits transaction metadata (CDC_STACK_TRANSACTIONS); the job applies whole transactions
+        "--transactions", s.transactions,
         *extra,
     ]  # fmt: skip
 

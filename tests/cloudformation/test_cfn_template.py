@@ -383,6 +383,7 @@ def test_tunable_job_arguments_are_stack_parameters(template: dict[str, Any]) ->
         "--write_mode": "WriteMode",
         "--max_offsets_per_trigger": "MaxOffsetsPerTrigger",
         "--starting_offsets": "StartingOffsets",
+        "--transactions": "SourceTransactions",
     }.items():
         assert args[arg] == {"Ref": param}
         assert param in template["Parameters"]

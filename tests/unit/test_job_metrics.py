@@ -85,7 +85,7 @@ def test_the_batch_line_carries_records_dead_letters_lag_seconds_and_stopped_tab
     batch = batch_metrics("j", a_batch(), [], NOW)[-1]
     assert "Table" not in batch
     assert batch["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Job"]]
-    got = {k: batch[k] for k in BATCH_METRICS}
+    got = {k: batch.get(k) for k in BATCH_METRICS}
     assert got == {
         "Records": 14,
         "BatchDeadLetters": 2,
@@ -94,6 +94,16 @@ def test_the_batch_line_carries_records_dead_letters_lag_seconds_and_stopped_tab
         "BatchSeconds": 4.5,
         "BehindSourceSeconds": 3.25,
     }
+    assert "HeldRecords" not in batch and "TransactionsAppliedOpen" not in batch  # transactions ignored
+
+
+def test_a_batch_that_keeps_transactions_reports_its_held_records_and_transactions_applied_open():
+    report = a_batch()
+    report.held_records, report.held_open, report.released_open = 40, 2, 1
+    batch = batch_metrics("j", report, [], NOW)[-1]
+    assert (batch["HeldRecords"], batch["TransactionsAppliedOpen"]) == (40, 1)
+    assert valid_emf(batch) == []
+    assert "held 40 records (2 open transactions) | 1 transactions applied open" in report.line()
 
 
 def test_a_table_set_aside_earlier_reports_stopped_in_every_batch_even_without_changes():

@@ -42,7 +42,10 @@ TABLE_METRICS: dict[str, str] = {
 }
 # Per batch (dimension Job): what the alarms watch, one metric each whatever the number of tables.
 # BatchDeadLetters: the records written to the batch's dead-letter folder (the changes of a table set
-# aside go to its own folder, and count in StoppedTables).
+# aside go to its own folder, and count in StoppedTables). With --transactions keep the batch's object
+# also has the properties HeldRecords (records held for the rest of their source transaction) and
+# TransactionsAppliedOpen (transactions applied without all of them read, after
+# --transaction_hold_seconds): in the log line, searchable in Logs Insights, not metrics yet.
 BATCH_METRICS: dict[str, str] = {
     "Records": "Count",
     "BatchDeadLetters": "Count",
@@ -121,6 +124,8 @@ def batch_metrics(job: str, report: BatchReport, set_aside: Iterable[str], now_m
         "NotEqualTables": sum(1 for tr in report.tables if tr.diverged),
         "BatchSeconds": round(report.seconds, 3),
         "BehindSourceSeconds": None if report.behind_seconds is None else round(report.behind_seconds, 3),
+        "HeldRecords": report.held_records,
+        "TransactionsAppliedOpen": None if report.held_records is None else report.released_open,
     }
     lines.append(emf(now_ms, [JOB], values, BATCH_METRICS))
     return lines

@@ -113,6 +113,12 @@ class BatchReport:
     behind_seconds: float | None = None
     seconds: float = 0.0
     set_aside: int = 0  # of `dead`: changes of tables set aside (their own folders, not the batch's)
+    # --transactions keep (jobs/transaction_gate.py): records held for the rest of their source
+    # transaction, the transactions held because not all of them is read, and those applied open
+    # after --transaction_hold_seconds. None: transactions ignored.
+    held_records: int | None = None
+    held_open: int = 0
+    released_open: int = 0
 
     def dead_letter_reasons(self) -> str:
         """Every reason of the batch's dead letters with its count: the batch's own (records that
@@ -138,4 +144,10 @@ class BatchReport:
         )
         tables = " | ".join(t.line() for t in self.tables)
         behind = f" | behind source {self.behind_seconds:.1f} s" if self.behind_seconds is not None else ""
-        return f"{head}{' | ' + tables if tables else ''}{behind} | {self.seconds:.1f}s"
+        return f"{head}{' | ' + tables if tables else ''}{behind}{self.held_part()} | {self.seconds:.1f}s"
+
+    def held_part(self) -> str:
+        if not self.held_records and not self.released_open:
+            return ""
+        s = f" | held {self.held_records} records ({self.held_open} open transactions)"
+        return s + (f" | {self.released_open} transactions applied open" if self.released_open else "")

@@ -24,6 +24,10 @@ from .source_ddl import POSTGRES_DDL_TABLE, POSTGRES_HEARTBEAT_TABLE
 # HEARTBEAT rows (the connector's heartbeat topic, PostgreSQL's heartbeat table) are only counted.
 CHANGE, TOMBSTONE, SCHEMA_CHANGE, TRUNCATE, DEAD = "change", "tombstone", "schema_change", "truncate", "dead"
 HEARTBEAT = "heartbeat"
+# TRANSACTION rows (BEGIN/END records of the connector's transaction topic, `provide.transaction.metadata`)
+# are only counted, and read by the transaction gate (transactions.py) under --transactions keep.
+TRANSACTION = "transaction"
+_TRANSACTION_SCHEMA = '"name":"io.debezium.connector.common.TransactionMetadataValue"'
 # The value schema of a record on Debezium's heartbeat topic <topic.heartbeat.prefix>.<topic.prefix>,
 # which a topic pattern may match (a user's pattern such as `salesdb.*`).
 _HEARTBEAT_SCHEMA = '"name":"io.debezium.connector.common.Heartbeat"'
@@ -43,30 +47,43 @@ _SOURCE = T.StructType(
         T.StructField("lsn", T.LongType()),
     ]
 )
-_PAYLOAD = T.StructType(
-    [
-        T.StructField("op", T.StringType()),
-        T.StructField("source", _SOURCE),
-        T.StructField("before", T.StringType()),
-        T.StructField("after", T.StringType()),
-        T.StructField("ddl", T.StringType()),
-        T.StructField("databaseName", T.StringType()),
-        # Schema-change events: which tables the statement changed (`"db"."table"`), and how.
-        T.StructField(
-            "tableChanges",
-            T.ArrayType(
-                T.StructType(
-                    [
-                        T.StructField("type", T.StringType()),
-                        T.StructField("id", T.StringType()),
-                        T.StructField("table", T.StringType()),  # the table after it, as JSON text
-                    ]
-                )
-            ),
+_PAYLOAD_FIELDS = [
+    T.StructField("op", T.StringType()),
+    T.StructField("source", _SOURCE),
+    T.StructField("before", T.StringType()),
+    T.StructField("after", T.StringType()),
+    T.StructField("ddl", T.StringType()),
+    T.StructField("databaseName", T.StringType()),
+    # Schema-change events: which tables the statement changed (`"db"."table"`), and how.
+    T.StructField(
+        "tableChanges",
+        T.ArrayType(
+            T.StructType(
+                [
+                    T.StructField("type", T.StringType()),
+                    T.StructField("id", T.StringType()),
+                    T.StructField("table", T.StringType()),  # the table after it, as JSON text
+                ]
+            )
         ),
-        T.StructField(_CORRUPT, T.StringType()),
-    ]
-)
+    ),
+    T.StructField(_CORRUPT, T.StringType()),
+]
+_PAYLOAD = T.StructType(list(_PAYLOAD_FIELDS))
+# With --transactions keep: a change's transaction id, a BEGIN/END record's status, id and (END) the
+# transaction's changes per table. Parsed only then (--transactions ignore parses what it did before).
+_TRANSACTION_FIELDS = [
+    T.StructField("transaction", T.StructType([T.StructField("id", T.StringType())])),
+    T.StructField("status", T.StringType()),
+    T.StructField("id", T.StringType()),
+    T.StructField(
+        "data_collections",
+        T.ArrayType(
+            T.StructType([T.StructField("data_collection", T.StringType()), T.StructField("event_count", T.LongType())])
+        ),
+    ),
+]
+_PAYLOAD_TXN = T.StructType([*_PAYLOAD_FIELDS, *_TRANSACTION_FIELDS])
 # JsonConverter with schemas.enable=true writes {"schema": ..., "payload": ...}; a string-typed
 # field keeps a nested object as its JSON text.
 _WRAPPED = T.StructType(
@@ -135,7 +152,7 @@ def _split_compact(text: Column, parts: Column) -> tuple[Column, Column, Column]
     return compact, F.when(head != _COMPACT_PREFIX + "null", head), payload
 
 
-def _envelope_projections() -> list[list[Column]]:
+def _envelope_projections(payload: T.StructType) -> list[list[Column]]:
     """The projections that give the raw columns plus the value's schema and payload text, the
     key's, their validity and `_p`, the parsed payload, applied in order by `_read_envelopes`."""
     # Values: the cut of a compact envelope and one parse of its payload; only records that are
@@ -148,11 +165,11 @@ def _envelope_projections() -> list[list[Column]]:
     k_schema, k_payload, k_valid = _unwrap(F.col("key"), F.col("_kw"), F.col("_kk"))
     v_schema, k_schema = (F.concat(F.lit(_COMPACT_PREFIX), c) for c in (v_schema, k_schema))  # see schema_json
     is_fast = F.col("_fast")
-    slow_p = F.when(~is_fast, F.from_json(F.col("_payload_json"), _PAYLOAD, _PERMISSIVE))
+    slow_p = F.when(~is_fast, F.from_json(F.col("_payload_json"), payload, _PERMISSIVE))
     return [
         [*raw, F.split(F.col("value"), _COMPACT_SEP, 2).alias("_vparts")],
         [*raw, compact.alias("_vc"), c_schema.alias("_vcs"), c_payload.alias("_vcp")],
-        [F.col("*"), F.when(F.col("_vc"), F.from_json(F.col("_vcp"), _PAYLOAD, _PERMISSIVE)).alias("_vcp_p")],
+        [F.col("*"), F.when(F.col("_vc"), F.from_json(F.col("_vcp"), payload, _PERMISSIVE)).alias("_vcp_p")],
         [F.col("*"), fast.alias("_fast")],
         [
             F.col("*"),
@@ -174,11 +191,11 @@ def _envelope_projections() -> list[list[Column]]:
     ]
 
 
-def _read_envelopes(raw: DataFrame) -> DataFrame:
+def _read_envelopes(raw: DataFrame, keep: bool) -> DataFrame:
     """The raw columns plus the value's schema and payload text, the key's, their validity and
     `_p`, the parsed payload."""
     df = raw
-    for columns in _projections(raw)[:-1]:
+    for columns in _projections(raw, keep)[:-1]:
         df = df.select(*columns)
     return df
 
@@ -202,6 +219,7 @@ def _status_reason(op: Column, src: Column) -> Column:
         # PostgreSQL's DDL log (source_ddl.py): its events are statements, never a lake table.
         .when(_postgres_ddl_log(src), F.struct(F.lit(SCHEMA_CHANGE), F.lit(None).cast("string")))
         .when(_heartbeat(op, src), F.struct(F.lit(HEARTBEAT), F.lit(None).cast("string")))
+        .when(_transaction_record(op), F.struct(F.lit(TRANSACTION), F.lit(None).cast("string")))
         .when(op.isNull(), F.struct(F.lit(DEAD), F.lit("payload has no Debezium `op` field")))
         .when(
             ~op.isin("c", "r", "u", "d", "t"),
@@ -238,12 +256,27 @@ def _heartbeat(op: Column, src: Column) -> Column:
     return topic_record | table_row
 
 
+def _transaction_record(op: Column) -> Column:
+    """A BEGIN/END record of the connector's transaction topic `<topic.prefix>.transaction` (no `op`)."""
+    named = F.col("_value_schema").contains(_TRANSACTION_SCHEMA) | F.col("topic").endswith(".transaction")
+    return op.isNull() & F.coalesce(named, F.lit(False))
+
+
+def _transaction_id(status: Column) -> Column:
+    """`_txid`: a change's transaction id, or a BEGIN/END record's. PostgreSQL's ids are `<xid>:<lsn>`
+    with BEGIN's and END's LSNs differing: its transaction is its xid (a MySQL GTID `<uuid>:<n>`
+    stays whole: its uuid has letters and dashes)."""
+    tx = F.coalesce(F.col("_p.transaction.id"), F.when(status == TRANSACTION, F.col("_p.id")))
+    return F.when(tx.rlike("^[0-9]+:[0-9]+$"), F.substring_index(tx, ":", 1)).otherwise(tx)
+
+
 def _streamed(src: Column) -> Column:
     return F.coalesce(src["snapshot"], F.lit("false")) == "false"
 
 
-def _classify_projection() -> list[Column]:
-    """The last projection of `classify`, over `_read_envelopes`' columns."""
+def _classify_projection(keep: bool) -> list[Column]:
+    """The last projection of `classify`, over `_read_envelopes`' columns; with `keep`
+    (--transactions keep) also `_txid` and `_txn_end` (an END's changes per table)."""
     op = F.col("_p.op")
     src = F.col("_p.source")
     status_reason = _status_reason(op, src)
@@ -290,23 +323,40 @@ def _classify_projection() -> list[Column]:
         F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
         F.when(postgres_ddl, F.col("_p.after")).alias("_pg_ddl"),
         F.when(snapshot_ddl, F.col("_p.ddl")).alias("_snapshot_ddl"),
+        *(_transaction_columns(status_reason["col1"], db, src) if keep else []),
+    ]
+
+
+def _transaction_columns(status: Column, db: Column, src: Column) -> list[Column]:
+    """`_txid`, `_txn_collection` (a change's `<db or schema>.<table>`, as the END names it) and
+    `_txn_end` (an END's changes per table)."""
+    is_end = (status == TRANSACTION) & (F.col("_p.status") == "END")
+    txid = _transaction_id(status)
+    change = txid.isNotNull() & (status != TRANSACTION)
+    return [
+        txid.alias("_txid"),
+        F.when(change, F.concat_ws(".", db, src["table"])).alias("_txn_collection"),
+        F.when(is_end, F.col("_p.data_collections")).alias("_txn_end"),
     ]
 
 
 # Every batch applies the same projections; built with a few hundred Py4J calls (and as many
 # JVM-side lookups of the functions), they are built once per JVM and reused: a Column is an
 # unresolved expression, bound to no DataFrame or session.
-_BUILT: dict[int, list[list[Column]]] = {}
+_BUILT: dict[tuple[int, bool], list[list[Column]]] = {}
 
 
-def _projections(df: DataFrame) -> list[list[Column]]:
+def _projections(df: DataFrame, keep: bool) -> list[list[Column]]:
     jvm = id(df.sparkSession.sparkContext._jvm)
-    if jvm not in _BUILT:
-        _BUILT.clear()
-        _BUILT[jvm] = [*_envelope_projections(), _classify_projection()]
-    return _BUILT[jvm]
+    if (jvm, keep) not in _BUILT:
+        for k in [k for k in _BUILT if k[0] != jvm]:
+            del _BUILT[k]
+        payload = _PAYLOAD_TXN if keep else _PAYLOAD
+        _BUILT[(jvm, keep)] = [*_envelope_projections(payload), _classify_projection(keep)]
+    return _BUILT[(jvm, keep)]
 
 
-def classify(raw: DataFrame) -> DataFrame:
-    """Add envelope fields and `_status` / `_reason` to a raw batch. No action is triggered."""
-    return _read_envelopes(raw).select(*_projections(raw)[-1])
+def classify(raw: DataFrame, transactions: bool = False) -> DataFrame:
+    """Add envelope fields and `_status` / `_reason` to a raw batch (with `transactions`, the
+    transaction columns of `_transaction_columns` too). No action is triggered."""
+    return _read_envelopes(raw, transactions).select(*_projections(raw, transactions)[-1])

@@ -44,6 +44,7 @@ from ..lake.table_plan import TableDDL
 from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor
 from ..local.faults import TableFault
 from .concurrency import concurrency, run_bounded
+from .transaction_gate import TransactionGate
 
 log = logging.getLogger("cdclake")
 
@@ -96,6 +97,7 @@ class BatchProcessor:
         self._fault, self.resume = fault, resume
         self.set_aside_in_run: dict[str, str] = {}  # lake table -> why, of the batches this process ran
         self.job = job_name(settings.extra, LOCAL_STREAMING_JOB)  # the metrics' Job dimension
+        self.gate = TransactionGate(spark, settings)
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
         """The value schema of a group: from this batch when it is new, else from an earlier one."""
@@ -114,10 +116,11 @@ class BatchProcessor:
     def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
         t0 = time.monotonic()
         report = BatchReport(batch_id)
+        raw = self.gate.with_held(raw, batch_id)  # --transactions keep: what the previous batch held
         # Avro records of the Glue Schema Registry as JsonConverter text (one Spark action with
         # --wire_format avro); those that cannot be decoded are dead letters naming why.
         decoded = self.avro.decode(raw)
-        classified = decoded.mark(classify(decoded.raw))
+        classified = decoded.mark(classify(decoded.raw, self.gate.keep))
         # What the batch reads more than once is kept (computed by the group aggregate), without
         # the record's key and value text and the payload (most of a record's bytes): only dead
         # letters need those, and they are recomputed from `classified` when there are any. The
@@ -127,7 +130,6 @@ class BatchProcessor:
         if self._schemas:
             schema = F.when(~F.col("_schema_id").isin(sorted(self._schemas)), schema)
         cached = as_leaf(classified.withColumn("_value_schema", schema).drop(*_UNCACHED))
-        batch = ClassifiedBatch(batch_id, classified, cached)
         conf = raw.sparkSession.conf
         session = {k: conf.get(k) for k in SMALL_BATCH_CONF}
         for k, v in SMALL_BATCH_CONF.items():
@@ -138,7 +140,7 @@ class BatchProcessor:
                 conf.set(k, v)
 
         try:
-            self._process(batch, report, sized)
+            self._process(self._gated(batch_id, classified, cached, raw, report), report, sized)
         except Exception:
             self.forget()
             raise
@@ -152,6 +154,16 @@ class BatchProcessor:
         aside = [t for t in self._aside if t != self.resume]
         emit(batch_metrics(self.job, report, aside, int(time.time() * 1000)))
         return report
+
+    def _gated(
+        self, batch_id: int, classified: DataFrame, cached: DataFrame, raw: DataFrame, report: BatchReport
+    ) -> ClassifiedBatch:
+        """The batch without the records held for the rest of their source transaction (written to
+        the held store first, transaction_gate.py)."""
+        held = self.gate.hold(cached, raw, batch_id, report)
+        if held is None:
+            return ClassifiedBatch(batch_id, classified, cached)
+        return ClassifiedBatch(batch_id, classified.where(~held), cached.where(~held))
 
     def _process(self, batch: ClassifiedBatch, report: BatchReport, sized: Callable[[int], None]) -> None:
         """`sized(records)`: told the batch's size once the group aggregate has it."""

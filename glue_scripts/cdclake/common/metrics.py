@@ -42,10 +42,9 @@ TABLE_METRICS: dict[str, str] = {
 }
 # Per batch (dimension Job): what the alarms watch, one metric each whatever the number of tables.
 # BatchDeadLetters: the records written to the batch's dead-letter folder (the changes of a table set
-# aside go to its own folder, and count in StoppedTables). With --transactions keep the batch's object
-# also has the properties HeldRecords (records held for the rest of their source transaction) and
-# TransactionsAppliedOpen (transactions applied without all of them read, after
-# --transaction_hold_seconds): in the log line, searchable in Logs Insights, not metrics yet.
+# aside go to its own folder, and count in StoppedTables). Only with --transactions keep: HeldRecords
+# (records held for the rest of their source transaction) and TransactionsAppliedOpen (transactions
+# applied without all of them read, after --transaction_hold_seconds; alarm TransactionAppliedOpen).
 BATCH_METRICS: dict[str, str] = {
     "Records": "Count",
     "BatchDeadLetters": "Count",
@@ -53,6 +52,8 @@ BATCH_METRICS: dict[str, str] = {
     "NotEqualTables": "Count",
     "BatchSeconds": "Seconds",
     "BehindSourceSeconds": "Seconds",
+    "HeldRecords": "Count",
+    "TransactionsAppliedOpen": "Count",
 }
 # Per table and maintenance run (dimensions Job, Table): the table's files after the run, 1 when an
 # action failed (other than losing to concurrent commits), and the run's seconds for the table.

@@ -327,6 +327,9 @@ def bootstrap(s: StackConfig) -> None:
             ALTER PUBLICATION {PUBLICATION} OWNER TO {OWNER_ROLE};
           END IF;
         END $$;
+        -- A partitioned table's changes under its own name, not each partition's (docs/ARCHITECTURE.md,
+        -- "Partitioned tables (PostgreSQL)"); also for a publication an older stack created.
+        ALTER PUBLICATION {PUBLICATION} SET (publish_via_partition_root = true);
         """,
         database=DATABASE,
     )
@@ -416,8 +419,12 @@ def table_problems(s: StackConfig) -> list[str]:
         SELECT c.relname, c.relreplident,
                EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
                pg_get_userbyid(c.relowner),
-               EXISTS (SELECT 1 FROM pg_publication_tables p
-                       WHERE p.pubname = '{PUBLICATION}' AND p.schemaname = n.nspname AND p.tablename = c.relname)
+               -- a partition is published with its partitioned table
+               EXISTS (SELECT 1 FROM (SELECT c.oid AS relid UNION SELECT relid FROM pg_partition_ancestors(c.oid)) a
+                         JOIN pg_class ac ON ac.oid = a.relid
+                         JOIN pg_namespace an ON an.oid = ac.relnamespace
+                         JOIN pg_publication_tables p ON p.schemaname = an.nspname AND p.tablename = ac.relname
+                        WHERE p.pubname = '{PUBLICATION}')
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = '{SCHEMA}' AND c.relkind IN ('r', 'p')
         ORDER BY c.relname;

@@ -47,12 +47,17 @@ CREATE TABLE IF NOT EXISTS :"schema".cdclake_ddl (
   -- command created: [generated, column, null]) and relabel (a column of an enum whose value ALTER TYPE
   -- ... RENAME VALUE renamed: [relabel, column, [old, new] or null when unknown]) and default (a column
   -- the command added whose value for the rows the table had is one constant: [default, column, its
-  -- text, or null for none]).
+  -- text, or null for none]); on a partitioned table, attach and detach (a partition attached or created,
+  -- detached or dropped: [attach|detach, [schema, table], {key, bound, others, rows}], key and bounds as
+  -- pg_get_partkeydef/pg_get_expr write them, others the bounds of the partitions left, rows whether an
+  -- attached table brought rows).
   changes         jsonb       NOT NULL,
   columns         jsonb       NOT NULL,   -- after the command: {"<attnum>": [name, type]}
   primary_key     jsonb       NOT NULL,   -- after the command: [column, ...]
-  statement       text                    -- current_query(): the client's query string
+  statement       text,                   -- current_query(): the client's query string
+  partitions      jsonb                   -- a partitioned table's after the command: {key, parts: {oid: [schema, table, bound]}}
 );
+ALTER TABLE :"schema".cdclake_ddl ADD COLUMN IF NOT EXISTS partitions jsonb;  -- a capture installed before it
 CREATE INDEX IF NOT EXISTS cdclake_ddl_table ON :"schema".cdclake_ddl (table_oid, id);
 ALTER TABLE :"schema".cdclake_ddl OWNER TO :"owner";
 ALTER TABLE :"schema".cdclake_ddl REPLICA IDENTITY FULL;  -- as every captured table (never updated)
@@ -68,6 +73,42 @@ LANGUAGE sql STABLE AS $$
        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
       WHERE i.indrelid = rel AND i.indisprimary)
 $$;
+
+-- A partitioned table's key and partitions now (null for any other table).
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_parts(rel oid) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('key', pg_get_partkeydef(rel), 'parts',
+           (SELECT coalesce(jsonb_object_agg(c.oid::text, jsonb_build_array(n.nspname, c.relname,
+                                             pg_get_expr(c.relpartbound, c.oid))), '{}')
+              FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE i.inhparent = rel))
+   WHERE EXISTS (SELECT FROM pg_class WHERE oid = rel AND relkind = 'p')
+$$;
+
+-- Partitions attached (or created) and detached (or dropped) between two states of a partitioned table:
+-- the rows of a detached one leave the table, an attached one's come in, without row events.
+CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_partdiff(was jsonb, now jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  out jsonb := '[]';
+  c record;
+  has_rows boolean;
+  others jsonb := (SELECT coalesce(jsonb_agg(v->2), '[]') FROM jsonb_each(now->'parts') e(k, v));
+BEGIN
+  IF now IS NULL OR was IS NULL THEN  -- not partitioned, or its state before is not known (an older capture's row)
+    RETURN out;
+  END IF;
+  FOR c IN SELECT key, value FROM jsonb_each(coalesce(was->'parts', '{}')) WHERE NOT now->'parts' ? key LOOP
+    out := out || jsonb_build_array(jsonb_build_array('detach', jsonb_build_array(c.value->>0, c.value->>1),
+             jsonb_build_object('key', now->>'key', 'bound', c.value->>2, 'others', others)));
+  END LOOP;
+  FOR c IN SELECT key, value FROM jsonb_each(now->'parts') WHERE NOT coalesce(was->'parts', '{}') ? key LOOP
+    EXECUTE format('SELECT EXISTS (SELECT FROM %I.%I)', c.value->>0, c.value->>1) INTO has_rows;
+    out := out || jsonb_build_array(jsonb_build_array('attach', jsonb_build_array(c.value->>0, c.value->>1),
+             jsonb_build_object('key', now->>'key', 'bound', c.value->>2, 'rows', has_rows)));
+  END LOOP;
+  RETURN out;
+END $$;
 
 -- What changed between two states of one table: drops, renames and type changes in column order,
 -- then added columns, then the primary key.
@@ -108,21 +149,28 @@ DECLARE
   st record;
   found_prev boolean;
   diff jsonb;
+  parts jsonb;
 BEGIN
   IF log_table IS NULL THEN
     RAISE WARNING 'cdclake DDL capture: table cdclake_ddl is gone, % not recorded', tg_tag
       USING HINT = 'run sql/postgres/ddl_capture.sql again, or remove the capture: DROP EVENT TRIGGER cdclake_ddl_end; DROP EVENT TRIGGER cdclake_ddl_drop;';
     RETURN;
   END IF;
+  -- The tables of the command, and the partitioned tables one of them is a partition of (CREATE TABLE ...
+  -- PARTITION OF names the partition only): a parent's row only when its partitions changed.
   FOR r IN
     SELECT DISTINCT ON (c.objid) c.objid, c.command_tag, c.object_identity, cl.relname::text AS relname,
-           n.nspname::text AS nspname
-      FROM pg_event_trigger_ddl_commands() c
+           n.nspname::text AS nspname, c.object_type = 'parent' AS parent_only
+      FROM (SELECT objid, classid, command_tag, object_identity, object_type FROM pg_event_trigger_ddl_commands()
+            UNION ALL
+            SELECT i.inhparent, d.classid, 'ALTER TABLE', NULL, 'parent'
+              FROM pg_event_trigger_ddl_commands() d JOIN pg_inherits i ON i.inhrelid = d.objid
+             WHERE d.classid = 'pg_class'::regclass) c
       JOIN pg_class cl ON cl.oid = c.objid
       JOIN pg_namespace n ON n.oid = cl.relnamespace
      WHERE c.classid = 'pg_class'::regclass AND cl.relkind IN ('r', 'p') AND cl.relpersistence <> 't'
        AND cl.oid <> log_table AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
-     ORDER BY c.objid, c.object_type = 'table column' DESC
+     ORDER BY c.objid, c.object_type = 'parent', c.object_type = 'table column' DESC
   LOOP
     SELECT * INTO st FROM cdclake_ddl_state(r.objid);
     SELECT * INTO prev FROM cdclake_ddl WHERE table_oid = r.objid ORDER BY id DESC LIMIT 1;
@@ -136,13 +184,16 @@ BEGIN
       diff := diff || cdclake_ddl_defaults(r.objid, diff);
     END IF;
     diff := diff || cdclake_ddl_generated(r.objid, CASE WHEN found_prev THEN prev.columns ELSE '{}' END);
+    parts := cdclake_ddl_parts(r.objid);
+    diff := diff || cdclake_ddl_partdiff(CASE WHEN found_prev THEN prev.partitions END, parts);
+    CONTINUE WHEN r.parent_only AND diff = '[]';
     INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, old_schema_name,
-                             old_table_name, changes, columns, primary_key, statement)
+                             old_table_name, changes, columns, primary_key, statement, partitions)
     VALUES (
       r.command_tag, r.object_identity, r.objid, r.nspname, r.relname,
       CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.schema_name END,
       CASE WHEN found_prev AND (prev.schema_name, prev.table_name) <> (r.nspname, r.relname) THEN prev.table_name END,
-      diff, st.cols, st.pk, current_query());
+      diff, st.cols, st.pk, current_query(), parts);
   END LOOP;
   -- ALTER TYPE <enum> RENAME VALUE: no table changes, but every stored value of the label reads anew.
   FOR r IN
@@ -224,9 +275,9 @@ BEGIN
   LOOP
     SELECT * INTO st FROM cdclake_ddl_state(t.oid);
     INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
-                             primary_key, statement)
+                             primary_key, statement, partitions)
     VALUES ('ALTER TYPE', format('%I.%I', t.nspname, t.relname), t.oid, t.nspname, t.relname, t.changes, st.cols,
-            st.pk, current_query());
+            st.pk, current_query(), cdclake_ddl_parts(t.oid));
   END LOOP;
 END $$;
 
@@ -235,6 +286,9 @@ CREATE OR REPLACE FUNCTION :"schema".cdclake_ddl_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
   r record;
+  p record;
+  parts jsonb;
+  diff jsonb;
 BEGIN
   IF to_regclass('cdclake_ddl') IS NULL THEN
     RETURN;  -- dropped itself (or gone before): nothing to record into
@@ -248,6 +302,23 @@ BEGIN
                              primary_key, statement)
     VALUES (tg_tag, r.object_identity, r.objid, r.schema_name, r.object_name, '[["drop_table", null, null]]', '{}',
             '[]', current_query());
+  END LOOP;
+  -- A partition dropped takes its rows out of its parent, when the parent stays: the parent's row says so.
+  FOR p IN
+    SELECT DISTINCT ON (d.table_oid) d.*, cl.relname::text AS relname, n.nspname::text AS nspname
+      FROM cdclake_ddl d JOIN pg_class cl ON cl.oid = d.table_oid JOIN pg_namespace n ON n.oid = cl.relnamespace
+     WHERE d.partitions IS NOT NULL
+       AND EXISTS (SELECT FROM pg_event_trigger_dropped_objects() o
+                    WHERE o.object_type = 'table' AND d.partitions->'parts' ? o.objid::text)
+     ORDER BY d.table_oid, d.id DESC
+  LOOP
+    parts := cdclake_ddl_parts(p.table_oid);
+    diff := cdclake_ddl_partdiff(p.partitions, parts);
+    CONTINUE WHEN diff = '[]';
+    INSERT INTO cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
+                             primary_key, statement, partitions)
+    VALUES (tg_tag, format('%I.%I', p.nspname, p.relname), p.table_oid, p.nspname, p.relname, diff, p.columns,
+            p.primary_key, current_query(), parts);
   END LOOP;
 END $$;
 
@@ -266,6 +337,10 @@ ALTER FUNCTION :"schema".cdclake_ddl_defaults(oid, jsonb) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_generated(oid, jsonb) OWNER TO :"owner";
 ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) SET search_path = pg_catalog, :"schema", pg_temp;
 ALTER FUNCTION :"schema".cdclake_ddl_relabel(oid, oid) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_parts(oid) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_parts(oid) OWNER TO :"owner";
+ALTER FUNCTION :"schema".cdclake_ddl_partdiff(jsonb, jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION :"schema".cdclake_ddl_partdiff(jsonb, jsonb) OWNER TO :"owner";
 
 DROP EVENT TRIGGER IF EXISTS cdclake_ddl_end;
 DROP EVENT TRIGGER IF EXISTS cdclake_ddl_drop;
@@ -274,8 +349,9 @@ CREATE EVENT TRIGGER cdclake_ddl_drop ON sql_drop EXECUTE FUNCTION :"schema".cdc
 
 -- Every table that exists now gets its starting state (the next command on it is compared with it).
 INSERT INTO :"schema".cdclake_ddl (command_tag, object_identity, table_oid, schema_name, table_name, changes, columns,
-                                   primary_key)
-SELECT 'BASELINE', format('%I.%I', n.nspname, c.relname), c.oid, n.nspname, c.relname, '[]', s.cols, s.pk
+                                   primary_key, partitions)
+SELECT 'BASELINE', format('%I.%I', n.nspname, c.relname), c.oid, n.nspname, c.relname, '[]', s.cols, s.pk,
+       :"schema".cdclake_ddl_parts(c.oid)
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
   CROSS JOIN LATERAL :"schema".cdclake_ddl_state(c.oid) s
  WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND n.nspname <> 'information_schema'

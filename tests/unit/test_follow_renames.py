@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cdclake.common.lake_contract import DROP, ColumnChange
 from cdclake.events.decode import SchemaGroup
-from cdclake.lake.lake_tables import TableRename, follow_renames
+from cdclake.events.partition_ddl import PartitionStep, PgPartition
+from cdclake.lake.lake_tables import TableRename, follow_renames, route_partitions
 from cdclake.lake.table_plan import TableDDL
 
 
@@ -42,3 +43,37 @@ def test_statements_before_a_swap_go_with_their_table_and_later_ones_stay():
     _, _, routed = follow_renames({}, {}, renames, statements)
     assert routed[("db", "t_old")] == TableDDL(changes=[ColumnChange(DROP, "v", None, 10)], key_seqs=[10])
     assert routed[("db", "t")] == TableDDL(changes=[ColumnChange(DROP, "w", None, 30)], create_seq=5)
+
+
+def _attach(op: str, parent: str, child: str, seq: int) -> dict[tuple[str, str], TableDDL]:
+    pg = PgPartition(f"public.{child}", "RANGE (id)", "FOR VALUES FROM (1) TO (2)")
+    return {("public", parent): TableDDL(partitions=[(seq, PartitionStep(("public", parent), op=op, pg=pg))])}
+
+
+def test_a_postgres_partition_s_changes_go_to_its_partitioned_table_while_it_is_attached():
+    def grp(table: str, seq: int) -> SchemaGroup:
+        return SchemaGroup("public", table, 1, 1, None, None, None, 1, seq)
+
+    # p_1 attached to p at 10 (its CREATE ... PARTITION OF), detached at 40; p_2 known from an earlier batch.
+    attached, detached, other = grp("p_1", 20), grp("p_1", 50), grp("p_2", 5)
+    statements = _attach("ATTACH", "p", "p_1", 10)
+    statements[("public", "p")].partitions += _attach("DETACH", "p", "p_1", 40)[("public", "p")].partitions
+    known = {("public", "p_2"): ("public", "p")}
+    tables, truncated, parents = route_partitions(
+        {("public", "p_1"): [attached, detached], ("public", "p_2"): [other]},
+        {("public", "p_2"): 7},
+        statements,
+        [TableRename(("public", "p"), ("public", "q"), 60)],
+        known,
+    )
+    assert tables == {("public", "p"): [attached, other], ("public", "p_1"): [detached]}
+    assert truncated == {("public", "p"): 7}
+    # p_1 left; the parent's rename is followed for the batches after this one.
+    assert parents == {("public", "p_2"): ("public", "q")}
+
+
+def test_a_partition_of_a_partition_goes_to_the_root():
+    g = SchemaGroup("public", "leaf", 1, 1, None, None, None, 1, 9)
+    known = {("public", "leaf"): ("public", "mid"), ("public", "mid"): ("public", "root")}
+    tables, _, _ = route_partitions({("public", "leaf"): [g]}, {}, {}, [], known)
+    assert tables == {("public", "root"): [g]}

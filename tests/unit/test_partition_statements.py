@@ -4,7 +4,17 @@ CREATE/ALTER TABLE statements define (events/partition_ddl.py); what cannot be s
 from __future__ import annotations
 
 import pytest
-from cdclake.events.partition_ddl import Partitioning, dump_state, follow, load_state, partition_steps
+from cdclake.events.partition_ddl import (
+    Partitioning,
+    PartitionStep,
+    PgPartition,
+    dump_state,
+    follow,
+    load_state,
+    partition_steps,
+    pg_partition_rows,
+    pg_rows_of,
+)
 
 # As MariaDB's SHOW CREATE TABLE writes it (Debezium's snapshot statement), and as MySQL does.
 RANGE = (
@@ -87,3 +97,59 @@ def test_an_exchange_changes_both_tables_and_other_statements_nothing():
     assert partition_steps("ALTER TABLE t ADD COLUMN `partition` INT", "db") == []
     assert [s.partitioning for s in partition_steps("CREATE TABLE t (id INT PRIMARY KEY)", "db")] == [None]
     assert [s.defines for s in partition_steps("ALTER TABLE t REMOVE PARTITIONING", "db")] == [True]
+
+
+# ------------------------------------------------------------------ PostgreSQL (the DDL log's attach/detach)
+def _matching(condition: str, rows: list[tuple]) -> list[tuple]:
+    """The rows (a, b) a condition holds for, evaluated by SQLite (the condition's SQL is plain)."""
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (a, b)")
+    db.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    return db.execute(f"SELECT a, b FROM t WHERE {condition} ORDER BY rowid").fetchall()
+
+
+def test_a_postgres_range_partition_holds_its_lower_bound_not_its_upper_one_and_default_holds_the_rest():
+    rows = [(None, 1), (-5, 1), (9, 1), (10, 1), (10, 2), (19, 9), (20, 1), (500, 1)]
+    cols = {"a": "a", "b": "b"}
+    first = PgPartition("public.t_1", "RANGE (a)", "FOR VALUES FROM (MINVALUE) TO (10)")
+    second = PgPartition("public.t_2", "RANGE (a)", "FOR VALUES FROM (10) TO (20)")
+    assert _matching(pg_rows_of(first, cols), rows) == [(-5, 1), (9, 1)]
+    assert _matching(pg_rows_of(second, cols), rows) == [(10, 1), (10, 2), (19, 9)]
+    default = PgPartition("public.t_d", "RANGE (a)", "DEFAULT", (first.bound, second.bound))
+    assert _matching(pg_rows_of(default, cols), rows) == [(None, 1), (20, 1), (500, 1)]
+    # Two columns compare as a row: (10, 2) is at or above (10, 2), below (20, MINVALUE).
+    two = PgPartition("public.t_2", "RANGE (a, b)", "FOR VALUES FROM (10, 2) TO (20, MINVALUE)")
+    assert _matching(pg_rows_of(two, cols), rows) == [(10, 2), (19, 9)]
+
+
+def test_a_postgres_list_partition_matches_its_values_and_null_and_a_default_list_the_others():
+    rows = [("a", 1), ("it's", 1), (None, 1), ("z", 1)]
+    cols = {"a": "a"}
+    listed = PgPartition("public.l_1", 'LIST ("A")', "FOR VALUES IN ('a', NULL)")
+    assert pg_rows_of(listed, {"a": "`A`"}) == "`A` = 'a' OR `A` IS NULL"
+    quoted = PgPartition("public.l_2", "LIST (a)", "FOR VALUES IN ('it''s')")
+    assert pg_rows_of(quoted, cols) == "a = 'it\\'s'"  # Spark's escape
+    default = PgPartition("public.l_d", "LIST (a)", "DEFAULT", ("FOR VALUES IN ('a', NULL)",))
+    assert _matching(pg_rows_of(default, cols), rows) == [("it's", 1), ("z", 1)]
+
+
+@pytest.mark.parametrize(
+    ("op", "partition", "why"),
+    [
+        ("DETACH", PgPartition("public.h_0", "HASH (a)", "FOR VALUES WITH (modulus 2, remainder 0)"), "HASH"),
+        ("DETACH", PgPartition("public.e_1", "RANGE (lower(a))", "FOR VALUES FROM ('a') TO ('m')"), "expression"),
+        ("DETACH", PgPartition("public.c_1", "RANGE (gone)", "FOR VALUES FROM (1) TO (2)"), "not in the lake"),
+        ("ATTACH", PgPartition("public.r_3", "RANGE (a)", "FOR VALUES FROM (2) TO (3)", rows=True), "rows it brings"),
+    ],
+)
+def test_a_postgres_partition_whose_rows_cannot_be_told_says_why(op, partition, why):
+    step = PartitionStep(("public", "t"), op=op, names=(partition.name,), pg=partition)
+    [said] = pg_partition_rows(step, {"a": "a"})
+    assert why in said and partition.name in said
+
+
+def test_an_empty_table_attached_changes_no_rows():
+    empty = PgPartition("public.r_3", "RANGE (a)", "FOR VALUES FROM (2) TO (3)")
+    assert pg_partition_rows(PartitionStep(("public", "t"), op="ATTACH", pg=empty), {"a": "a"}) == ()

@@ -107,12 +107,18 @@ class PartitionStep:
     names: tuple[str, ...] = ()  # the partitions it names (ALL: every one)
     into: tuple[Partition, ...] = ()  # ADD's and REORGANIZE's new partitions
     known: bool = True  # the new partitions' bounds are constants
+    # PostgreSQL's ATTACH/DETACH (a partition created or dropped too), from the DDL log: the parent's
+    # key and the partition's bound as the catalog writes them, the other partitions' bounds, whether
+    # an attached table brought rows.
+    pg: PgPartition | None = None
 
     @property
     def removes_rows(self) -> bool:
-        return self.op in ("DROP", "TRUNCATE", "EXCHANGE", "IMPORT")
+        return self.op in ("DROP", "TRUNCATE", "EXCHANGE", "IMPORT", "DETACH")
 
     def what(self) -> str:
+        if self.pg is not None:
+            return f"{self.op} PARTITION {self.pg.name}"
         return f"{self.op} PARTITION {', '.join(self.names)}".strip()
 
 
@@ -292,6 +298,131 @@ def _values(toks: list[Tok]) -> tuple[tuple[str, ...], bool]:
         else:
             return tuple(out), False
     return tuple(out), bool(out)
+
+
+# ------------------------------------------------------------------ PostgreSQL's partitions
+@dataclass(frozen=True)
+class PgPartition:
+    """A partition a PostgreSQL command attached to or detached from a partitioned table (the DDL log's
+    attach/detach entry): pg_get_partkeydef's key (`RANGE (id)`), pg_get_expr's bound (`FOR VALUES FROM
+    (1) TO (100)`, `FOR VALUES IN ('a', NULL)`, `DEFAULT`), the bounds of the partitions left."""
+
+    name: str
+    key: str
+    bound: str
+    others: tuple[str, ...] = ()
+    rows: bool = False  # an attached table brought rows
+
+
+_PG_KEY = re.compile(r"(RANGE|LIST|HASH) \((.*)\)", re.DOTALL)
+_PG_IDENT = re.compile(r'[a-z_][a-z0-9_$]*|"(?:[^"]|"")+"')
+
+
+def pg_key_columns(key: str) -> tuple[str, tuple[str, ...]]:
+    """(RANGE | LIST | HASH, the key's columns) of a partition key; columns () when a part of it is an
+    expression."""
+    m = _PG_KEY.fullmatch(key.strip())
+    if m is None:
+        return "OTHER", ()
+    parts = [x.strip() for x in _split_top(m[2])]
+    if not all(_PG_IDENT.fullmatch(x) for x in parts):
+        return m[1], ()
+    return m[1], tuple(x[1:-1].replace('""', '"') if x.startswith('"') else x for x in parts)
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at commas outside parentheses and quotes."""
+    out, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    return [*out, "".join(cur)]
+
+
+def _pg_literal(text: str) -> str | None:
+    """A bound value as a Spark SQL literal (MINVALUE/MAXVALUE/NULL kept as words); None for another
+    expression."""
+    t = text.strip()
+    if t.upper() in ("MINVALUE", "MAXVALUE", "NULL", "TRUE", "FALSE") or re.fullmatch(r"-?\d+(\.\d+)?", t):
+        return t.upper() if not t[0].isdigit() and t[0] != "-" else t
+    if len(t) >= 2 and t[0] == t[-1] == "'":
+        return sql_string(t[1:-1].replace("''", "'"))
+    return None
+
+
+def _pg_less(cols: list[str], bound: list[str]) -> str:
+    """(cols) < (bound) as PostgreSQL compares a range partition's bounds: MINVALUE below and MAXVALUE
+    above every value, equal tuples not less."""
+    if not bound or bound[0] == "MINVALUE":
+        return "FALSE"
+    if bound[0] == "MAXVALUE":
+        return "TRUE"
+    c, b = cols[0], bound[0]
+    return f"{c} < {b} OR ({c} = {b} AND ({_pg_less(cols[1:], bound[1:])}))"
+
+
+def _pg_bound_rows(kind: str, cols: list[str], bound: str) -> str | None:
+    """The condition for the rows of one non-default bound; None when it is not a constant."""
+    m = re.fullmatch(r"FOR VALUES (?:FROM \((.*)\) TO \((.*)\)|IN \((.*)\))", bound.strip(), re.DOTALL)
+    if m is None:
+        return None
+    if m[3] is not None and kind == "LIST" and len(cols) == 1:
+        values = [_pg_literal(v) for v in _split_top(m[3])]
+        if None in values:
+            return None
+        listed = [f"{cols[0]} IS NULL" if v == "NULL" else f"{cols[0]} = {v}" for v in values]  # type: ignore[misc]
+        return " OR ".join(listed)
+    if m[1] is None or kind != "RANGE":
+        return None
+    lower, upper = ([_pg_literal(v) for v in _split_top(x)] for x in (m[1], m[2]))
+    if None in lower or None in upper or len(lower) != len(cols) or len(upper) != len(cols):
+        return None
+    present = " AND ".join(f"{c} IS NOT NULL" for c in cols)  # a range partition holds no null key
+    return f"{present} AND NOT ({_pg_less(cols, lower)}) AND ({_pg_less(cols, upper)})"  # type: ignore[arg-type]
+
+
+def pg_rows_of(p: PgPartition, columns: dict[str, str]) -> str | None:
+    """The condition on the lake's columns (`columns`: lower-case source name -> quoted lake column)
+    for the rows partition `p` held; None when it cannot be said (HASH, an expression, a column not
+    in the lake, a bound that is no constant)."""
+    kind, names = pg_key_columns(p.key)
+    cols = [columns.get(n.lower()) for n in names]
+    if kind not in ("RANGE", "LIST") or not names or None in cols:
+        return None
+    if p.bound.strip().upper() != "DEFAULT":
+        return _pg_bound_rows(kind, cols, p.bound)  # type: ignore[arg-type]
+    others = [_pg_bound_rows(kind, cols, b) for b in p.others if b.strip().upper() != "DEFAULT"]  # type: ignore[arg-type]
+    if None in others:
+        return None
+    return "NOT (" + " OR ".join(["FALSE", *(f"coalesce({o}, FALSE)" for o in others)]) + ")"
+
+
+def pg_partition_rows(step: PartitionStep, columns: dict[str, str]) -> str | tuple[str, ...] | None:
+    """What a PostgreSQL ATTACH/DETACH step does to the parent's rows: the condition of the rows it
+    took out, () when it changed none, or why the job cannot follow it (text in a tuple)."""
+    p = step.pg
+    if p is None:
+        return ()
+    if step.op == "ATTACH":
+        return (f"ATTACH PARTITION {p.name}: the rows it brings are not in the change stream",) if p.rows else ()
+    condition = pg_rows_of(p, columns)
+    if condition is None:
+        kind, names = pg_key_columns(p.key)
+        why = ("HASH partitioning" if kind == "HASH" else "partitioning by an expression" if not names
+               else "a partitioning column not in the lake table or a bound that is no constant")  # fmt: skip
+        return (f"DETACH PARTITION {p.name} (or its DROP): {why}, which rows it held is not known",)
+    return condition
 
 
 # ------------------------------------------------------------------ following the steps

@@ -351,6 +351,9 @@ class PostgresStatement:
     # format_type() writes it, the value's text or None), and the primary key after the command.
     added: list[tuple[str, str, str | None]] = field(default_factory=list)
     keys: tuple[str, ...] = ()
+    # Partitions a command attached to or detached from this (partitioned) table: (ATTACH | DETACH,
+    # "schema.partition", {key, bound, others, rows}), in order (partition_ddl.PgPartition).
+    partitions: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -366,8 +369,8 @@ class Relabel:
 def postgres_statement(after: str) -> PostgresStatement:
     """One DDL log row (the `after` image of its insert event, JSON text) as a statement. The row's
     `changes` is a list of [kind, old, new]: drop, rename, add, type, key, create, drop_table, using
-    ([using, column, type]), generated ([generated, column, null]) and relabel ([relabel, column,
-    [old, new] or null])."""
+    ([using, column, type]), generated ([generated, column, null]), relabel ([relabel, column,
+    [old, new] or null]) and attach/detach ([attach, [schema, partition], {key, bound, others, rows}])."""
     try:
         row = json.loads(after)
         items = row["changes"]
@@ -402,6 +405,8 @@ def postgres_statement(after: str) -> PostgresStatement:
         added=[(str(i[1]), types[str(i[1])], None if i[2] is None else str(i[2])) for i in items
                if i[0] == "default" and str(i[1]) in types],
         keys=tuple(str(k) for k in _json_list(row.get("primary_key"))),
+        partitions=[(str(i[0]).upper(), ".".join(str(x) for x in i[1]), i[2]) for i in items
+                    if i[0] in ("attach", "detach") and isinstance(i[2], dict)],
     )  # fmt: skip
 
 

@@ -186,7 +186,8 @@ class BatchProcessor:
         statements, renames = (
             read_statements(batch.cached, self.tables.executor.fmt.lake_type) if summary.schema_events else ({}, [])
         )
-        tables, truncated = summary.tables, summary.truncated
+        # PostgreSQL partitions' changes under their partitioned table's name (a dict lookup per table).
+        tables, truncated = self.tables.route_partitions(summary.tables, summary.truncated, statements, renames)
         if renames:
             report.tables += self.tables.rename_tables(renames)
         if follow := self.tables.renames_to_follow(renames, list(tables)):

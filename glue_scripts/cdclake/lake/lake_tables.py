@@ -37,7 +37,7 @@ from ..common.sqltext import table_properties
 from ..events import partition_ddl, source_ddl
 from ..events.decode import SchemaGroup
 from .executor import Executor
-from .small_files import EarlyPartitions, EarlyStore
+from .small_files import EarlyPartitions, EarlyStore, PartitionParents
 from .table_plan import (
     ColumnsChanged,
     CopyThenDrop,
@@ -232,6 +232,7 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     t.relabels += [(seq, x) for x in s.relabels if x.old is not None]
     if added := source_ddl.postgres_statement_columns(s):
         t.schemas.append(StatementSchema(seq, tuple(added), s.keys))
+    t.partitions += [(seq, _pg_partition_step(s.table, op, name, info)) for op, name, info in s.partitions]
     _not_followed(s, seq)
     if s.key_changed:
         t.key_seqs.append(seq)
@@ -240,6 +241,14 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     if s.dropped:
         _dropped(t, seq, r["ts"])
     return [TableRename(s.renamed_from, s.table, seq, int(r["offset"]))] if s.renamed_from else []
+
+
+def _pg_partition_step(table: tuple[str, str], op: str, name: str, info: dict) -> partition_ddl.PartitionStep:
+    """A partition attached to or detached from PostgreSQL table `table`, as a step of its partitioning."""
+    others = tuple(str(b) for b in info.get("others") or ())
+    pg = partition_ddl.PgPartition(name, str(info.get("key") or ""), str(info.get("bound") or ""), others,
+                                   bool(info.get("rows")))  # fmt: skip
+    return partition_ddl.PartitionStep(table, op=op, names=(name,), pg=pg)
 
 
 def _not_followed(s: source_ddl.PostgresStatement, seq: int) -> None:
@@ -281,6 +290,54 @@ def _not_followed(s: source_ddl.PostgresStatement, seq: int) -> None:
 def _dropped(t: TableDDL, seq: int, ts: float | None) -> None:
     if t.drop_seq is None or seq > t.drop_seq:
         t.drop_seq, t.drop_ts = seq, ts
+
+
+Parents = dict[tuple[str, str], tuple[str, str]]  # a PostgreSQL partition -> its partitioned table
+
+
+def route_partitions(
+    tables: dict[tuple[str, str], list[SchemaGroup]],
+    truncated: dict[tuple[str, str], int],
+    statements: dict[tuple[str, str], TableDDL],
+    renames: list[TableRename],
+    parents: Parents,
+) -> tuple[dict[tuple[str, str], list[SchemaGroup]], dict[tuple[str, str], int], Parents]:
+    """A PostgreSQL partition's schema groups and truncates under its partitioned table (a publication
+    without publish_via_partition_root names the partition), as partitioned when they were written;
+    and the partitions' parents after the batch's ATTACH/DETACH and table renames."""
+    steps = sorted(
+        (seq, step.op, tuple(step.pg.name.split(".", 1)), parent)
+        for parent, t in statements.items() for seq, step in t.partitions if step.pg is not None
+    )  # fmt: skip
+
+    def parent_at(table: tuple[str, str], seq: int) -> tuple[str, str]:
+        for _ in range(8):  # a partition of a partition: up to the root
+            known = parents.get(table)
+            for at, op, child, parent in steps:
+                if at < seq and child == table:
+                    known = parent if op == "ATTACH" else None
+            if known is None:
+                return table
+            table = known
+        return table
+
+    groups: dict[tuple[str, str], list[SchemaGroup]] = defaultdict(list)
+    for table, gs in tables.items():
+        for g in gs:
+            groups[parent_at(table, g.max_seq)].append(g)
+    moved: dict[tuple[str, str], int] = {}
+    for table, seq in truncated.items():
+        target = parent_at(table, seq)
+        moved[target] = max(seq, moved.get(target, 0))
+    after = dict(parents)
+    for _, op, child, parent in steps:
+        if op == "ATTACH":
+            after[child] = parent
+        else:
+            after.pop(child, None)
+    for r in sorted(renames, key=lambda r: r.order):
+        after = {(r.new if k == r.old else k): (r.new if v == r.old else v) for k, v in after.items()}
+    return dict(groups), moved, after
 
 
 def follow_renames(
@@ -353,6 +410,9 @@ class LakeTables:
         self._partitions: dict[str, EarlyPartitions] = {}
         self._early_files = EarlyStore(spark, settings.dead_letter_path)
         self._early_loaded = False
+        # PostgreSQL partitions -> their partitioned table (route_partitions), read once from its file.
+        self._parents_file = PartitionParents(spark, settings.dead_letter_path)
+        self._parents: Parents | None = None
         # Tables created again at the source with another primary key: replaced at their creation.
         self._replacing: set[str] = set()
         # Two records of RENAME TABLE steps, for two questions. Which steps did this process carry
@@ -369,6 +429,23 @@ class LakeTables:
         # case and characters, so two source tables can map to one name (`claim`).
         self._sources: dict[str, tuple[str, str]] = {}
         self._claims = threading.Lock()
+
+    def route_partitions(
+        self,
+        tables: dict[tuple[str, str], list[SchemaGroup]],
+        truncated: dict[tuple[str, str], int],
+        statements: dict[tuple[str, str], TableDDL],
+        renames: list[TableRename],
+    ) -> tuple[dict[tuple[str, str], list[SchemaGroup]], dict[tuple[str, str], int]]:
+        """The batch's groups and truncates of PostgreSQL partitions under their partitioned table; the
+        partitions' parents kept (their file written only when they change)."""
+        if self._parents is None:
+            self._parents = self._parents_file.load()
+        tables, truncated, parents = route_partitions(tables, truncated, statements, renames, self._parents)
+        if parents != self._parents:
+            self._parents_file.save(parents)
+            self._parents = parents
+        return tables, truncated
 
     def relabel(self, statements: dict[tuple[str, str], TableDDL], ident_of: Callable[[str, str], str]) -> list[str]:
         """PostgreSQL's ALTER TYPE ... RENAME VALUE of the batch, after its writes: each lake column of

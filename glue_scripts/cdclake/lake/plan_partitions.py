@@ -8,7 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..common.sqltext import quote
-from ..events.partition_ddl import Partitioning, dump_state, follow, load_state
+from ..events.partition_ddl import (
+    Partitioning,
+    PartitionStep,
+    dump_state,
+    follow,
+    load_state,
+    pg_key_columns,
+    pg_partition_rows,
+)
 from .plan_draft import Draft
 from .plan_steps import DeletePartitionRows, GroupFacts, Level, MarkDiverged, Note, RecordPartitioning, ReorderSet
 
@@ -30,19 +38,12 @@ def follow_partitions(d: Draft, groups: list[GroupFacts]) -> None:
     new: list[DeletePartitionRows] = []
     unfollowed: list[str] = []
     for seq, step in steps:
-        before = current
-        current, rows = follow(current, step)
+        current, condition, why = _step(d, current, step)
         position = seq
-        if isinstance(rows, str):
-            unfollowed.append(f"{rows} (source position {seq})")
-        elif rows:
-            condition = before.rows_of(rows, _columns(d, before)) if before is not None else None
-            if condition is None:
-                unfollowed.append(
-                    f"{step.what()} (source position {seq}): a partitioning column is not in the lake table"
-                )
-            else:
-                new.append(DeletePartitionRows(seq, condition, step.what()))
+        if why:
+            unfollowed.append(f"{why} (source position {seq})")
+        elif condition:
+            new.append(DeletePartitionRows(seq, condition, step.what()))
     deletes += [(x.seq, x.condition) for x in new]
     # Changes older than a partition delete read after it (another topic read ahead): their rows go again.
     oldest = min((g.min_seq or g.max_seq for g in groups if g.events and not g.error), default=None)
@@ -51,10 +52,27 @@ def follow_partitions(d: Draft, groups: list[GroupFacts]) -> None:
     _settle(d, dump_state(current, position) if steps else text, tuple(deletes), unfollowed, new + late)
 
 
-def _columns(d: Draft, p: Partitioning) -> dict[str, str]:
+def _step(d: Draft, current: Partitioning | None, step: PartitionStep) -> tuple[Partitioning | None, str, str]:
+    """The partitioning after `step`, the condition of the rows it took out ('' for none), and why it
+    cannot be followed ('' when it can)."""
+    if step.pg is not None:  # PostgreSQL: the DDL log says the partition's bound
+        got = pg_partition_rows(step, _columns(d, pg_key_columns(step.pg.key)[1]))
+        return current, got if isinstance(got, str) else "", got[0] if isinstance(got, tuple) and got else ""
+    after, rows = follow(current, step)
+    if isinstance(rows, str):
+        return after, "", rows
+    if not rows:
+        return after, "", ""
+    condition = current.rows_of(rows, _columns(d, current.columns)) if current is not None else None
+    if condition is None:
+        return after, "", f"{step.what()}: a partitioning column is not in the lake table"
+    return after, condition, ""
+
+
+def _columns(d: Draft, names: tuple[str, ...]) -> dict[str, str]:
     """The partitioning columns' lake columns (by name: a table not in the lake yet takes the source's)."""
     if d.state is None:
-        return {c.lower(): quote(c) for c in p.columns}
+        return {c.lower(): quote(c) for c in names}
     return {n.lower(): quote(n) for n, _ in d.state.columns}
 
 

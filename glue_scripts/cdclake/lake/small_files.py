@@ -2,6 +2,7 @@
 (S3 on Glue, a local folder elsewhere): what a job started again must know that no lake table holds.
 
     <dead_letter_path>/_early/<namespace>.<table>.json   partitioning read before the lake table existed
+    <dead_letter_path>/_early/_partitions.json             PostgreSQL partitions -> their partitioned table
 
 (set_aside.py keeps its marks and counts the same way.) The early files are listed once when the job
 first plans a table and written only when what they hold changes: nothing on an ordinary batch."""
@@ -68,7 +69,7 @@ class EarlyStore(SmallFiles):
     def load(self) -> dict[str, EarlyPartitions]:
         """Every table's (one listing), by lake table."""
         out = {}
-        for path in self._glob(f"{self.base}/{EARLY_FOLDER}/*.json"):
+        for path in self._glob(f"{self.base}/{EARLY_FOLDER}/*.*.json"):
             if text := self._read(path):
                 d = json.loads(text)
                 out[d["table"]] = (d["partitioning"], tuple((int(s), c) for s, c in d["deletes"]), d["diverged"])
@@ -87,3 +88,20 @@ class EarlyStore(SmallFiles):
             "diverged": diverged,
         }
         self._write(self._file(table), json.dumps(doc))
+
+
+class PartitionParents(SmallFiles):
+    """Which PostgreSQL partition belongs to which partitioned table (the DDL log's attach and detach),
+    so that a partition's changes, which a publication without publish_via_partition_root sends under
+    the partition's name, reach its parent's lake table also in a job started again. Read once,
+    written when a partition is attached, detached or renamed."""
+
+    def _file(self) -> str:
+        return f"{self.base}/{EARLY_FOLDER}/_partitions.json"
+
+    def load(self) -> dict[tuple[str, str], tuple[str, str]]:
+        text = self._read(self._file())
+        return {(a, b): (c, d) for (a, b), (c, d) in json.loads(text)} if text else {}
+
+    def save(self, parents: dict[tuple[str, str], tuple[str, str]]) -> None:
+        self._write(self._file(), json.dumps(sorted([list(k), list(v)] for k, v in parents.items())))

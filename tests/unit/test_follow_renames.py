@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from cdclake.common.lake_contract import DROP, ColumnChange
 from cdclake.events.decode import SchemaGroup
 from cdclake.events.partition_ddl import PartitionStep, PgPartition
@@ -77,3 +79,20 @@ def test_a_partition_of_a_partition_goes_to_the_root():
     known = {("public", "leaf"): ("public", "mid"), ("public", "mid"): ("public", "root")}
     tables, _, _ = route_partitions({("public", "leaf"): [g]}, {}, {}, [], known)
     assert tables == {("public", "root"): [g]}
+
+
+def test_the_ddl_log_s_snapshot_gives_the_partitions_of_a_partitioned_table_s_newest_row():
+    from cdclake.common.lake_contract import CDC_SEQ
+    from cdclake.lake.lake_tables import _postgres_snapshot_row
+    from pyspark.sql import Row
+
+    def row(row_id: int, parts: dict) -> Row:
+        after = {"id": row_id, "schema_name": "public", "table_name": "p", "changes": "[]", "partitions": parts}
+        return Row(**{"_snapshot_ddl": json.dumps(after), CDC_SEQ: 70})
+
+    newest: dict = {}
+    # Rows as the capture wrote them, read in any order: p_1 was detached after the first.
+    _postgres_snapshot_row(newest, row(5, {"key": "RANGE (id)", "parts": {"2": ["public", "p_2", "DEFAULT"]}}))
+    both = {"1": ["public", "p_1", "FOR VALUES FROM (1) TO (2)"], "2": ["public", "p_2", "DEFAULT"]}
+    _postgres_snapshot_row(newest, row(3, {"key": "RANGE (id)", "parts": both}))
+    assert newest == {("public", "p"): (70, 5, ("public.p_2",))}

@@ -301,6 +301,8 @@ def _classify_projection(keep: bool) -> list[Column]:
     # A row the DDL log's trigger inserted while streaming: one command's effect on one table. Its
     # snapshot rows, updates and deletes (pruning the log) are no statements.
     postgres_ddl = _postgres_ddl_log(src) & (op == "c") & _streamed(src)
+    # Its snapshot rows: read for which table is a partition of which only (lake_tables.read_statements).
+    postgres_snapshot_ddl = _postgres_ddl_log(src) & (op == "r")
     return [
         *[F.col(c) for c in RAW_COLUMNS],
         F.col("_value_schema"),
@@ -322,7 +324,7 @@ def _classify_projection(keep: bool) -> list[Column]:
         F.when(streamed_ddl, F.col("_p.ddl")).alias("_ddl"),
         F.when(streamed_ddl, F.col("_p.tableChanges")).alias("_ddl_tables"),
         F.when(postgres_ddl, F.col("_p.after")).alias("_pg_ddl"),
-        F.when(snapshot_ddl, F.col("_p.ddl")).alias("_snapshot_ddl"),
+        F.when(snapshot_ddl, F.col("_p.ddl")).when(postgres_snapshot_ddl, F.col("_p.after")).alias("_snapshot_ddl"),
         *(_transaction_columns(status_reason["col1"], db, src) if keep else []),
     ]
 

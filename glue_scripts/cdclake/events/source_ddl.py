@@ -354,6 +354,8 @@ class PostgresStatement:
     # Partitions a command attached to or detached from this (partitioned) table: (ATTACH | DETACH,
     # "schema.partition", {key, bound, others, rows}), in order (partition_ddl.PgPartition).
     partitions: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    # A partitioned table's partitions after the command ("schema.partition"), from the row's `partitions`.
+    children: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -407,7 +409,18 @@ def postgres_statement(after: str) -> PostgresStatement:
         keys=tuple(str(k) for k in _json_list(row.get("primary_key"))),
         partitions=[(str(i[0]).upper(), ".".join(str(x) for x in i[1]), i[2]) for i in items
                     if i[0] in ("attach", "detach") and isinstance(i[2], dict)],
+        children=_children(row.get("partitions")),
     )  # fmt: skip
+
+
+def _children(partitions: Any) -> tuple[str, ...]:
+    """The "schema.partition" names of a DDL log row's `partitions` ({key, parts: {oid: [schema, table,
+    bound]}}); () for a table that is not partitioned."""
+    try:
+        partitions = json.loads(partitions) if isinstance(partitions, str) else partitions
+        return tuple(sorted(f"{v[0]}.{v[1]}" for v in ((partitions or {}).get("parts") or {}).values()))
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return ()
 
 
 def _column_types(columns: Any) -> dict[str, str]:

@@ -129,8 +129,11 @@ def read_statements(
     )
     out: dict[tuple[str, str], TableDDL] = defaultdict(TableDDL)
     renames: list[TableRename] = []
+    newest: dict[tuple[str, str], tuple[int, int, tuple[str, ...]]] = {}  # the DDL log's snapshot, per table
     for r in rows:
-        if r["_snapshot_ddl"] is not None:
+        if r["_snapshot_ddl"] is not None and r["_snapshot_ddl"].startswith("{"):
+            _postgres_snapshot_row(newest, r)
+        elif r["_snapshot_ddl"] is not None:
             # What the snapshot says a table is: its partitioning (no change of anything).
             for step in partition_ddl.partition_steps(r["_snapshot_ddl"], r["_src_db"] or ""):
                 if step.partitioning is not None:
@@ -139,7 +142,21 @@ def read_statements(
             renames += _postgres_statement(out, r)
         else:
             renames += _mysql_statement(out, r, lake_type)
+    for table, (seq, _, children) in newest.items():
+        out[table].partitions += [(seq, _pg_partition_step(table, "ATTACH", c, {})) for c in children]
     return dict(out), renames
+
+
+def _postgres_snapshot_row(newest: dict[tuple[str, str], tuple[int, int, tuple[str, ...]]], r: Row) -> None:
+    """A snapshot row of PostgreSQL's DDL log: history, no statement; a partitioned table's newest row
+    says which tables are its partitions (a connector's first snapshot sends theirs as well)."""
+    try:
+        s = source_ddl.postgres_statement(r["_snapshot_ddl"])
+        row_id = int(json.loads(r["_snapshot_ddl"])["id"])
+    except (ValueError, KeyError, TypeError):
+        return
+    if row_id > newest.get(s.table, (0, -1, ()))[1]:
+        newest[s.table] = (int(r[CDC_SEQ]), row_id, s.children)
 
 
 def _mysql_statement(
@@ -233,6 +250,10 @@ def _postgres_statement(out: dict[tuple[str, str], TableDDL], r: Row) -> list[Ta
     if added := source_ddl.postgres_statement_columns(s):
         t.schemas.append(StatementSchema(seq, tuple(added), s.keys))
     t.partitions += [(seq, _pg_partition_step(s.table, op, name, info)) for op, name, info in s.partitions]
+    # Every row of a partitioned table lists its partitions (the capture's baseline of an existing table too):
+    # each is attached, changing no row, so that its changes find their table (route_partitions).
+    named = {name for _, name, _ in s.partitions}
+    t.partitions += [(seq, _pg_partition_step(s.table, "ATTACH", c, {})) for c in s.children if c not in named]
     _not_followed(s, seq)
     if s.key_changed:
         t.key_seqs.append(seq)
@@ -313,8 +334,8 @@ def route_partitions(
     def parent_at(table: tuple[str, str], seq: int) -> tuple[str, str]:
         for _ in range(8):  # a partition of a partition: up to the root
             known = parents.get(table)
-            for at, op, child, parent in steps:
-                if at < seq and child == table:
+            for at, op, child, parent in steps:  # a snapshot's events share the position of its DDL log rows
+                if at <= seq and child == table:
                     known = parent if op == "ATTACH" else None
             if known is None:
                 return table

@@ -32,8 +32,9 @@ from cdctools import cli
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CDC_STACK_DIR", str(ROOT / ".local" / "demo"))
 
-from cdclake.common.lake_contract import is_metadata_column  # noqa: E402
+from cdclake.common.lake_contract import READ_POINT_TABLE, is_metadata_column  # noqa: E402
 from cdclake.lake.formats import DEFAULT, format_of  # noqa: E402
+from cdclake.lake.formats.capabilities import Capability  # noqa: E402
 from cdcstack import commands, connect, plumbing, sources  # noqa: E402
 
 from cdctools import change_feed, local_job, reconcile, status  # noqa: E402
@@ -70,6 +71,15 @@ def show_table(con, location: Path, columns: str, order: str, limit: int = 8) ->
     print("  " + "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
     for r in data:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+
+
+def show_read_point(s: plumbing.StackConfig, con: Any, warehouse: Path, table_format: str) -> None:
+    """With source transactions kept: the read point, each table's version that holds whole transactions."""
+    if s.transactions != "keep" or not format_of(table_format).supports(Capability.READ_POINT):
+        return
+    point = lake.table_location(warehouse, local_job.NAMESPACE, READ_POINT_TABLE, table_format)
+    print(f"  the read point ({READ_POINT_TABLE}): the version of each table that holds whole transactions")
+    show_table(con, point, "table_name, version, batch_id, source_ts", "table_name")
 
 
 @dataclass(frozen=True)
@@ -260,6 +270,7 @@ def run(keep: bool, source: str | None = None, wire_format: str | None = None, t
         )
         # Read after step 6: a batch commits its delete markers after its rows (docs/OPERATIONS.md).
         ok &= show_changes(con, customer, before)
+        show_read_point(s, con, paths.warehouse, table_format)
 
         ok &= final_checks(s, con, customer, f"{local_job.NAMESPACE}.{prefix}_customer", table_format)
         print(

@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 # The job's lake-table contract (names of its metadata columns, properties, marker tables).
-from cdclake.common.lake_contract import MARKER_SUFFIX
+from cdclake.common.lake_contract import is_job_table
 from cdclake.common.names import source_name
 from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
 
@@ -94,7 +94,7 @@ def list_tables(warehouse: Path, namespace: str, table_format: str = ICEBERG) ->
     if not ns.is_dir():
         return []
     marker = _FORMAT_MARKERS[table_format]
-    return sorted(p.name for p in ns.iterdir() if (p / marker).is_dir() and not p.name.endswith(MARKER_SUFFIX))
+    return sorted(p.name for p in ns.iterdir() if (p / marker).is_dir() and not is_job_table(p.name))
 
 
 def lake_format(warehouse: Path, namespace: str) -> str:

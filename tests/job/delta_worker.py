@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 import lake_reads  # noqa: E402
 import name_corpus  # noqa: E402
+import transfers  # noqa: E402
 from cdc_events import (  # noqa: E402
     ORDER_LINES_KEY_SCHEMA,
     Events,
@@ -273,6 +274,32 @@ def worker_settings(table_format: str, work: Path, **extra: str) -> Any:
     )
 
 
+def read_point(spark: Any, work: Path) -> list[dict[str, Any]]:
+    """--transactions keep on Delta: the captured transfers in two batches (namespace `txn`); after each,
+    the read point and the two tables read at the versions it names."""
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.jobs.batch import BatchProcessor
+
+    settings = worker_settings(
+        "delta", work, namespace="txn", transactions="keep", checkpoint_location=str(work / "ckpt-txn")
+    )
+    processor = BatchProcessor(spark, settings)
+    ns = f"{settings.catalog_name}.{settings.namespace}"
+    first, second, _ = transfers.batches()
+    points = []
+    for i, records in enumerate((first, second)):
+        processor.process(
+            spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA), i
+        )
+        versions = {r["table_name"]: r["version"] for r in spark.table(f"{ns}.cdc__read_point").collect()}
+        tables = {
+            t: [r.asDict() for r in spark.sql(f"SELECT * FROM {ns}.{t} VERSION AS OF {versions[t]}").collect()]
+            for t in (transfers.ACCOUNT, transfers.TRANSFER)
+        }
+        points.append({"versions": versions, "tables": tables})
+    return points
+
+
 def main(out: Path, work: Path) -> None:
     from cdclake.common.records import RAW_SCHEMA
     from cdclake.jobs.batch import BatchProcessor
@@ -295,6 +322,8 @@ def main(out: Path, work: Path) -> None:
     feed = lake_reads.feed_after(spark, customers, reader)
     maintenance = maintain(spark, work / "warehouse")
     clock.done("maintenance")
+    points = read_point(spark, work)
+    clock.done("read point")
     ns = f"{settings.catalog_name}.{settings.namespace}"
     names = [r["tableName"] for r in spark.sql(f"SHOW TABLES IN {ns}").collect() if not r["isTemporary"]]
     # The tables read back side by side: one at a time, each one's few small Spark jobs wait on the
@@ -313,6 +342,7 @@ def main(out: Path, work: Path) -> None:
                 "dead": dead,
                 "maintenance": maintenance,
                 "feed": feed,
+                "read_point": points,
                 "seconds": clock.seconds,
             },
             default=str,

@@ -16,6 +16,7 @@ from typing import Any
 import lake_reads
 import name_corpus as nc
 import pytest
+import transfers
 from lake_reads import (
     dead_letter_offsets,
     infinite_timestamp_offsets,
@@ -226,3 +227,16 @@ def test_the_change_query_since_a_reader_read_the_first_batch_replays_to_the_tab
     feed = delta["feed"]
     assert {r["change"] for r in feed["changes"]} == {"upsert", "delete"}
     assert lake_reads.feed_differences(feed) == {}
+
+
+def test_the_read_point_names_delta_versions_that_hold_whole_transactions(delta):
+    # The captured transfers with --transactions keep: batch 0 ends inside the third transfer.
+    first, second = delta["read_point"]
+    assert set(first["versions"]) == {"salesdb_customer", transfers.ACCOUNT, transfers.TRANSFER}
+    for p in (first, second):
+        accounts = {r["id"]: r | {"balance": Decimal(str(r["balance"]))} for r in p["tables"][transfers.ACCOUNT]}
+        ledger = {r["id"]: r | {"amount": Decimal(str(r["amount"]))} for r in p["tables"][transfers.TRANSFER]}
+        assert transfers.ledger_holds(accounts, ledger)
+    assert len(first["tables"][transfers.TRANSFER]) == 2 and len(second["tables"][transfers.TRANSFER]) == 4
+    assert int(second["versions"][transfers.ACCOUNT]) > int(first["versions"][transfers.ACCOUNT])
+    assert second["versions"]["salesdb_customer"] == first["versions"]["salesdb_customer"]

@@ -90,6 +90,18 @@ CDC_KEY = "_cdc_key"  # the deleted key as JSON (keyless: a hash of the row imag
 CDC_DELETED_AT = "_cdc_deleted_at"
 CDC_ROW = "_cdc_row"  # the deleted row's image as JSON
 
+# ------------------------------------------------------------------ the consistent read point
+# With --transactions keep, the namespace's table `cdc__read_point` (read_point.py): one row per lake
+# table, its version after the newest batch that committed every table it wrote.
+READ_POINT_TABLE = "cdc__read_point"
+READ_POINT_COLUMNS = ("table_name", "version", "batch_id", "source_position", "source_ts", "published_at")
+
+
+def is_job_table(name: str) -> bool:
+    """A table the job keeps beside the source tables' (delete markers, the read point): no source table's."""
+    return name.endswith(MARKER_SUFFIX) or name == READ_POINT_TABLE
+
+
 # ------------------------------------------------------------------ table properties
 PROPERTY_PREFIX = "cdc."
 # The source's primary key, comma-separated: the MERGE's key columns.

@@ -38,7 +38,9 @@ from ..events.envelope import DEAD, classify
 from ..events.schema_registry import AvroDecoder
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
+from ..lake.formats.capabilities import Capability
 from ..lake.lake_tables import LakeTables, follow_renames, read_statements
+from ..lake.read_point import ReadPoint
 from ..lake.set_aside import SetAsideStore, table_records
 from ..lake.table_plan import TableDDL
 from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor
@@ -98,6 +100,11 @@ class BatchProcessor:
         self.set_aside_in_run: dict[str, str] = {}  # lake table -> why, of the batches this process ran
         self.job = job_name(settings.extra, LOCAL_STREAMING_JOB)  # the metrics' Job dimension
         self.gate = TransactionGate(spark, settings)
+        # With whole transactions (and a format that has versions), a read point across the tables.
+        fmt = self.tables.executor.fmt
+        publish = self.gate.keep and fmt.supports(Capability.READ_POINT)
+        namespace = f"{settings.catalog_name}.{settings.namespace}"
+        self.read_point = ReadPoint(spark, self.tables.executor, namespace) if publish else None
 
     def _known_schema(self, schema_id: int, text: str | None) -> str | None:
         """The value schema of a group: from this batch when it is new, else from an earlier one."""
@@ -111,6 +118,8 @@ class BatchProcessor:
     def forget(self, ident: str | None = None) -> None:
         """Drop cached table state (after a failure, the catalog is the truth)."""
         self.tables.forget(ident)
+        if self.read_point is not None:
+            self.read_point.forget()
 
     # ------------------------------------------------------------------ the batch
     def process(self, raw: DataFrame, batch_id: int) -> BatchReport:
@@ -211,6 +220,10 @@ class BatchProcessor:
             log.warning(report.dead_letter_line())
         if summary.newest_source_ts is not None:
             report.behind_seconds = max(0.0, time.time() - summary.newest_source_ts)
+        if self.read_point is not None:
+            written = [tr.table for tr in report.tables if not tr.set_aside]
+            newest = max((g.max_seq for gs in tables.values() for g in gs), default=None)
+            self.read_point.publish(batch.batch_id, written, newest, summary.newest_source_ts)
 
     def _apply_tables(
         self,

@@ -79,6 +79,8 @@ def run_stream(
                 crash.reached(faults.AFTER_COMMIT, batch_id)
             # A batch with deletes wrote the table's delete markers too (deletes.py).
             written += [marker_table(t.table) for t in report.tables if t.deletes]
+            if written and processor.read_point is not None:  # one commit per batch there too
+                written.append(processor.read_point.table)
             if maintainer is not None:
                 maintainer.after_batch(df.sparkSession, written)
         finally:

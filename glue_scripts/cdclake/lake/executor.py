@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import WriteMode
@@ -102,6 +103,12 @@ class Executor:
                 release_rows(w.decoded)
             raise
         return ex.result()
+
+    def replace_rows(self, create: str, table: str, rows: DataFrame) -> None:
+        """`table` (created by `create` when missing) holding exactly `rows`, in one commit: the read
+        point (read_point.py)."""
+        self.spark.sql(create)
+        rows.writeTo(table).overwrite(F.lit(True))
 
     def step(self, step: table_plan.Step, ex: Execution) -> None:
         """One step, by its type (a step type without a case here fails tests/unit/test_plan_table.py)."""

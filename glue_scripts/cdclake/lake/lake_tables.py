@@ -24,11 +24,11 @@ from ..common.lake_contract import (
     ALL_METADATA_COLUMNS,
     CDC_SEQ,
     CDC_SOURCE_TS,
-    MARKER_SUFFIX,
     RENAMED_AT_PROPERTY,
     RENAMED_PREFIX,
     ColumnChange,
     TableState,
+    is_job_table,
 )
 from ..common.names import UnsupportedName
 from ..common.report import TableReport
@@ -551,10 +551,7 @@ class LakeTables:
         ns = f"{self.settings.catalog_name}.{self.settings.namespace}"
         names = self.executor.catalog.table_names(ns)
         found = [
-            r
-            for n in names
-            if not n.endswith(MARKER_SUFFIX)
-            for r in recorded_renames(table_properties(self.spark, f"{ns}.{n}"))
+            r for n in names if not is_job_table(n) for r in recorded_renames(table_properties(self.spark, f"{ns}.{n}"))
         ]
         if found:
             log.info("%d table rename(s) recorded in %s: late events of the old names follow them", len(found), ns)

@@ -229,6 +229,11 @@ class Format:
         """None: an exact type change is a rewrite (rewrite_sql)."""
         return None
 
+    # ------------------------------------------------------------------ the read point (read_point.py)
+    def current_version(self, spark: SparkSession, table: str) -> str:
+        """The table's current version, as the format's time travel names it (`VERSION AS OF`)."""
+        raise NotImplementedError(self.refuses.get(Capability.READ_POINT, "no version to read"))
+
     # ------------------------------------------------------------------ maintenance (maintenance.py)
     def maintenance_health(self, spark: SparkSession, table: str, policy: MaintenancePolicy) -> TableHealth:
         """What the table weighs now, from the format's own metadata."""

@@ -24,6 +24,7 @@ class Capability(StrEnum):
     WIDEN_IN_PLACE = "safe widening in place (`ALTER COLUMN TYPE`, no rewrite)"
     STREAM_MAINTENANCE = "maintenance inside the streaming job, between micro-batches"
     MAINTENANCE_BESIDE_STREAM = "the maintenance job while the streaming job runs"
+    READ_POINT = "a consistent read point across tables (`--transactions keep`, table `cdc__read_point`)"
 
 
 def cell(refuses: Mapping[Capability, str], capability: Capability) -> str:

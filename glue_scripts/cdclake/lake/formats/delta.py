@@ -147,6 +147,11 @@ class Delta(Format):
     def marker_properties(self) -> dict[str, str]:
         return {}
 
+    def current_version(self, spark: SparkSession, table: str) -> str:
+        """The table's newest commit (Spark: `VERSION AS OF <n>`)."""
+        (row,) = spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").select("version").collect()
+        return str(row[0])
+
     def type_features(self, types: list[T.DataType]) -> dict[str, str]:
         names = sorted({f for t in types if (f := DELTA_TYPE_FEATURES.get(t.simpleString()))})
         return {f"delta.feature.{name}": "supported" for name in names}

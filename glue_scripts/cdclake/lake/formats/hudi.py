@@ -156,6 +156,10 @@ class Hudi(Format):
         Capability.MERGE_ON_READ: (
             "a merge-on-read Hudi table needs compaction, which the maintenance does not run for Hudi"
         ),
+        Capability.READ_POINT: (
+            "the job holds whole source transactions but records no Hudi commit instant to read at: readers see each "
+            "table's latest commit"
+        ),
         Capability.MAINTENANCE_BESIDE_STREAM: (
             "Hudi 0.15 plans its table services in single-writer mode: run the maintenance job while the stream is "
             "stopped (the stream maintains its tables itself)"

@@ -163,6 +163,11 @@ class Iceberg(Format):
     def marker_properties(self) -> dict[str, str]:
         return self.table_properties(WriteMode.MERGE_ON_READ)
 
+    def current_version(self, spark: SparkSession, table: str) -> str:
+        """The snapshot of the table's main branch (Athena: `FOR VERSION AS OF <id>`)."""
+        (row,) = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()
+        return str(row[0])
+
     def write_order_sql(self, table: str, order: list[tuple[str, str, str, str]]) -> str | None:
         """WRITE ORDERED BY from the table's sort fields before a rewrite (REPLACE TABLE resets the sort
         order): (column, Iceberg transform as `SortField.transform()` prints it, ASC|DESC, NULLS_FIRST|

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "cloudformation" / "connector" / "debezium-postgres.json"
 
-from cdcstack import postgres, sources  # noqa: E402
+from cdcstack import connect, postgres, sources  # noqa: E402
 from cdctools import connector_config  # noqa: E402
 
 VALUES = {
@@ -62,7 +62,8 @@ def test_the_local_stack_registers_the_template_plus_only_topic_creation(
     config = postgres.connector_config(s, 15432, 19092)
     rendered = connector_config.render(TEMPLATE, {**VALUES, "DB_PASSWORD": config["database.password"]})
 
-    assert {k: v for k, v in config.items() if not k.startswith("topic.creation.")} == rendered
+    # The template's settings (its transaction topic's creation group included) and the default group's.
+    assert config == {**rendered, **connect.topic_creation(s)}
     assert config["database.password"] == f"${{file:{tmp_path / 'secrets' / 'debezium-postgres.properties'}:password}}"
     assert s.connector == "salesdb-pg-cdc" and s.components == ("postgres", "kafka", "connect")
 

@@ -78,6 +78,13 @@ def show_read_point(s: plumbing.StackConfig, con: Any, warehouse: Path, table_fo
     if s.transactions != "keep" or not format_of(table_format).supports(Capability.READ_POINT):
         return
     point = lake.table_location(warehouse, local_job.NAMESPACE, READ_POINT_TABLE, table_format)
+    # A batch publishes its point after its last commit: a moment after the lake equals the source.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        named = {r["table_name"] for r in lake.rows(con, point)}
+        if named >= set(lake.list_tables(warehouse, local_job.NAMESPACE, table_format)):
+            break
+        time.sleep(1)
     print(f"  the read point ({READ_POINT_TABLE}): the version of each table that holds whole transactions")
     show_table(con, point, "table_name, version, batch_id, source_ts", "table_name")
 

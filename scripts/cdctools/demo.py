@@ -227,34 +227,50 @@ def leave(s: plumbing.StackConfig, keep: bool, paths: local_job.LakePaths, table
         print(f"[demo] stopped; the lake stays in {paths.warehouse} (make demo KEEP=1 leaves it running)")
 
 
-def run(keep: bool, source: str | None = None, wire_format: str | None = None, table_format: str = DEFAULT) -> int:
+def job_arguments(write_mode: str | None) -> list[str]:
+    """The local job's arguments beyond the stack's: `--write_mode` when the demo was given one."""
+    return ["--write_mode", write_mode] if write_mode else []
+
+
+def fresh_stack(s: plumbing.StackConfig, sql_dir: Path) -> None:
+    """The stack started from nothing, the source table of the scenario's first file created."""
+    with plumbing.state_lock(s):
+        commands.cmd_down(s, [])
+    shutil.rmtree(s.state, ignore_errors=True)
+    with plumbing.state_lock(s):
+        commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
+    connector_class = s.engine.connector_config(s, 1, 1)["connector.class"]
+    print(f"  {connector_class} {connect.plugin_version(s, connector_class)} (Debezium build {s.debezium_build})")
+
+
+def run(
+    keep: bool,
+    source: str | None = None,
+    wire_format: str | None = None,
+    table_format: str = DEFAULT,
+    extra: tuple[str, ...] | list[str] = (),
+) -> int:
     s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
     # Each engine has its scenario files in its dialect; lake tables are named <namespace>_<table>.
     sql_dir, prefix = s.engine.SCENARIO, s.engine.TOPIC_NAMESPACE
-
     try:
         step(
             1,
             f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, "
             f"wire format {s.wire_format}, table format {table_format}, source transactions {s.transactions}",
         )
-        with plumbing.state_lock(s):
-            commands.cmd_down(s, [])
-        shutil.rmtree(s.state, ignore_errors=True)
-        with plumbing.state_lock(s):
-            commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
-        connector_class = s.engine.connector_config(s, 1, 1)["connector.class"]
-        print(f"  {connector_class} {connect.plugin_version(s, connector_class)} (Debezium build {s.debezium_build})")
+        fresh_stack(s, sql_dir)
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
-        print("  " + " ".join(local_job.job_command(s, [], table_format)), flush=True)
-        local_job.start(s, [], table_format)
+        print("  " + " ".join(local_job.job_command(s, list(extra), table_format)), flush=True)
+        local_job.start(s, list(extra), table_format)
 
         step(
-            3, f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the {format_of(table_format).label} table"
+            3,
+            f"snapshot: {s.engine.SOURCE_NAMESPACE}.customer's 30 rows reach the {format_of(table_format).label} table",
         )
         ok &= check(reconcile.reconcile_until(s, None, plumbing.DATABASE, 120, table_format))
 
@@ -312,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
         + f"; default {DEFAULT}",
     )
     parser.add_argument(
+        "--write-mode",
+        choices=("merge-on-read", "copy-on-write"),
+        help="the job's --write_mode: Iceberg's row-level write mode, or with --table-format hudi merge-on-read "
+        "for Hudi `mor` tables (copy-on-write by default there)",
+    )
+    parser.add_argument(
         "--debezium",
         choices=plumbing.DEBEZIUM_BUILDS,
         help="the Debezium build Kafka Connect loads: java17 (Debezium 3.x, default) or java11 (Debezium 2.7, "
@@ -330,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.transactions:
         os.environ["CDC_STACK_TRANSACTIONS"] = args.transactions
     try:
-        return run(args.keep, args.source, args.format, args.table_format)
+        return run(args.keep, args.source, args.format, args.table_format, job_arguments(args.write_mode))
     except plumbing.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1

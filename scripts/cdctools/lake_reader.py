@@ -4,7 +4,7 @@ files and table metadata the job wrote, for each table format. Nothing here goes
 - Iceberg: DuckDB's Iceberg extension over the Hadoop catalog's metadata (`iceberg_scan`).
 - Delta Lake: DuckDB's Delta extension (delta-kernel-rs, `delta_scan`), which follows the column
   mapping by name the job creates its Delta tables with (renamed and dropped columns).
-- Apache Hudi (copy-on-write): hudi-rs (the `hudi` package) reads the table's latest snapshot into
+- Apache Hudi: hudi-rs (the `hudi` package) reads the table's latest snapshot (merge-on-read: log files merged) into
   Arrow, registered in DuckDB as a view. hudi-rs does not apply Hudi's schema evolution on read:
   a table with a renamed or dropped column is refused (`LakeReadError`), never read wrongly.
 
@@ -173,12 +173,15 @@ def _hudi_table(location: Path) -> Any:
 
 
 def _hudi_commits(table: Any) -> list[tuple[Any, dict[str, Any]]]:
-    """The completed commits of a Hudi table's timeline (writes and schema changes, and the replace
-    commits of clustering), oldest first, with their metadata."""
+    """The completed commits of a Hudi table's timeline (writes and schema changes, a merge-on-read
+    table's delta commits, and the replace commits of clustering), oldest first, with their metadata."""
     timeline = table.get_timeline()
-    instants = sorted(
-        timeline.get_completed_commits() + timeline.get_completed_replacecommits(), key=lambda i: i.timestamp
+    completed = (
+        timeline.get_completed_commits()
+        + timeline.get_completed_deltacommits()
+        + timeline.get_completed_replacecommits()
     )
+    instants = sorted(completed, key=lambda i: i.timestamp)
     return [(i, json.loads(timeline.get_instant_metadata_in_json(i) or "{}")) for i in instants]
 
 
@@ -202,8 +205,8 @@ def hudi_column_changes(commits: list[tuple[str, dict[str, Any]]]) -> list[tuple
 
 
 def hudi_snapshot(location: Path) -> Any:
-    """The latest snapshot of a copy-on-write Hudi table as an Arrow table, without Hudi's `_hoodie_*`
-    columns. hudi-rs reads each base file by column name and does not apply Hudi's schema evolution on
+    """The latest snapshot of a Hudi table as an Arrow table (a merge-on-read table's log files merged,
+    as its real-time view reads it), without Hudi's `_hoodie_*` columns. hudi-rs reads each base file by column name and does not apply Hudi's schema evolution on
     read, so a base file written before a column was renamed or dropped cannot be read correctly by
     it: such a table is refused with a LakeReadError naming the change. (Copy-on-write rewrites a
     file group on every write to it, so the files written after the change read correctly.)"""
@@ -220,8 +223,6 @@ def _hudi_rows(location: Path) -> Any:
     import pyarrow as pa
 
     table = _hudi_table(location)
-    if table.is_mor:
-        raise LakeReadError(f"{location} is a merge-on-read Hudi table: this reader reads copy-on-write tables only")
     commits = _hudi_commits(table)
     changes = hudi_column_changes([(i.timestamp, meta) for i, meta in commits])
     if changes:

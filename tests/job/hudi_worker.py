@@ -5,13 +5,16 @@ suite's session is Iceberg's, and a process has one SparkContext).
     python hudi_worker.py OUT.json WORKDIR
 
 Hudi's inline cleaning keeps the file versions of the newest 2 commits (the job's
-`--maintenance_retain_last_snapshots 2`). After the batches, one change older than the stored row is written by a MERGE WITHOUT the job's
+`--maintenance_retain_last_snapshots 2`). Last, customers' changes of the first three batches and one
+of their own again into merge-on-read tables (`--write_mode merge-on-read`, namespace `mor`), then
+the maintenance job compacts their log files (`merge_on_read`). After the batches, one change older than the stored row is written by a MERGE WITHOUT the job's
 position guard: what Hudi's precombine field alone does with it (`hudi_alone`).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import lake_reads
-from delta_worker import batches, worker_settings
+from cdc_events import Events, customer
+from delta_worker import batches, wider_balance_schema, worker_settings
 
 # Hudi services a lake of a few rows does not need, off in this harness only (the job keeps Hudi's
 # defaults): the metadata table (a second, merge-on-read table written on every commit), the embedded
@@ -159,6 +163,99 @@ def maintain(spark: Any, ns: str, warehouse: Path) -> dict[str, Any]:
     return {"exit": code, "before": before, "after": after, "lines": lines, "seconds": seconds}
 
 
+def maintenance_lines(run: Any) -> tuple[Any, list[str]]:
+    """`run()`'s result and the maintenance's log lines it wrote (one per table)."""
+    import logging
+
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    log = logging.getLogger("cdclake")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        return run(), [x for x in lines if x.startswith("maintenance ")]
+    finally:
+        log.removeHandler(handler)
+
+
+def merge_on_read_batches() -> list[list[dict[str, Any]]]:
+    """customers' changes of batches 1-3 (inserts, an update and a delete; the replay, stale changes and
+    a newer update; an added column), then a fourth of their own: 5 updated then deleted in the same
+    batch, 4 updated (a key whose row only changes: Hudi appends it to a log file)."""
+    topic = Events.topic
+    first3 = [[r for r in b if r["topic"] == topic] for b in batches()[:3]]
+    cust, wide = Events(next_offset=100), wider_balance_schema()
+    cust.record("u", {"id": 5}, customer(5, "Eve2", loyalty_tier="gold"), pos=2000, value_schema=wide)
+    cust.record("d", {"id": 5}, before=customer(5, "Eve2", loyalty_tier="gold"), pos=2100, value_schema=wide)
+    cust.record("u", {"id": 4}, customer(4, "Dee2", loyalty_tier="bronze"), pos=2200, value_schema=wide)
+    return [*first3, cust.take()]
+
+
+def log_files(location: Path) -> int:
+    return len([f for f in location.glob(".*.log.*") if not f.name.endswith(".crc")])
+
+
+def merge_on_read(spark: Any, work: Path) -> dict[str, Any]:
+    """customers' changes (merge_on_read_batches) into a merge-on-read table, its rows through the
+    real-time (snapshot) view, then the maintenance job with `--maintenance_max_delete_files 1`, and
+    after it the rows through both views."""
+    from cdclake.common.records import RAW_SCHEMA
+    from cdclake.jobs.batch import BatchProcessor
+    from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
+    from cdclake.lake.formats.hudi import HUDI_META_COLUMNS
+
+    settings = worker_settings(
+        "hudi", work, namespace="mor", write_mode="merge-on-read", dead_letter_path=str(work / "dead_mor")
+    )
+    processor = BatchProcessor(spark, settings)
+    name = settings.table_identifier("inventory", "customers")
+    location = work / "warehouse" / "mor.db" / name.rsplit(".", 1)[1]
+
+    def rows(df: Any) -> list[dict[str, Any]]:
+        data = df.select(*[f"`{c}`" for c in df.columns if c not in HUDI_META_COLUMNS])
+        return sorted((json.loads(j) for j in data.toJSON().collect()), key=lambda r: r["id"])
+
+    seconds = []
+    for i, records in enumerate(merge_on_read_batches()):
+        t0 = time.monotonic()
+        processor.process(
+            spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA), i
+        )
+        seconds.append(round(time.monotonic() - t0, 1))
+    before = {"rows": rows(spark.table(name)), "log_files": log_files(location), "history": history(location)}
+    shutil.copytree(location, work / "mor_before_compaction")  # for the reconcile reader (test_hudi.py)
+    raw = {
+        "table_format": "hudi",
+        "catalog_type": "hadoop",
+        "warehouse": str(work / "warehouse"),
+        "namespace": "mor",
+        "tables": name.rsplit(".", 1)[1],
+        "maintenance_max_delete_files": "1",
+    }
+    code, lines = maintenance_lines(lambda: run_maintenance(spark, build_job_settings(raw)))
+    read_optimized = spark.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized")
+    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    return {
+        "seconds": seconds,
+        "properties": properties,
+        "before": before,
+        "exit": code,
+        "lines": lines,
+        "after": {
+            "rt": rows(spark.table(name)),
+            "ro": rows(read_optimized.load(str(location))),
+            "history": history(location),
+            "log_files": sum(
+                r["num_delta_files"]
+                for r in spark.sql(
+                    f"CALL show_fsview_latest(table => 'mor.{location.name}', partition_path => '')"
+                ).collect()
+            ),
+        },
+    }
+
+
 def renamed_key_batch() -> list[dict[str, Any]]:
     """A sixth batch, Hudi's own: order_items' key column line_no renamed at the source to line, then a
     line inserted under the new name (Hudi's record key fields cannot follow: dead letters)."""
@@ -217,13 +314,14 @@ def main(out: Path, work: Path) -> None:
             )
         )
     maintenance = maintain(spark, ns, work / "warehouse")
+    mor = merge_on_read(spark, work)
     # `tables` is what the lake holds at the end (the reconcile reader's tests read the same lake).
     tables["inventory_customers__cdc_deletes"]["rows"] = maintenance["after"]["rows"]
     dead = [
         json.loads(line) for f in sorted((work / "dead").glob("batch=*/*.json")) for line in f.read_text().splitlines()
     ]
     result = {
-        "reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone, "maintenance": maintenance, "feed": feed,
+        "reports": reports, "tables": tables, "dead": dead, "hudi_alone": alone, "maintenance": maintenance, "feed": feed, "mor": mor,
     }  # fmt: skip
     out.write_text(json.dumps(result, default=str))
     spark.stop()

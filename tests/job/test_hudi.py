@@ -307,3 +307,59 @@ def test_the_change_query_since_a_reader_read_the_first_batch_replays_to_the_tab
     feed = hudi["feed"]
     assert {r["change"] for r in feed["changes"]} == {"upsert", "delete"}
     assert lake_reads.feed_differences(feed) == {}
+
+
+# ---------------------------------------------------------------- merge-on-read (hudi_worker.merge_on_read)
+def mor_names(rows: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
+    return {r["id"]: (r["first_name"], r["loyalty_tier"]) for r in rows}
+
+
+# customers after batches 1-3 and the MoR run's own fourth: 3 deleted in batch 1 and 5 in batch 4 (after
+# its update in the same batch), 1's and 2's stale changes kept out, 4 updated twice, the added column.
+MOR_ROWS = {1: ("Al", "silver"), 2: ("Bea", "bronze"), 4: ("Dee2", "bronze")}
+
+
+def test_merge_on_read_tables_are_hudi_mor_tables_whose_updates_and_deletes_go_to_log_files(hudi):
+    mor = hudi["mor"]
+    # No precombine field: Hudi 0.15 cannot write a delete's ordering value as large as a source position
+    # into a log file (the guard in the MERGE's source keeps older changes out).
+    assert mor["properties"]["type"] == "mor" and "preCombineField" not in mor["properties"]
+    assert mor["properties"]["primaryKey"] == "id"
+    # Every write a delta commit (the schema changes too), changes appended to log files; no compaction
+    # inline (Hudi's writer waits for --maintenance_max_delete_files, 20, delta commits of a file group).
+    history = mor["before"]["history"]
+    assert {action for _, action, _ in history} == {"deltacommit"} and "ALTER_SCHEMA" in [op for *_, op in history]
+    assert mor["before"]["log_files"] > 1  # more than the maintenance's limit (1)
+
+
+def test_merge_on_read_keeps_source_order_across_batches_and_a_delete_after_an_update_in_one_batch(hudi):
+    # Read through the real-time view (Spark's snapshot query merges the log files) before compaction.
+    rows = hudi["mor"]["before"]["rows"]
+    assert mor_names(rows) == MOR_ROWS
+    assert Decimal(str(rows[0]["balance"])) == Decimal("123456789.99")  # the widened decimal
+    # The same rows as the copy-on-write table's for the keys both hold the same changes of.
+    cow = by_id(hudi)
+    assert rows[1]["first_name"] == cow[2]["first_name"] and rows[1]["_cdc_seq"] == cow[2]["_cdc_seq"]
+
+
+def test_the_maintenance_compacts_a_merge_on_read_tables_log_files_and_both_views_read_the_same_rows(hudi):
+    mor = hudi["mor"]
+    assert mor["exit"] == 0, mor["lines"]
+    [line] = [x for x in mor["lines"] if " | base files " in x]
+    assert line.startswith("maintenance mor.inventory_customers: ") and "compact logs 2 file group(s) compacted" in line
+    assert f"log files {mor['before']['log_files']}->0" in line
+    after = mor["after"]
+    assert after["log_files"] == 0 and after["history"][-1][1] == "commit", after["history"]  # the compaction
+    # The read-optimized view reads base files only: after compaction it holds every change.
+    assert after["ro"] == after["rt"] == mor["before"]["rows"]
+
+
+def test_reconciles_reader_merges_a_merge_on_read_tables_log_files_as_spark_reads_them(hudi):
+    # The table as it was before compaction (the worker's copy): hudi-rs merges its log files.
+    from cdctools import lake_reader
+
+    copy = Path(hudi["warehouse"]).parent / "mor_before_compaction"
+    rows = sorted(lake_reader.hudi_snapshot(copy).to_pylist(), key=lambda r: r["id"])
+    assert [(r["id"], r["first_name"], r["_cdc_seq"]) for r in rows] == [
+        (r["id"], r["first_name"], Decimal(str(r["_cdc_seq"]))) for r in hudi["mor"]["before"]["rows"]
+    ]

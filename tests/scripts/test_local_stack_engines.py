@@ -144,6 +144,35 @@ def test_make_demo_table_format_reaches_the_local_jobs_settings(
     assert settings.table_format == table_format and settings.source == "kafka"
 
 
+def test_make_demo_write_mode_merge_on_read_gives_the_local_hudi_job_merge_on_read_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from cdclake.common.settings import build_settings, parse_argv
+    from cdclake.lake.formats import table_format
+    from cdctools import demo, local_job
+
+    recipe = subprocess.run(
+        ["make", "-n", "demo", "TABLE_FORMAT=hudi", "WRITE_MODE=merge-on-read"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert re.search(r"demo\s.*--table-format hudi --write-mode merge-on-read\b", recipe), recipe
+    monkeypatch.setenv("CDC_STACK_DIR", str(tmp_path))
+    s = sources.stack_config("mysql", "json")
+    command = local_job.job_command(s, demo.job_arguments("merge-on-read"), "hudi")
+    settings = build_settings(parse_argv(command[2:]))
+    assert settings.write_mode == "merge-on-read"
+    assert table_format(settings).table_properties(settings.write_mode)["type"] == "mor"
+    # Without it, Hudi's default: copy-on-write.
+    assert build_settings(parse_argv(local_job.job_command(s, demo.job_arguments(None), "hudi")[2:])).write_mode == (
+        "copy-on-write"
+    )
+
+
 def test_a_local_delta_or_hudi_job_keeps_its_catalog_in_the_stacks_state_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,26 @@ def test_health_counts_latest_base_files_small_ones_older_versions_and_commits()
     assert (h.data_files, h.small_data_files, h.data_bytes) == (3, 2, 10 * MIB)  # 7 MiB >= 75% of 8 MiB
     assert (h.file_versions, h.snapshots) == (5, 12)
     assert health_from_views(TABLE, [], [], 0, 1).data_files == 0  # an empty table
+    # A merge-on-read table's file slices: their log files are its delete files.
+    slices = [r | {"num_delta_files": n} for r, n in zip(latest, (2, 0, 3), strict=True)]
+    assert health_from_views(TABLE, slices, every, 1, POLICY.small_file_bytes).delete_files == 5
+
+
+def test_a_merge_on_read_tables_log_files_are_compacted_past_the_delete_file_limit_before_clustering():
+    policy = MaintenancePolicy(max_delete_files=4, max_small_files=2)
+    assert not plan_hudi_maintenance(HudiHealth(TABLE, data_files=2, delete_files=4), policy).due
+    plan = plan_hudi_maintenance(HudiHealth(TABLE, data_files=3, small_data_files=3, delete_files=5), policy)
+    assert plan.describe() == "compact logs (5 log files > 4), compact (3 small base files > 2)"
+    # Forced: compaction only where there are log files to compact (a copy-on-write table has none).
+    assert Action.LOGS not in plan_hudi_maintenance(HudiHealth(TABLE), policy, force=True).actions
+    assert Action.LOGS in plan_hudi_maintenance(HudiHealth(TABLE, delete_files=1), policy, force=True).actions
+    assert hudi_statement(Action.LOGS, TABLE, policy, False) == (
+        "CALL run_compaction(op => 'scheduleAndExecute', table => 'cdc.t', "
+        "options => 'hoodie.compact.inline.max.delta.commits=1')"
+    )
+    rows = [{"timestamp": "2", "operation_size": 3, "state": "COMPLETED"}]
+    assert hudi_outcome(Action.LOGS, rows) == "3 file group(s) compacted"
+    assert hudi_outcome(Action.LOGS, []) == "nothing to compact"
 
 
 def test_clustering_cleaning_and_archival_are_due_by_the_jobs_limits_and_force_plans_all():
@@ -58,6 +78,7 @@ def test_clustering_cleaning_and_archival_are_due_by_the_jobs_limits_and_force_p
         "archive (21 commits on the active timeline > 20)"
     )
     assert plan_hudi_maintenance(tidy, POLICY, force=True).actions == (Action.CLEAN, Action.COMPACT, Action.ARCHIVE)
+    assert Hudi.maintenance_order == (Action.CLEAN, Action.LOGS, Action.COMPACT, Action.ARCHIVE)
 
 
 def test_the_timeline_is_archived_to_the_retained_commits_and_its_bound_always_exceeds_them():
@@ -101,8 +122,8 @@ def test_each_procedures_result_rows_and_the_report_line_say_what_changed():
     results = [ActionResult(Action.COMPACT, "1 file group(s) written"), ActionResult(Action.ARCHIVE, "done")]
     line = HudiReport(TABLE, before, plan, after, results, seconds=3.0).line()
     assert line == (
-        "maintenance cdc.t: compact 1 file group(s) written, archive done | base files 4->1, file versions 6->5, "
-        "commits 9->4, avg 2.0 KB->4.0 KB | 3.0s"
+        "maintenance cdc.t: compact 1 file group(s) written, archive done | base files 4->1, log files 0->0, "
+        "file versions 6->5, commits 9->4, avg 2.0 KB->4.0 KB | 3.0s"
     )
 
 
@@ -110,14 +131,20 @@ def test_the_maintenance_job_takes_hudi_and_refuses_the_limits_hudi_tables_have_
     js = build_job_settings({"warehouse": "/w", "table_format": "hudi"})
     assert js.catalog.table_format == TableFormat.HUDI and js.catalog.catalog_name == "spark_catalog"
     hudi = FORMATS[TableFormat.HUDI]
-    assert hudi.maintenance_order == (Action.CLEAN, Action.COMPACT, Action.ARCHIVE) and hudi.meaningless_limits
+    assert hudi.maintenance_order == (Action.CLEAN, Action.LOGS, Action.COMPACT, Action.ARCHIVE)
+    assert hudi.meaningless_limits
     for name in NO_HUDI_MEANING:
         with pytest.raises(ArgumentError, match=f"with --table_format hudi, .*--{name}: "):
             build_job_settings({"warehouse": "/w", "table_format": "hudi", name: "30"})
     # The limits that mean the same for Hudi are taken.
-    raw = {"maintenance_target_file_size_mb": "64", "maintenance_max_small_files": "3"}
-    js = build_job_settings({"warehouse": "/w", "table_format": "hudi", **raw, "maintenance_max_snapshots": "40"})
+    raw = {
+        "maintenance_target_file_size_mb": "64",
+        "maintenance_max_small_files": "3",
+        "maintenance_max_snapshots": "40",
+    }
+    js = build_job_settings({"warehouse": "/w", "table_format": "hudi", **raw, "maintenance_max_delete_files": "7"})
     assert (js.policy.target_file_size_mb, js.policy.max_small_files, js.policy.max_snapshots) == (64, 3, 40)
+    assert js.policy.max_delete_files == 7  # a merge-on-read table's log files
     js = build_job_settings({"warehouse": "/w", "table_format": "hudi", "maintenance_retain_last_snapshots": "5"})
     assert js.policy.retain_last_snapshots == 5 and js.policy.delete_retention_days == 30
 

@@ -21,15 +21,20 @@ def in_duckdb_dialect(statement: str) -> str:
 
 def merged(stored: list[tuple], changes: list[tuple], keep: dict[str, str] | None = None) -> list[tuple]:
     """The lake rows (id, name, op, seq, offset) after merging `changes` into `stored`, each a tuple
-    (id, name, op, seq, offset)."""
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE t ({TABLE})")
-    con.execute(f"CREATE TABLE s ({TABLE})")
-    for table, rows in (("t", stored), ("s", changes)):
-        for r in rows:
-            con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, 0, now())", list(r))
-    con.execute(in_duckdb_dialect(merge_sql("t", "s", ["id"], COLUMNS, keep)))
-    return con.execute("SELECT id, name, _cdc_op, _cdc_seq, _cdc_offset FROM t ORDER BY id").fetchall()
+    (id, name, op, seq, offset): the same with the guard in the MERGE's clauses and in its source
+    (guard_in_source, Hudi's form)."""
+    results = []
+    for guard_in_source in (False, True):
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE t ({TABLE})")
+        con.execute(f"CREATE TABLE s ({TABLE})")
+        for table, rows in (("t", stored), ("s", changes)):
+            for r in rows:
+                con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, 0, now())", list(r))
+        con.execute(in_duckdb_dialect(merge_sql("t", "s", ["id"], COLUMNS, keep, guard_in_source=guard_in_source)))
+        results.append(con.execute("SELECT id, name, _cdc_op, _cdc_seq, _cdc_offset FROM t ORDER BY id").fetchall())
+    assert results[0] == results[1], results
+    return results[0]
 
 
 def test_a_change_newer_than_the_stored_row_replaces_it_and_an_older_one_is_a_no_op():
@@ -63,3 +68,5 @@ def test_a_kept_column_whose_update_carries_the_placeholder_keeps_the_lake_value
     placeholder = [(1, "__debezium_unavailable_value", "u", 101, 0)]
     assert merged(stored, placeholder, keep) == [(1, "long text", "u", 101, 0)]
     assert merged(stored, [(1, "new text", "u", 101, 0)], keep) == [(1, "new text", "u", 101, 0)]
+    # A new key's insert carrying the placeholder keeps it (no lake value to keep).
+    assert merged([], placeholder, keep) == placeholder

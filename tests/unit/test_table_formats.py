@@ -241,9 +241,15 @@ def test_hudi_puts_copy_on_write_tables_in_the_session_catalog_and_dead_letters_
         build_settings({**BASE, "table_format": "hudi", "catalog_name": "glue_catalog"})
 
 
-def test_hudi_refuses_merge_on_read_and_multiset_tables_naming_why() -> None:
-    with pytest.raises(ArgumentError, match=r"merge-on-read is not offered with --table_format hudi: .* compaction"):
-        build_settings({**BASE, "table_format": "hudi", "write_mode": "merge-on-read"})
+def test_hudi_makes_merge_on_read_tables_when_asked_and_refuses_multiset_tables_naming_why() -> None:
+    s = build_settings({**BASE, "table_format": "hudi", "write_mode": "merge-on-read"})
+    assert s.write_mode == WriteMode.MERGE_ON_READ
+    sql = table_format(s).create_table_sql("spark_catalog.cdc.t", COLUMNS, ["id"], s.write_mode)
+    # No precombine field: Hudi 0.15 writes a delete's ordering value to a log file as a decimal(30,15).
+    assert "'type'='mor'" in sql and "'primaryKey'='id'" in sql and "preCombineField" not in sql
+    # Hudi's writer compacts a merge-on-read table inline after the maintenance's bound of delta commits.
+    conf = catalog_conf(build_settings({**BASE, "table_format": "hudi", "maintenance_max_delete_files": "7"}))
+    assert conf["hoodie.compact.inline.max.delta.commits"] == "7"
     with pytest.raises(ArgumentError, match=r"multiset is not offered with --table_format hudi: Hudi 0\.15.s MERGE"):
         build_settings({**BASE, "table_format": "hudi", "keyless_table_policy": "multiset"})
     s = build_settings(
@@ -260,7 +266,8 @@ def test_hudi_session_is_hudis_catalog_with_kryo_and_schema_evolution_on_read() 
     assert conf["spark.kryo.registrator"] == "org.apache.spark.HoodieSparkKryoRegistrar"
     assert conf["hoodie.schema.on.read.enable"] == "true" and conf["spark.sql.warehouse.dir"] == "wh"
     assert conf["spark.sql.parquet.datetimeRebaseModeInRead"] == "CORRECTED"
-    assert not [k for k in conf if "iceberg" in k or "delta" in k]
+    # No other format's settings (Hudi's own "delta commits" are its merge-on-read log writes).
+    assert not [k for k in conf if "iceberg" in k or ("delta" in k and not k.startswith("hoodie."))]
 
 
 def test_a_hudi_table_is_keyed_by_the_primary_key_and_ordered_by_the_source_position() -> None:
@@ -404,8 +411,10 @@ def test_the_capability_rows_are_what_the_arguments_and_the_ddl_do() -> None:
         except ArgumentError:
             multiset = not multiset
         assert multiset, f"{name}: --keyless_table_policy multiset taken or refused against its capability row"
+        # A format that has merge-on-read tables makes another table for it (Iceberg's write modes, Hudi's `mor`).
         create = fmt.create_table_sql("t", COLUMNS, ["id"], WriteMode.MERGE_ON_READ)
-        assert ("'merge-on-read'" in create) == fmt.supports(Capability.MERGE_ON_READ), name
+        cow = fmt.create_table_sql("t", COLUMNS, ["id"], WriteMode.COPY_ON_WRITE)
+        assert (create != cow) == fmt.supports(Capability.MERGE_ON_READ), name
         replaced = fmt.supports(Capability.RECREATED_WITH_ANOTHER_KEY)
         try:
             fmt.create_table_sql("t", COLUMNS, ["name"], WriteMode.COPY_ON_WRITE, replace=True)

@@ -202,7 +202,7 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "table_format",
         "iceberg",
-        "`iceberg` (Apache Iceberg 1.11.0), `delta` (Delta Lake 4.2.0) or `hudi` (Apache Hudi 0.15.0 on Glue 5.0, copy-on-write; "
+        "`iceberg` (Apache Iceberg 1.11.0), `delta` (Delta Lake 4.2.0) or `hudi` (Apache Hudi 0.15.0 on Glue 5.0, copy-on-write unless --write_mode merge-on-read; "
         "tables without a primary key go to the dead letters): the format of the lake tables the job writes. The Glue "
         "job needs `--datalake-formats delta` or `hudi` for those.",
         parse=one_of(TableFormat),
@@ -231,7 +231,7 @@ ARGS: tuple[Arg, ...] = (
         "write_mode",
         "merge-on-read",
         "Row-level write mode of new tables: merge-on-read or copy-on-write (with `--table_format hudi`: "
-        "copy-on-write, the default there).",
+        "copy-on-write is the default there; merge-on-read makes Hudi `mor` tables, compacted by the maintenance).",
         parse=one_of(WriteMode),
     ),
     Arg(
@@ -603,16 +603,13 @@ def check_catalog(v: dict[str, Any], raw: dict[str, str]) -> None:
 
 
 def _check_hudi(v: dict[str, Any], raw: dict[str, str]) -> None:
-    """Hudi tables are copy-on-write and need a record key: `--write_mode` and `--keyless_table_policy`
-    default to what Hudi takes, and the values it cannot take are refused naming why."""
+    """Hudi tables need a record key, and are copy-on-write unless `--write_mode merge-on-read` is given:
+    `--write_mode` and `--keyless_table_policy` default to what Hudi takes, and the values it cannot
+    take are refused naming why."""
     if v["table_format"] != TableFormat.HUDI:
         return
-    if raw.get("write_mode", WriteMode.COPY_ON_WRITE) != WriteMode.COPY_ON_WRITE:
-        raise ArgumentError(
-            "--write_mode merge-on-read is not offered with --table_format hudi: a merge-on-read Hudi table needs "
-            "compaction, which the maintenance job does not run for Hudi yet; leave --write_mode out (copy-on-write)"
-        )
-    v["write_mode"] = WriteMode.COPY_ON_WRITE
+    if "write_mode" not in raw:
+        v["write_mode"] = WriteMode.COPY_ON_WRITE
     if raw.get("keyless_table_policy", KeylessTablePolicy.DEAD_LETTER) != KeylessTablePolicy.DEAD_LETTER:
         raise ArgumentError(
             "--keyless_table_policy multiset is not offered with --table_format hudi: Hudi 0.15's MERGE into a "

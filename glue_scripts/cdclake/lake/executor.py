@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,6 +42,7 @@ __all__ = [
     "Writes",
     "Written",
     "decoded_rows",
+    "format_writes",
     "merge_changes",
     "merge_multiset",
 ]
@@ -183,10 +185,12 @@ def merge_changes(
     keep: dict[str, str] | None = None,
     *,
     markers: str | None | LookUp = LOOK_UP,
+    guard_in_source: bool = False,
 ) -> None:
     """Apply newest-per-key changes (data columns + _cdc_* metadata) to `table` in one commit
     (merge.merge_sql). `markers`: the delete markers to anti-join the changes with
-    (deletes.KnownMarkers.to_consult), None for none."""
+    (deletes.KnownMarkers.to_consult), None for none; `guard_in_source`: the format's MERGE cannot
+    read the table's row in its clauses (formats.base.Format.merge_reads_target)."""
     # Inside foreachBatch the batch DataFrame belongs to a cloned session: the temp view and the
     # MERGE must use that session, not the one the job started with.
     session = changes.sparkSession
@@ -196,7 +200,7 @@ def merge_changes(
         # Safe to run again: the position guard makes a re-applied change a no-op.
         if isinstance(markers, LookUp):
             markers = markers_if_any(session, table)
-        statement = merge_sql(table, view, keys, columns, keep, markers)
+        statement = merge_sql(table, view, keys, columns, keep, markers, guard_in_source=guard_in_source)
         retry_on_conflict(lambda: session.sql(statement), f"MERGE into {table}", MERGE_RETRY)
     finally:
         session.catalog.dropTempView(view)
@@ -244,3 +248,8 @@ class Writes:
 
     keyed: KeyedWrite = merge_changes
     keyless: KeylessWrite = merge_multiset
+
+
+def format_writes(fmt: Format) -> Writes:
+    """The MERGEs, their guard in their source where the format's MERGE cannot read the table's row."""
+    return Writes() if fmt.merge_reads_target else Writes(keyed=partial(merge_changes, guard_in_source=True))

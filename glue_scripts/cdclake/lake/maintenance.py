@@ -78,6 +78,7 @@ class Action(StrEnum):
     VACUUM = "vacuum"  # Delta's expiry and orphan removal in one command (formats/delta.py)
     CLEAN = "clean"  # Hudi's cleaning of old file versions (formats/hudi.py)
     ARCHIVE = "archive"  # Hudi's archival of its timeline (formats/hudi.py)
+    LOGS = "compact logs"  # Hudi's compaction of a merge-on-read table's log files (formats/hudi.py)
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,27 @@ def merge_sql(
     columns: list[str],
     keep: dict[str, str] | None = None,
     markers: str | None = None,
+    *,
+    guard_in_source: bool = False,
 ) -> str:
     """One MERGE applying inserts, updates and deletes, guarded by the source-log position so a
     replayed or late change never overwrites a newer row, nor brings back a row deleted later
     (`markers`: the table's delete markers, deletes.py).
 
     `keep`: column -> SQL literal; an update whose value is that literal (the connector's
-    placeholder for a value it could not send, see unavailable.py) leaves the lake value as it is."""
+    placeholder for a value it could not send, see unavailable.py) leaves the lake value as it is.
+
+    `guard_in_source`: the guard and the kept values are resolved in the MERGE's source, joined with
+    the table, so that its clauses read the change only (guarded_source_sql)."""
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
     newer = newer_than(f"s.{CDC_SEQ}", f"s.{CDC_OFFSET}", f"t.{CDC_SEQ}", f"t.{CDC_OFFSET}")
     all_cols = columns + list(METADATA_COLUMNS)
     keep = keep or {}
+    source = live_changes_sql(source_view, markers, keys) if markers else source_view
+    if guard_in_source:
+        source = guarded_source_sql(table, source, on, newer, keys[0], all_cols, keep)
+        keep = {}
+    guard = "" if guard_in_source else f" AND {newer}"
 
     def assign(c: str) -> str:
         if c in keep:
@@ -41,13 +51,30 @@ def merge_sql(
     set_list = ", ".join(assign(c) for c in all_cols)
     insert_cols = ", ".join(quote(c) for c in all_cols)
     insert_vals = ", ".join(f"s.{quote(c)}" for c in all_cols)
-    source = live_changes_sql(source_view, markers, keys) if markers else source_view
     return (
         f"MERGE INTO {table} t USING {source} s ON {on} "
-        f"WHEN MATCHED AND s.{CDC_OP} = 'd' AND {newer} THEN DELETE "
-        f"WHEN MATCHED AND s.{CDC_OP} <> 'd' AND {newer} THEN UPDATE SET {set_list} "
+        f"WHEN MATCHED AND s.{CDC_OP} = 'd'{guard} THEN DELETE "
+        f"WHEN MATCHED AND s.{CDC_OP} <> 'd'{guard} THEN UPDATE SET {set_list} "
         f"WHEN NOT MATCHED AND s.{CDC_OP} <> 'd' THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
     )
+
+
+def guarded_source_sql(
+    table: str, source: str, on: str, newer: str, key: str, columns: list[str], keep: dict[str, str]
+) -> str:
+    """The changes of `source` newer than the row `table` holds of their key (or of a key it does not
+    hold), each kept column's placeholder replaced by the stored value: the MERGE's guard and `keep`
+    evaluated before the MERGE. Hudi's MERGE into a merge-on-read table appends updates to log files
+    without reading the stored row, and a clause condition or assignment that names the table's
+    columns fails there (apache/hudi#12180)."""
+
+    def pick(c: str) -> str:
+        if c in keep:
+            return f"CASE WHEN t.{quote(key)} IS NOT NULL AND s.{quote(c)} = {keep[c]} THEN t.{quote(c)} ELSE s.{quote(c)} END AS {quote(c)}"
+        return f"s.{quote(c)}"
+
+    select = ", ".join(pick(c) for c in columns)
+    return f"(SELECT {select} FROM {source} s LEFT JOIN {table} t ON {on} WHERE {newer})"
 
 
 def truncate_sql(table: str, seq: int) -> str:

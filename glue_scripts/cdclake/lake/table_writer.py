@@ -28,7 +28,7 @@ from ..common.settings import Settings
 from ..events.decode import SchemaGroup, cut_at, resolve_groups
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
-from .executor import Execution, Executor, TableRun, Writes, Written, decoded_rows
+from .executor import Execution, Executor, TableRun, Writes, Written, decoded_rows, format_writes
 from .formats import Format, UnsupportedName, table_format
 from .lake_tables import LakeTables
 from .table_plan import GroupFacts, Policies, TableDDL, TablePlan, cut_positions, drop_probe, plan_table
@@ -68,9 +68,10 @@ class PlannedTable:
 
 
 def executor(spark: SparkSession, settings: Settings, writes: Writes | None = None) -> Executor:
-    """The executor of the job's plans, with its write (the MERGEs by default)."""
+    """The executor of the job's plans, with its write (the format's MERGEs by default)."""
+    fmt = table_format(settings)
     return Executor(
-        spark, settings.write_mode, writes or Writes(), settings.unavailable_value_placeholder, table_format(settings)
+        spark, settings.write_mode, writes or format_writes(fmt), settings.unavailable_value_placeholder, fmt
     )
 
 

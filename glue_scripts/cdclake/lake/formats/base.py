@@ -25,6 +25,8 @@ properties) is the same Spark SQL for every format. A format says, as pure text 
                       name_properties the table properties that record the source names of such columns
     fixed_key         the format cannot change a table's key after its creation
     v2_writes         DataFrameWriterV2 (`writeTo`) can append to its tables; else `insertInto`
+    merge_reads_target  its MERGE's clauses can read the table's row (the position guard); else the
+                      guard is resolved in the MERGE's source (merge.guarded_source_sql)
 
 and, for maintenance (lake/maintenance.py runs one frame over these), its health, plan, actions in
 order, the statement of each and its outcome, and its report line. `capabilities` declares what the
@@ -95,6 +97,7 @@ class Format:
     reserved_properties: ClassVar[frozenset[str]] = frozenset()
     system_columns: ClassVar[frozenset[str]] = frozenset()
     v2_writes: ClassVar[bool] = True
+    merge_reads_target: ClassVar[bool] = True
     sort_orders: ClassVar[bool] = False  # a table can carry a write order (Iceberg's WRITE ORDERED BY)
     key_fields: ClassVar[bool] = False  # a table can declare its key in its metadata (key_fields_sql)
 
@@ -127,7 +130,7 @@ class Format:
     def marker_properties(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def key_properties(self, keys: list[str]) -> dict[str, str]:
+    def key_properties(self, keys: list[str], write_mode: WriteMode = WriteMode.COPY_ON_WRITE) -> dict[str, str]:
         return {}
 
     def lake_type(self, decoded: T.DataType) -> T.DataType:
@@ -161,7 +164,7 @@ class Format:
             **self.table_properties(write_mode),
             **self.type_features([t for _, t in columns]),
             **self.name_properties([n for n, _ in columns]),
-            **self.key_properties(keys),
+            **self.key_properties(keys, write_mode),
             KEY_PROPERTY: keys_text(keys),
         }
         create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"

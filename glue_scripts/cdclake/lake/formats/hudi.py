@@ -1,6 +1,9 @@
 """Apache Hudi (`--table_format hudi`): its DDL and its maintenance, Hudi 0.15's own table services, run
 through its Spark SQL procedures (never an Iceberg procedure or metadata table):
 
+    run_compaction   merges a merge-on-read table's log files into new base files (scheduleAndExecute:
+                     every file group with log files) when its latest file slices hold more than
+                     `--maintenance_max_delete_files` log files: Iceberg's rewrite of its delete files
     run_clustering   packs the table's small base files into files of about
                      `--maintenance_target_file_size_mb` (one `replacecommit`; a lone small file is left)
     run_clean        deletes the file versions the newest `--maintenance_retain_last_snapshots` commits
@@ -11,7 +14,7 @@ through its Spark SQL procedures (never an Iceberg procedure or metadata table):
                      when clustering's own commit pushed it over), down to the newest retained + 1
                      (`hudi_timeline_bounds`): Iceberg's snapshot limit
 
-The health comes from Hudi's procedures too: the latest base file of each file group
+The health comes from Hudi's procedures too: the latest base file and log files of each file group
 (`show_fsview_latest`), every base file version kept (`show_fsview_all`) and the completed commits
 of the active timeline (`show_commits`). The job's tables are not partitioned, so one partition
 path, the table's root, holds every file.
@@ -74,7 +77,10 @@ def hudi_table_services(policy: MaintenancePolicy) -> dict[str, str]:
     the file versions of the newest `--maintenance_retain_last_snapshots` commits (readable by time
     travel and incremental queries). The writer's archival keeps Hudi's own short timeline (20 to 30
     commits, more when cleaning retains more: Hudi requires archival to keep more commits than
-    cleaning retains); the maintenance's archival applies `--maintenance_max_snapshots` on top."""
+    cleaning retains); the maintenance's archival applies `--maintenance_max_snapshots` on top. On a
+    merge-on-read table Hudi's batch writes compact inline (its default outside streaming sinks) once
+    a file group has `--maintenance_max_delete_files` delta commits (Hudi's own default: 5), the bound
+    the maintenance's compaction applies to its log files."""
     retained = policy.retain_last_snapshots
     return {
         "hoodie.parquet.max.file.size": str(policy.target_file_size_bytes),
@@ -84,18 +90,23 @@ def hudi_table_services(policy: MaintenancePolicy) -> dict[str, str]:
         "hoodie.cleaner.commits.retained": str(retained),
         "hoodie.keep.min.commits": str(max(20, retained + 1)),
         "hoodie.keep.max.commits": str(max(30, retained + 11)),
+        "hoodie.compact.inline.max.delta.commits": str(policy.max_delete_files),
     }
 
 
 # Cleaning first: the versions clustering replaces can only be cleaned once its commit is older than
 # the retained ones (a later run), so cleaning before it frees the older versions now and loses nothing.
-HUDI_ORDER = (Action.CLEAN, Action.COMPACT, Action.ARCHIVE)
+# Compaction of the log files before clustering: clustering then packs base files that hold every row.
+HUDI_ORDER = (Action.CLEAN, Action.LOGS, Action.COMPACT, Action.ARCHIVE)
 # Rows a listing procedure returns at most (each defaults to 10 or 20).
 LISTING_LIMIT = 1_000_000
 # A table property of hoodie.properties: the partitions of the table's metadata table, if it has one.
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 
-_NO_DELETE_FILES = "Hudi's copy-on-write tables rewrite the files they change: a Hudi table has no delete files"
+_NO_DELETE_FILES = (
+    "Hudi compacts every log file of a merge-on-read table once they are more than --maintenance_max_delete_files: "
+    "no per-file threshold"
+)
 _NO_ORPHANS = (
     "Hudi 0.15 has no orphan file removal: its writer rolls back a failed write's files, and run_clean deletes "
     "the file versions that no retained commit reads"
@@ -103,7 +114,6 @@ _NO_ORPHANS = (
 # The maintenance arguments that mean nothing for a Hudi table, each with the reason.
 NO_HUDI_MEANING: dict[str, str] = {
     "maintenance_min_input_files": "Hudi's clustering packs any two or more small files",
-    "maintenance_max_delete_files": _NO_DELETE_FILES,
     "maintenance_delete_file_threshold": _NO_DELETE_FILES,
     "maintenance_max_manifests": "a Hudi table has no manifests (its timeline is archived instead)",
     "maintenance_snapshot_retention_minutes": (
@@ -120,16 +130,24 @@ NO_HUDI_MEANING: dict[str, str] = {
 ATHENA_NATIVE_HUDI = "athena_enable_native_hudi_connector_implementation"
 
 
+def table_type(write_mode: WriteMode) -> str:
+    """Hudi's table type (its `type` property) of `--write_mode`."""
+    return "mor" if WriteMode(write_mode) is WriteMode.MERGE_ON_READ else "cow"
+
+
 class Hudi(Format):
     """Apache Hudi 0.15.0 (Glue 5.0's `--datalake-formats hudi`): Hudi's catalog as Spark's session
     catalog `spark_catalog`, over the Glue Data Catalog on AWS and Spark's in-memory catalog locally,
     managed tables under the warehouse folder.
 
     Hudi's own idioms carry the lake contract: the primary key is the table's record key, and the
-    source-log position `_cdc_seq` its precombine (ordering) field, so Hudi itself keeps the stored
-    row when a change older than it is written (the MERGE's guard decides the rest: ties by Kafka
-    offset, deletes). Tables are copy-on-write (settings refuse merge-on-read until maintenance
-    compacts). Hudi's schema evolution on read (`hoodie.schema.on.read.enable`) is on: ADD COLUMN,
+    source-log position `_cdc_seq` a copy-on-write table's precombine (ordering) field, so Hudi itself
+    keeps the stored row when a change older than it is written (the MERGE's guard decides the rest: ties by Kafka
+    offset, deletes). Tables are copy-on-write, or merge-on-read with `--write_mode merge-on-read`
+    (type `mor`: updates and deletes appended to log files, merged on read and compacted by the
+    maintenance). Hudi's MERGE into a merge-on-read table cannot read the stored row in its clauses,
+    so the position guard runs in the MERGE's source (`merge_reads_target`, merge.guarded_source_sql),
+    for both table types. Hudi's schema evolution on read (`hoodie.schema.on.read.enable`) is on: ADD COLUMN,
     ALTER COLUMN TYPE, RENAME COLUMN and DROP COLUMN are metadata only, recorded in Hudi's own schema
     history; without it Hudi 0.15 can only add columns, and it has no REPLACE TABLE. A table's
     record key is fixed at its creation (`fixed_key`). File sizing and cleaning run inline in Hudi's
@@ -153,9 +171,6 @@ class Hudi(Format):
         Capability.RECREATED_WITH_ANOTHER_KEY: (
             "Hudi 0.15 has no REPLACE TABLE: the batch fails naming the fix (drop the lake table)"
         ),
-        Capability.MERGE_ON_READ: (
-            "a merge-on-read Hudi table needs compaction, which the maintenance does not run for Hudi"
-        ),
         Capability.READ_POINT: (
             "the job holds whole source transactions but records no Hudi commit instant to read at: readers see each "
             "table's latest commit"
@@ -174,6 +189,8 @@ class Hudi(Format):
     system_columns = HUDI_META_COLUMNS
     # Hudi's tables are v1 tables to Spark: `writeTo` refuses them, `insertInto` (INSERT INTO) works.
     v2_writes = False
+    # Its MERGE appends a merge-on-read table's updates to log files without the stored row (apache/hudi#12180).
+    merge_reads_target = False
     # The table's own path: a table made from it by AS SELECT gets its own.
     reserved_properties = frozenset({"option.path", "path", "location", "provider", "owner"})
 
@@ -199,7 +216,7 @@ class Hudi(Format):
     def table_properties(self, write_mode: WriteMode) -> dict[str, str]:
         # Athena reads a table with its Hudi 0.15.0 connector only with this property; without it Athena
         # takes its default, 0.14.0 ("Query Apache Hudi datasets: Considerations and limitations").
-        return {"type": "cow", ATHENA_NATIVE_HUDI: "true"}
+        return {"type": table_type(write_mode), ATHENA_NATIVE_HUDI: "true"}
 
     def lake_type(self, decoded: T.DataType) -> T.DataType:
         """Hudi 0.15 cannot write timestamp_ntz (its Avro conversion refuses the type): a DATETIME
@@ -213,8 +230,16 @@ class Hudi(Format):
         names or one that looks escaped is escaped (common/names.py); UnsupportedName when too long."""
         return avro_column_name(source, HUDI_META_COLUMNS)
 
-    def key_properties(self, keys: list[str]) -> dict[str, str]:
-        return {"primaryKey": ",".join(keys), "preCombineField": CDC_SEQ} if keys else {}
+    def key_properties(self, keys: list[str], write_mode: WriteMode = WriteMode.COPY_ON_WRITE) -> dict[str, str]:
+        """The record key, and on a copy-on-write table the precombine field. A merge-on-read table has
+        none: Hudi 0.15 writes a delete's ordering value into its log file as a decimal(30,15), which
+        refuses the source positions (31 digits and more) the job's `_cdc_seq` holds; its position
+        guard alone keeps an older change out (it runs before every write)."""
+        if not keys:
+            return {}
+        if table_type(write_mode) == "mor":
+            return {"primaryKey": ",".join(keys)}
+        return {"primaryKey": ",".join(keys), "preCombineField": CDC_SEQ}
 
     def marker_properties(self) -> dict[str, str]:
         # No record key: Hudi generates one per row, and every marker appended is kept.
@@ -275,8 +300,9 @@ class Hudi(Format):
 @dataclass(frozen=True)
 class HudiHealth(TableHealth):
     """TableHealth from Hudi's file system view and timeline: `data_files` are the latest base files
-    (one per file group), `file_versions` every base file version still kept, `snapshots` the
-    completed commits of the active timeline."""
+    (one per file group), `delete_files` the log files of their file slices (merge-on-read),
+    `file_versions` every base file version still kept, `snapshots` the completed commits of the
+    active timeline."""
 
     file_versions: int = 0
 
@@ -289,6 +315,7 @@ def health_from_views(
     return HudiHealth(
         table=table,
         data_files=len(sizes),
+        delete_files=sum(int(r.get("num_delta_files") or 0) for r in latest),
         small_data_files=sum(1 for s in sizes if s < small_file_bytes),
         data_bytes=sum(sizes),
         snapshots=commits,
@@ -297,11 +324,14 @@ def health_from_views(
 
 
 def plan_hudi_maintenance(h: HudiHealth, p: MaintenancePolicy, force: bool = False) -> MaintenancePlan:
-    """Clustering when more than `max_small_files` base files are small; cleaning when the table keeps
+    """Compaction when the latest file slices hold more than `max_delete_files` log files (merge-on-read);
+    clustering when more than `max_small_files` base files are small; cleaning when the table keeps
     file versions older than the latest (Hudi's cleaner deletes those no retained commit reads, and
     commits nothing when there are none); archival when the active timeline holds more commits
     than its bound; `force` plans all three."""
     why: dict[Action, str] = {}
+    if h.delete_files > p.max_delete_files:
+        why[Action.LOGS] = f"{h.delete_files} log files > {p.max_delete_files}"
     if h.small_data_files > p.max_small_files:
         why[Action.COMPACT] = f"{h.small_data_files} small base files > {p.max_small_files}"
     if h.file_versions > h.data_files:
@@ -311,7 +341,8 @@ def plan_hudi_maintenance(h: HudiHealth, p: MaintenancePolicy, force: bool = Fal
         why[Action.ARCHIVE] = f"{h.snapshots} commits on the active timeline > {most}"
     if force:
         for a in HUDI_ORDER:
-            why.setdefault(a, "forced")
+            if a is not Action.LOGS or h.delete_files:  # a table without log files has nothing to compact
+                why.setdefault(a, "forced")
     return MaintenancePlan(tuple((a, why[a]) for a in HUDI_ORDER if a in why))
 
 
@@ -329,6 +360,14 @@ def clustering_sql(table: str, p: MaintenancePolicy) -> str:
         "hoodie.clustering.plan.strategy.single.group.clustering.enabled": "false",
     }
     return f"CALL run_clustering(table => {sql_string(ref)}, op => 'scheduleAndExecute', options => {_options(opts)})"
+
+
+def compaction_sql(table: str) -> str:
+    """Compaction of every file group with log files: the plan scheduled now (after one delta commit
+    or more), then run; the maintenance's limit decided that it is due."""
+    _, ref = split_table(table)
+    opts = {"hoodie.compact.inline.max.delta.commits": 1}
+    return f"CALL run_compaction(op => 'scheduleAndExecute', table => {sql_string(ref)}, options => {_options(opts)})"
 
 
 def clean_sql(table: str, p: MaintenancePolicy) -> str:
@@ -350,6 +389,8 @@ def archive_sql(table: str, p: MaintenancePolicy, metadata_table: bool) -> str:
 
 
 def hudi_statement(action: Action, table: str, p: MaintenancePolicy, metadata_table: bool) -> str:
+    if action is Action.LOGS:
+        return compaction_sql(table)
     if action is Action.COMPACT:
         return clustering_sql(table, p)
     if action is Action.CLEAN:
@@ -361,6 +402,9 @@ def hudi_statement(action: Action, table: str, p: MaintenancePolicy, metadata_ta
 
 def hudi_outcome(action: Action, rows: list[dict[str, Any]]) -> str:
     """A procedure's result rows in a few words (archival returns only its exit status)."""
+    if action is Action.LOGS:
+        groups = sum(int(r.get("operation_size") or 0) for r in rows if r.get("state") == "COMPLETED")
+        return f"{groups} file group(s) compacted" if groups else "nothing to compact"
     if action is Action.COMPACT:
         groups = sum(int(r.get("input_group_size") or 0) for r in rows if r.get("state") == "COMPLETED")
         return f"{groups} file group(s) written" if groups else "nothing to pack"
@@ -405,7 +449,8 @@ class HudiReport(MaintenanceReport):
         a = self.after or b
         versions = getattr(b, "file_versions", 0), getattr(a, "file_versions", 0)
         return (
-            f"base files {b.data_files}->{a.data_files}, file versions {versions[0]}->{versions[1]}, "
+            f"base files {b.data_files}->{a.data_files}, log files {b.delete_files}->{a.delete_files}, "
+            f"file versions {versions[0]}->{versions[1]}, "
             f"commits {b.snapshots}->{a.snapshots}, avg {human_bytes(b.avg_data_file_bytes)}->"
             f"{human_bytes(a.avg_data_file_bytes)}"
         )

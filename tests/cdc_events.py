@@ -286,3 +286,25 @@ def key_schema(table: str, *fields: tuple[str, str]) -> dict[str, Any]:
 
 # A table `inventory.order_lines` keyed by (order_id, line_no): a composite primary key.
 ORDER_LINES_KEY_SCHEMA = key_schema("order_lines", ("int32", "order_id"), ("int32", "line_no"))
+
+
+def member_field(name: str, kind: str, allowed: str) -> dict[str, Any]:
+    """A SET (`EnumSet`) or ENUM (`Enum`) column as the connector describes it (captured:
+    mariadb/all_types_00_c.json's c_set, c_enum)."""
+    return {"type": "string", "optional": True, "name": f"io.debezium.data.{kind}", "version": 1,
+            "parameters": {"allowed": allowed}, "field": name}  # fmt: skip
+
+
+def with_set_and_enum(allowed: str, grades: str = "a,b,c") -> tuple[dict[str, Any], dict[str, Any]]:
+    """customers' value schema with a SET column `tags` and an ENUM column `grade` of these members, and
+    the table as tableChanges describes it."""
+    base = value_schema_of("mariadb/c_insert.json")
+    fields = [member_field("tags", "EnumSet", allowed), member_field("grade", "Enum", grades)]
+    schema = with_row_fields(base, [*row_fields(base), *fields])
+    table = customers_table()
+    like = next(c for c in table["columns"] if c["name"] == "last_name")
+    for name, kind, members in (("tags", "SET", allowed), ("grade", "ENUM", grades)):
+        quoted = [f"'{m}'" for m in members.split(",")]
+        column = {"name": name, "typeName": kind, "typeExpression": kind, "optional": True, "enumValues": quoted}
+        table["columns"].append(like | column | {"position": len(table["columns"]) + 1})
+    return schema, table

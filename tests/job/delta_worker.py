@@ -32,6 +32,7 @@ from cdc_events import (  # noqa: E402
     row_fields,
     value_schema_of,
     with_row_fields,
+    with_set_and_enum,
 )
 
 PG_ROW = {"last_name": "Thomas", "email": "pg@example.com", "balance": "1.00", "created_at": "2026-11-21T23:53:06Z"}
@@ -139,6 +140,12 @@ def batches() -> list[list[dict[str, Any]]]:
     keyless("c", ann)
     keyless("c", bob)
     first = cust.take() + lines.take() + log.take() + all_types_before_its_columns()
+    # SET and ENUM columns redefined in batch 2 (MariaDB converts stored values by text, no row events).
+    tagged = Events(topic="mdb.inventory.tagged", table="tagged")
+    old_members, _ = with_set_and_enum("a,b,c")
+    for i, tags, grade in ((1, "a,b", "a"), (2, "b,c", "b"), (3, None, None), (5, "", "c")):
+        tagged.record("c", {"id": i}, customer(i) | {"tags": tags, "grade": grade}, value_schema=old_members)
+    first += tagged.take()
     # 2: batch 1 read again (same offsets), changes older than what the lake holds (an update of 1
     # older than its insert's row, an insert of the deleted 3 older than its delete), a newer
     # update; one copy of a duplicate deleted; a truncate of order_lines, then a line after it.
@@ -152,7 +159,11 @@ def batches() -> list[list[dict[str, Any]]]:
     value["payload"].update(op="t", before=None, after=None)
     t["key"], t["value"] = None, json.dumps(value)
     line("c", 3, 1, "D", pos=600)
-    second = again + cust.take() + lines.take() + log.take()
+    new_members, redefined = with_set_and_enum("c,b,a", "A,b")
+    tagged.schema_change("ALTER TABLE tagged MODIFY COLUMN tags SET('c','b','a'), MODIFY grade ENUM('A','b')",
+                         table=redefined)  # fmt: skip
+    tagged.record("c", {"id": 4}, customer(4) | {"tags": "c,a", "grade": "A"}, value_schema=new_members)
+    second = again + cust.take() + lines.take() + log.take() + tagged.take()
     # 3: ADD COLUMN (loyalty_tier) and balance widened in one batch; an event whose email became an int.
     wide = wider_balance_schema()
     cust.record("c", {"id": 5}, customer(5, "Eve", loyalty_tier="gold"), pos=800, value_schema=wide)

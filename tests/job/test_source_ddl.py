@@ -19,6 +19,7 @@ from cdc_events import (
     row_fields,
     value_schema_of,
     with_row_fields,
+    with_set_and_enum,
 )
 
 BASE = value_schema_of("mariadb/c_insert.json")
@@ -941,33 +942,13 @@ def test_a_partition_statement_the_job_cannot_follow_marks_the_table_with_an_err
 
 
 # ---------------------------------------------------------------- SET and ENUM columns redefined
-def _member_field(name: str, kind: str, allowed: str) -> dict:
-    # As the connector describes a SET or ENUM column (captured: mariadb/all_types_00_c.json's c_set, c_enum).
-    return {"type": "string", "optional": True, "name": f"io.debezium.data.{kind}", "version": 1,
-            "parameters": {"allowed": allowed}, "field": name}  # fmt: skip
-
-
-def _with_tags(allowed: str, grades: str = "a,b,c") -> tuple[dict, dict]:
-    """The value schema with a SET column `tags` and an ENUM column `grade`, and the table as
-    tableChanges describes it."""
-    fields = [_member_field("tags", "EnumSet", allowed), _member_field("grade", "Enum", grades)]
-    schema = with_row_fields(BASE, [*row_fields(BASE), *fields])
-    table = customers_table()
-    like = next(c for c in table["columns"] if c["name"] == "last_name")
-    for name, kind, members in (("tags", "SET", allowed), ("grade", "ENUM", grades)):
-        quoted = [f"'{m}'" for m in members.split(",")]
-        column = {"name": name, "typeName": kind, "typeExpression": kind, "optional": True, "enumValues": quoted}
-        table["columns"].append(like | column | {"position": len(table["columns"]) + 1})
-    return schema, table
-
-
 def test_set_and_enum_columns_redefined_read_their_values_as_the_source_converts_them(lake):
     """MariaDB shows a SET value's members in definition order: after MODIFY tags SET('c','b','a')
     every row reads that way, without a row event. An ALTER converts stored ENUM values by text: a
     member respelled in another case takes the new spelling, one removed (a non-strict sql_mode) reads ''.
     Changes on both sides, one read late."""
-    old, _ = _with_tags("a,b,c")
-    new, table = _with_tags("c,b,a", "A,b")
+    old, _ = with_set_and_enum("a,b,c")
+    new, table = with_set_and_enum("c,b,a", "A,b")
     ev = Events()
     for i, tags, grade in ((1, "a,b", "a"), (2, "b,c", "b"), (3, None, None), (5, "", "c")):
         ev.record("c", {"id": i}, customer(i) | {"tags": tags, "grade": grade}, value_schema=old)

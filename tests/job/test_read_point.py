@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cdc_events import Events, customer
 from transfers import ACCOUNT, TRANSFER, batches, ledger_holds
 
 
@@ -71,3 +72,16 @@ def test_ignore_publishes_no_read_point(make_lake, transfers):
     lake = make_lake()
     lake.apply(first, batch_id=0)
     assert not lake.spark.catalog.tableExists(lake.table("cdc__read_point"))
+
+
+def test_a_table_dropped_at_the_source_leaves_the_read_point_and_the_next_batches_go_on(make_lake, transfers):
+    first, second, _ = transfers
+    lake = make_lake(transactions="keep", dropped_table_policy="drop")
+    lake.apply(first + second, batch_id=0)  # every transaction whole: nothing held
+    ev = Events()
+    ev.record("c", {"id": 1}, customer(1, "Ann"))
+    lake.apply(ev.take(), batch_id=1)
+    assert "inventory_customers" in point(lake)
+    ev.schema_change("DROP TABLE customers", change="DROP")
+    assert lake.apply(ev.take(), batch_id=2).tables[0].source_dropped == "dropped"
+    assert set(point(lake)) == {"salesdb_customer", ACCOUNT, TRANSFER}

@@ -71,6 +71,7 @@ class ReadPoint:
     def __init__(self, spark: SparkSession, executor: Executor, namespace: str) -> None:
         """`namespace`: `catalog.namespace` of the lake tables."""
         self.spark, self.executor, self.fmt = spark, executor, executor.fmt
+        self.namespace = namespace
         self.table = f"{namespace}.{READ_POINT_TABLE}"
         self._rows: dict[str, tuple] | None = None  # table name -> its row, as last published
 
@@ -81,10 +82,16 @@ class ReadPoint:
             return
         if self._rows is None:
             self._rows = self._published()
+        # Tables a batch dropped or renamed (DROP TABLE with --dropped_table_policy drop, RENAME TABLE)
+        # leave the point: one listing of the namespace.
+        lake = set(self.executor.catalog.table_names(self.namespace))
         versions = {
-            ident.rsplit(".", 1)[-1].strip("`"): self.fmt.current_version(self.spark, ident) for ident in written
+            name: self.fmt.current_version(self.spark, ident)
+            for ident in written
+            if (name := ident.rsplit(".", 1)[-1].strip("`")) in lake
         }
-        rows = published(self._rows, versions, batch_id, position, source_ts)
+        before = {n: r for n, r in self._rows.items() if n in lake}
+        rows = published(before, versions, batch_id, position, source_ts)
         df = self.spark.createDataFrame(sorted(rows.values()), SCHEMA)
         self.executor.replace_rows(create_sql(self.table, self.fmt.using), self.table, df)
         self._rows = rows

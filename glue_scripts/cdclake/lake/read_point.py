@@ -6,10 +6,10 @@ of the other. With `--transactions keep` no batch holds part of a source transac
 versions after a batch's last commit are a cut through the source's transactions: reading each table
 at the version the read point names never shows half of one (an order without its lines, money
 debited and not yet credited). The read point is the namespace's table `cdc__read_point`
-(lake_contract.READ_POINT_COLUMNS), one row per lake table, replaced as a whole by one INSERT
-OVERWRITE per batch: one commit, atomic for every reader of the format. A table the batch did not
-write keeps the version recorded for it before. Readers: docs/OPERATIONS.md, "A consistent read
-point" (sql/spark/read_point.sql, sql/athena/08_read_point.sql).
+(lake_contract.READ_POINT_COLUMNS), one row per lake table, replaced as a whole by one overwrite per
+batch (Executor.replace_rows): one commit, atomic for every reader of the format. A table the batch
+did not write keeps the version recorded for it before. Readers: docs/OPERATIONS.md, "A consistent
+read point".
 
 Why a pointer table and not one commit of all tables: the job's Iceberg catalog is Iceberg's
 GlueCatalog (the Glue API), which commits one table at a time; only Iceberg's REST client has a

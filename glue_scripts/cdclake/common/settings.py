@@ -16,6 +16,7 @@ from typing import Any
 from .lake_contract import SOURCE_DROPPED_PROPERTY, DropPolicy, KeylessTablePolicy, SchemaChangePolicy, WriteMode
 from .maintenance_policy import MIN_ORPHAN_AGE_HOURS, MaintenancePolicy
 from .names import lake_table_name
+from .query_tables import engine_of, parse_capture_tables, parse_soft_delete
 
 
 class Source(StrEnum):
@@ -23,6 +24,7 @@ class Source(StrEnum):
 
     KAFKA = "kafka"
     FILES = "files"
+    JDBC = "jdbc"  # query-based capture: polls the source's tables (events/query_capture.py)
 
 
 class KafkaAuth(StrEnum):
@@ -171,7 +173,8 @@ ARGS: tuple[Arg, ...] = (
     Arg(
         "source",
         "kafka",
-        "Where events come from: `kafka` (MSK / any Kafka) or `files` (JSON lines).",
+        "Where events come from: `kafka` (MSK / any Kafka), `files` (JSON lines) or `jdbc` (query-based capture: "
+        "polls the `--jdbc_tables` rows whose modification column moved past the lake's high-water mark).",
         parse=one_of(Source),
     ),
     Arg("kafka_bootstrap_servers", "", "Kafka bootstrap servers (host:port,...). Required for `kafka`."),
@@ -199,6 +202,48 @@ ARGS: tuple[Arg, ...] = (
     Arg("max_offsets_per_trigger", "100000", "Upper bound of Kafka records per micro-batch.", parse=integer(1)),
     Arg("files_path", "", "Directory or S3 prefix of JSON-lines files. Required for `files`."),
     Arg("max_files_per_trigger", "100", "Upper bound of new files per micro-batch (`files`).", parse=integer(1)),
+    Arg(
+        "jdbc_url",
+        "",
+        "`jdbc`: the source's JDBC URL, `jdbc:mysql://host:3306/` (MySQL, MariaDB) or "
+        "`jdbc:postgresql://host:5432/db`. Required for `jdbc`.",
+    ),
+    Arg("jdbc_user", "", "`jdbc`: the database user (it needs SELECT on the tables and information_schema)."),
+    Arg(
+        "jdbc_password",
+        "",
+        "`jdbc`: where the password is: `secretsmanager:<secret id>` (its SecretString, or its `password` key), "
+        "`env:<variable>`, or `file:<path>` (a `password=` line, or the whole file).",
+    ),
+    Arg(
+        "jdbc_tables",
+        "",
+        "`jdbc`: comma-separated `<db>.<table>:<modification column>` (PostgreSQL: `<schema>.<table>:<column>`); "
+        "the column is a NOT NULL timestamp every insert and update sets (sql/query_capture.sql, "
+        "sql/postgres/query_capture.sql) and the table needs a primary key. Required for `jdbc`.",
+        parse=text,
+    ),
+    Arg(
+        "jdbc_soft_delete",
+        "",
+        "`jdbc`: `<column>=<value>`: a row whose column holds the value becomes a delete in the lake (tables "
+        "without the column: none). Rows deleted at the source are found only by `--jdbc_reconcile_every_polls`.",
+    ),
+    Arg(
+        "jdbc_lag_seconds",
+        "5",
+        "`jdbc`: a poll reads only rows whose modification value is older than this (source clock): longer than "
+        "the source's longest writing transaction, whose rows carry its start time but appear at its commit.",
+        parse=integer(0),
+    ),
+    Arg("jdbc_max_rows_per_poll", "100000", "`jdbc`: upper bound of rows read per table and poll.", parse=integer(1)),
+    Arg(
+        "jdbc_reconcile_every_polls",
+        "0",
+        "`jdbc`: every N polls, compare each table's keys with the lake's and delete the lake rows whose key "
+        "is missing at the source (hard deletes; reads every key of both, docs/ARCHITECTURE.md); `0`: never.",
+        parse=integer(0),
+    ),
     Arg(
         "table_format",
         "iceberg",
@@ -463,6 +508,14 @@ class Settings:
     max_offsets_per_trigger: int = _default("max_offsets_per_trigger")
     files_path: str = _default("files_path")
     max_files_per_trigger: int = _default("max_files_per_trigger")
+    jdbc_url: str = _default("jdbc_url")
+    jdbc_user: str = _default("jdbc_user")
+    jdbc_password: str = _default("jdbc_password")
+    jdbc_tables: str = _default("jdbc_tables")
+    jdbc_soft_delete: str = _default("jdbc_soft_delete")
+    jdbc_lag_seconds: int = _default("jdbc_lag_seconds")
+    jdbc_max_rows_per_poll: int = _default("jdbc_max_rows_per_poll")
+    jdbc_reconcile_every_polls: int = _default("jdbc_reconcile_every_polls")
     table_format: TableFormat = _default("table_format")
     catalog_name: str = _default("catalog_name")
     catalog_type: CatalogType = _default("catalog_type")
@@ -646,6 +699,23 @@ def _check_source(v: dict[str, Any]) -> None:
         )
     if v["source"] == Source.FILES and not v["files_path"] and not v["resume_table"]:
         raise ArgumentError("--files_path is required with --source files")
+    if v["source"] == Source.JDBC:
+        _check_jdbc(v)
+
+
+def _check_jdbc(v: dict[str, Any]) -> None:
+    """What --source jdbc needs: a URL of a known engine, the tables with their modification column."""
+    for name in ("jdbc_url", "jdbc_tables"):
+        if not v[name]:
+            raise ArgumentError(f"--{name} is required with --source jdbc")
+    if v["transactions"] == Transactions.KEEP:
+        raise ArgumentError("--transactions keep needs the log's transaction metadata: leave it out with --source jdbc")
+    try:
+        engine_of(v["jdbc_url"])
+        parse_capture_tables(v["jdbc_tables"])
+        parse_soft_delete(v["jdbc_soft_delete"])
+    except ValueError as e:
+        raise ArgumentError(str(e)) from None
 
 
 def build_policy(raw: dict[str, str], args: tuple[Arg, ...] = POLICY_ARGS) -> MaintenancePolicy:

@@ -22,6 +22,7 @@ from ..lake.maintenance import Cadence, StreamMaintainer
 from ..local import faults
 from ..local.session import local_session
 from .batch import BatchProcessor
+from .jdbc_source import run_polls
 from .sources import data_loss_advice, open_stream, restart_after
 
 log = logging.getLogger("cdclake")
@@ -207,6 +208,17 @@ def _on_sigterm(action: Callable[[], None]) -> Any:
     return signal.signal(signal.SIGTERM, lambda _sig, _frame: action())
 
 
+def _run_polls(spark: SparkSession, settings: Settings, crash: faults.CrashPoint | None) -> dict[str, str]:
+    """--source jdbc: the poll loop; a SIGTERM stops it between polls (the poll under way is committed)."""
+    stop = threading.Event()
+    previous = _on_sigterm(stop.set)
+    try:
+        return run_polls(spark, settings, crash, stop)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def check_input_exists(settings: Settings) -> None:
     """A local `--files_path` that does not exist is named before Spark starts (Spark's own
     error is a traceback); an S3 prefix is left to Spark, which can list it. None given: a resume
@@ -240,7 +252,11 @@ def main(
             "TEST fault injection armed: %s=%s (tests only; unset it to run normally)", faults.FAIL_TABLE_ENV, armed
         )
     spark = (session_factory or local_session)(settings)
-    aside = run_stream(spark, settings, crash, fault)
+    aside = (
+        _run_polls(spark, settings, crash)
+        if settings.source == Source.JDBC
+        else run_stream(spark, settings, crash, fault)
+    )
     if aside:
         for table, why in sorted(aside.items()):
             log.error("table %s was set aside in this run: %s", table, why)

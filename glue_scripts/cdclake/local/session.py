@@ -126,6 +126,7 @@ def local_jars(table_format: TableFormat = DEFAULT) -> list[str]:
     extra = format_of(table_format).jars
     folders = [base / "spark", root / "glue-extra", base / "glue-avro"] + ([root / extra[0]] if extra else [])
     jars = [j for d in folders for j in sorted(glob.glob(str(d / "*.jar")))]
+    jars += jdbc_driver_jars()
     if not any("iceberg-spark-runtime" in j for j in jars):
         raise RuntimeError(
             f"no iceberg-spark-runtime jar in {base}/spark: run `make setup` (scripts/setup-local) first"
@@ -133,6 +134,19 @@ def local_jars(table_format: TableFormat = DEFAULT) -> list[str]:
     if extra and not any(extra[1] in j for j in jars):
         raise RuntimeError(f"no {extra[1]} jar in {root}/{extra[0]}: run `make setup` (scripts/setup-local) first")
     return jars
+
+
+# `--source jdbc`: the MySQL and PostgreSQL JDBC drivers Glue provides, locally those that
+# scripts/setup-local put beside the Debezium connectors (the same pinned versions).
+JDBC_DRIVERS = (
+    ("debezium-connector-mysql", "mysql-connector-j-*.jar"),
+    ("debezium-connector-postgres", "postgresql-*.jar"),
+)
+
+
+def jdbc_driver_jars() -> list[str]:
+    plugins = _local_root() / "connect" / "plugins"
+    return [j for folder, pattern in JDBC_DRIVERS for j in sorted(glob.glob(str(plugins / folder / pattern)))[-1:]]
 
 
 def session_metastore_conf(s: Settings, env: Mapping[str, str] = os.environ) -> dict[str, str]:

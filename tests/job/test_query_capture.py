@@ -5,6 +5,8 @@ lake, soft and hard deletes, a new column, and the refusals. One private mariadb
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -221,3 +223,63 @@ def test_a_table_without_its_modification_column_is_refused_with_the_fix(source,
     with pytest.raises(CaptureRefused, match="ON UPDATE CURRENT_TIMESTAMP"):
         poll(qc)
     assert not os.path.exists(qc.lake.dead_dir)
+
+
+@pytest.fixture(scope="module")
+def pg_stack() -> Iterator[Any]:
+    """A private PostgreSQL as `local-stack up --source postgres` makes it (salesdb, the debezium
+    user and its password file), without Kafka or Connect."""
+    from cdcstack import plumbing, postgres
+    from cdcstack.sources import ENGINES
+
+    port = free_port()
+    # Outside pytest's tmp dir: that one is private to its owner, and the server runs as `postgres`.
+    state = Path(tempfile.mkdtemp(prefix="cdc-qc-pg-"))
+    state.chmod(0o755)
+    env = {"CDC_STACK_DIR": str(state), "CDC_STACK_POSTGRES_PORT": str(port)}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in {**env, "CDC_STACK_SOURCE": "postgres"}.items():
+            mp.setenv(k, v)
+        stack = plumbing.StackConfig.from_env(ENGINES)
+    for sub in ("logs", "run"):
+        stack.path(sub).mkdir(parents=True, exist_ok=True)
+    try:
+        postgres.start(stack, port)
+        postgres.bootstrap(stack)
+        yield stack, port
+    finally:
+        plumbing.stop(stack, postgres.COMPONENT, postgres.SHUTDOWN)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_postgres_demo_table_with_the_shipped_trigger_is_captured_through_the_same_path(pg_stack, make_lake):
+    from cdclake.jobs.jdbc_source import QueryCapture
+    from cdcstack import postgres
+
+    stack, port = pg_stack
+    root = Path(__file__).resolve().parents[2]
+    for f in ("sql/postgres/01_create_customer.sql", "sql/postgres/query_capture.sql"):
+        postgres.run_sql(stack, (root / f).read_text())
+    lake = make_lake(
+        source="jdbc",
+        jdbc_url=f"jdbc:postgresql://127.0.0.1:{port}/salesdb",
+        jdbc_user="debezium",
+        jdbc_password=f"file:{postgres.secret_file(stack)}",
+        jdbc_tables="public.customer:cdc_modified_at",
+        jdbc_lag_seconds="0",
+    )
+    qc = QueryCapture(lake.spark, lake.settings, lake.processor)
+    count = int(postgres.run_sql(stack, "SELECT count(*) FROM customer").strip())
+    assert qc.poll(1) == 1
+    assert len(lake.rows("public_customer", order="cust_id")) == count
+    # The application sets updated_at itself; the trigger moves cdc_modified_at all the same.
+    postgres.run_sql(stack, "UPDATE customer SET city = 'Bergen', updated_at = '2020-01-01' WHERE cust_id = 7")
+    assert qc.poll(2) == 1
+    row = {r["cust_id"]: r for r in lake.rows("public_customer", order="cust_id")}[7]
+    assert (row["city"], row["mktsegment"], str(row["updated_at"]), row["_cdc_op"]) == (
+        "Bergen",
+        "HOUSEHOLD",
+        "2020-01-01 00:00:00",
+        "u",
+    )
+    assert qc.poll(3) == 0

@@ -194,7 +194,8 @@ def _postgres_field(col: SourceColumn, q: str) -> Field | None:
         return {"type": ints[dt]}, q, None
     if dt == "numeric":
         return _decimal_field(col, q, Engine.POSTGRES)
-    strings = ("character varying", "character", "text", "uuid", "json", "jsonb", "xml", "name")
+    # user-defined: an ENUM type (or another type the connector sends as text), by its text form
+    strings = ("character varying", "character", "text", "uuid", "json", "jsonb", "xml", "name", "user-defined")
     simple: dict[str, Field] = {
         "real": ({"type": "float"}, q, None),
         "double precision": ({"type": "double"}, q, None),

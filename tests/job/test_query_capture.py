@@ -188,19 +188,20 @@ def test_a_restarted_job_takes_its_mark_from_the_lake_and_neither_skips_nor_repe
     assert after[0]["_cdc_ingested_at"] == before[1]  # row 1 was not applied again
 
 
-def test_a_new_source_column_shows_up_in_the_lake(source, capture):
+def test_a_new_source_column_shows_up_in_the_lake_with_its_default_for_unchanged_rows(source, capture):
     source.sql(
         "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(10), updated_at DATETIME(6) NOT NULL);"
-        "INSERT INTO items VALUES (1, 'a', '2025-03-01 00:00:00')"
+        "INSERT INTO items VALUES (1, 'a', '2025-03-01 00:00:00'), (2, 'b', '2025-03-01 00:00:00')"
     )
     qc = capture("shop.items:updated_at")
     poll(qc)
     source.sql(
-        "ALTER TABLE items ADD COLUMN colour VARCHAR(10) NULL;"
+        "ALTER TABLE items ADD COLUMN colour VARCHAR(10) DEFAULT 'it''s green';"
         "UPDATE items SET colour = 'red', updated_at = '2025-03-01 00:00:01' WHERE id = 1"
     )
     poll(qc)
-    assert [(r["id"], r["colour"]) for r in rows(qc, "items")] == [(1, "red")]
+    # Row 2 did not change: it reads the column's default in the lake as at the source.
+    assert [(r["id"], r["colour"]) for r in rows(qc, "items")] == [(1, "red"), (2, "it's green")]
 
 
 def test_hard_deletes_are_found_by_the_key_reconciliation(source, capture):
@@ -215,14 +216,20 @@ def test_hard_deletes_are_found_by_the_key_reconciliation(source, capture):
     assert [r["id"] for r in rows(qc, "tags")] == [1, 3]
 
 
-def test_a_table_without_its_modification_column_is_refused_with_the_fix(source, capture):
-    from cdclake.events.query_capture import CaptureRefused
-
-    source.sql("CREATE TABLE plain (id INT PRIMARY KEY, v INT)")
-    qc = capture("shop.plain:updated_at")
-    with pytest.raises(CaptureRefused, match="ON UPDATE CURRENT_TIMESTAMP"):
-        poll(qc)
+def test_a_table_without_its_modification_column_is_refused_with_the_fix_until_it_has_one(source, capture):
+    source.sql("CREATE TABLE plain (id INT PRIMARY KEY, v INT); INSERT INTO plain VALUES (1, 1)")
+    qc = capture("shop.plain:updated_at,shop.later:updated_at")
+    assert poll(qc) == 0  # neither read; the job goes on
+    assert "ON UPDATE CURRENT_TIMESTAMP" in qc.refused["shop.plain"]
+    assert "not found" in qc.refused["shop.later"]
     assert not os.path.exists(qc.lake.dead_dir)
+    # Fixed at the source (the DDL of sql/query_capture.sql): the next poll reads every row.
+    source.sql(
+        "ALTER TABLE plain ADD COLUMN updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)"
+        " ON UPDATE CURRENT_TIMESTAMP(6)"
+    )
+    assert poll(qc) == 1 and "shop.plain" not in qc.refused
+    assert [r["v"] for r in rows(qc, "plain")] == [1]
 
 
 @pytest.fixture(scope="module")

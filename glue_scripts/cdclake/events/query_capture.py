@@ -18,6 +18,7 @@ adaptive_time_microseconds), so connect_types.py maps them to the same lake type
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,6 +45,7 @@ class SourceColumn:
     scale: int | None
     nullable: bool
     key_position: int | None  # position in the primary key, None outside it
+    default: str | None = None  # information_schema COLUMN_DEFAULT: the SQL text of the default
 
 
 def _literal(text: str) -> str:
@@ -75,6 +77,7 @@ def catalog_query(engine: Engine, t: CaptureTable) -> str:
     return (
         f"SELECT c.column_name AS name, LOWER(c.data_type) AS data_type, LOWER({type_detail}) AS column_type, "
         "c.numeric_precision AS num_precision, c.numeric_scale AS num_scale, c.is_nullable AS is_nullable, "
+        "c.column_default AS column_default, "
         f"k.ordinal_position AS key_position FROM information_schema.columns c LEFT JOIN ({keys}) k "
         f"ON k.column_name = c.column_name WHERE c.{where.replace(' AND ', ' AND c.')} ORDER BY c.ordinal_position"
     )
@@ -236,7 +239,39 @@ def column_field(engine: Engine, col: SourceColumn) -> Field:
             "read; capture the table from the log (--source kafka), or leave the column out in a view"
         )
     schema, expr, cast = found
-    return {**schema, "optional": col.nullable, "field": col.name}, expr, cast
+    field = {**schema, "optional": col.nullable, "field": col.name}
+    default = default_value(col.default, schema["type"]) if "name" not in schema else None
+    if default is not None:  # the log path's Connect default: rows an ADD COLUMN filled get it in the lake
+        field["default"] = default
+    return field, expr, cast
+
+
+_QUOTED = re.compile(r"^'((?:[^']|'')*)'(?:::[\w .\[\]\"]+)?$")  # 'text' or PostgreSQL's 'text'::type
+_NUMBER = re.compile(r"^\(?(-?\d+(?:\.\d+)?)\)?(?:::[\w ]+)?$")
+
+
+def default_value(text: str | None, connect_type: str) -> Any:
+    """A column's constant default (information_schema's text) as the event carries a value of its
+    type; None for no default, NULL, an expression (CURRENT_TIMESTAMP, nextval(...)) or a temporal
+    column (the log path backfills no time-dependent default either)."""
+    if text is None:
+        return None
+    quoted = _QUOTED.match(text.strip())
+    literal = quoted.group(1).replace("''", "'") if quoted else None
+    number = _NUMBER.match(text.strip())
+    if connect_type == "string":
+        return literal if literal is not None else (number.group(1) if number else None)
+    value = literal if literal is not None else (number.group(1) if number else None)
+    if value is None:
+        return None
+    try:
+        if connect_type.startswith("int"):
+            return int(value)
+        if connect_type in ("float", "double"):
+            return float(value)
+    except ValueError:
+        return None
+    return None
 
 
 def _source_schema() -> dict[str, Any]:
@@ -363,6 +398,7 @@ def read_columns(rows: list[dict[str, Any]]) -> list[SourceColumn]:
             scale=number(r["num_scale"]),
             nullable=str(r["is_nullable"]).upper() == "YES",
             key_position=number(r["key_position"]),
+            default=None if r.get("column_default") is None else str(r["column_default"]),
         )
         for r in rows
     ]

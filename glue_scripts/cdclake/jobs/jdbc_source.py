@@ -175,6 +175,7 @@ class QueryCapture:
         self.soft = parse_soft_delete(settings.jdbc_soft_delete)
         self.marks: dict[qc.CaptureTable, int | None] = {t: self.lake_mark(t) for t in self.tables}
         self.polls = 0
+        self.refused: dict[str, str] = {}  # `<db>.<table>` -> why, of the last poll that read it
 
     def lake_mark(self, t: qc.CaptureTable) -> int | None:
         """The table's high-water mark as its lake rows hold it (None: no lake table or rows yet)."""
@@ -197,9 +198,23 @@ class QueryCapture:
         return rows, int(stats["n"]), -1 if stats["top"] is None else int(stats["top"])
 
     def read_table(self, t: qc.CaptureTable) -> TableRead:
-        """The table's rows past its mark; a full poll completed at its last position."""
+        """The table's rows past its mark; a full poll completed at its last position. A table the
+        poll cannot read (no such table yet, no modification column, ...) is left out of this poll
+        with an ERROR naming the fix, and read again by the next: the other tables go on."""
+        name = f"{t.namespace}.{t.table}"
+        try:
+            ev, columns = self.events(t)
+        except qc.CaptureRefused as e:
+            if self.refused.get(name) != str(e):
+                log.error("query capture: %s", e)
+            self.refused[name] = str(e)
+            return TableRead(None, None)
+        if self.refused.pop(name, None) is not None:
+            log.info("query capture: table %s is read from now on", name)
+        return self._read_rows(t, ev, columns)
+
+    def _read_rows(self, t: qc.CaptureTable, ev: Events, columns: list[qc.SourceColumn]) -> TableRead:
         s, mark = self.settings, self.marks[t]
-        ev, columns = self.events(t)
         limit = s.jdbc_max_rows_per_poll
         rows, n, top = self._rows(t, columns, qc.Poll(mark, s.jdbc_lag_seconds, limit))
         if n >= limit and top == mark:  # more rows at the mark than the limit: read past it
@@ -266,7 +281,14 @@ def run_polls(
     processor = processor or BatchProcessor(spark, settings)
     capture = QueryCapture(spark, settings, processor)
     stop = stop or threading.Event()
-    log.info("polling %d tables of %s (%s)", len(capture.tables), capture.source.engine, settings.jdbc_url)
+    log.info(
+        "polling %d tables of %s (%s) into %s.%s",
+        len(capture.tables),
+        capture.source.engine,
+        settings.jdbc_url,
+        settings.catalog_name,
+        settings.namespace,
+    )
     last = 0
     while not stop.is_set():
         batch_id = max(int(time.time() * 1000), last + 1)  # unique across runs: the dead letters' folders
@@ -276,4 +298,5 @@ def run_polls(
             break
         if not settings.run_once:
             stop.wait(settings.trigger_interval_seconds)
-    return processor.set_aside_in_run
+    # A run-once run that could not read a table ends with the set-aside exit code, naming why.
+    return {**processor.set_aside_in_run, **capture.refused}

@@ -125,7 +125,9 @@ def run(spark: Any, cfg: Config) -> list[Table]:
                 r.verdicts[n] = check_table(spark, r.table, stream.expected).summary()
     _read(spark, runs, "before")
     for r in runs:
-        r.maintenance = timed(spark, lambda r=r: maintain_table(spark, r.table, MaintenancePolicy(), Iceberg(), force=True))
+        r.maintenance = timed(
+            spark, lambda r=r: maintain_table(spark, r.table, MaintenancePolicy(), Iceberg(), force=True)
+        )
         report = r.maintenance.value
         log.info("format version %s: %s", r.version, report.line())
     _read(spark, runs, "after")

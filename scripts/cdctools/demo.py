@@ -41,6 +41,12 @@ from cdctools import change_feed, local_job, reconcile, status  # noqa: E402
 from cdctools import lake_reader as lake  # noqa: E402
 
 STEPS = 7
+QUERY_SQL = "query_capture.sql"  # the modification column of query capture (CAPTURE=query), per engine
+QUERY_LIMITS = (
+    "  query capture: the lake holds each row as the last poll read it (intermediate states, such as "
+    "step 4's row changed twice, are not captured); hard deletes reach it through the job's key "
+    "reconciliation (--jdbc_reconcile_every_polls 5); reconcile compares the final states"
+)
 
 
 def step(n: int, text: str) -> None:
@@ -232,11 +238,19 @@ def job_arguments(write_mode: str | None) -> list[str]:
     return ["--write_mode", write_mode] if write_mode else []
 
 
-def fresh_stack(s: plumbing.StackConfig, sql_dir: Path) -> None:
-    """The stack started from nothing, the source table of the scenario's first file created."""
+def fresh_stack(s: plumbing.StackConfig, sql_dir: Path, capture: str = "log") -> None:
+    """The stack started from nothing, the source table of the scenario's first file created; with
+    query capture only the database, the table given its modification column (query_capture.sql)."""
     with plumbing.state_lock(s):
         commands.cmd_down(s, [])
     shutil.rmtree(s.state, ignore_errors=True)
+    if capture == "query":
+        for sub in ("logs", "run"):
+            s.path(sub).mkdir(parents=True, exist_ok=True)
+        with plumbing.state_lock(s):
+            s.engine.up(s, None, s.ports[s.engine.COMPONENT], [sql_dir / "01_create_customer.sql", sql_dir / QUERY_SQL])
+        print(f"  {s.engine.NAME} only: no broker, no Kafka Connect; the job polls {', '.join(local_job.QUERY_TABLES)}")
+        return
     with plumbing.state_lock(s):
         commands.cmd_up(s, [sql_dir / "01_create_customer.sql"])
     connector_class = s.engine.connector_config(s, 1, 1)["connector.class"]
@@ -249,6 +263,7 @@ def run(
     wire_format: str | None = None,
     table_format: str = DEFAULT,
     extra: tuple[str, ...] | list[str] = (),
+    capture: str = "log",
 ) -> int:
     s = sources.stack_config(source, wire_format or "json")
     paths = local_job.LakePaths.of(s)
@@ -257,16 +272,22 @@ def run(
     # Each engine has its scenario files in its dialect; lake tables are named <namespace>_<table>.
     sql_dir, prefix = s.engine.SCENARIO, s.engine.TOPIC_NAMESPACE
     try:
+        pipeline = (
+            f"{s.engine.DESCRIPTION}, polled by the job (query capture, --source jdbc)"
+            if capture == "query"
+            else f"{s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, wire format {s.wire_format}"
+        )
         step(
             1,
-            f"fresh local stack in {s.state}: {s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, "
-            f"wire format {s.wire_format}, table format {table_format}, source transactions {s.transactions}",
+            f"fresh local stack in {s.state}: {pipeline}, table format {table_format}, source transactions {s.transactions}",
         )
-        fresh_stack(s, sql_dir)
+        fresh_stack(s, sql_dir, capture)
 
         step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
-        print("  " + " ".join(local_job.job_command(s, list(extra), table_format)), flush=True)
-        local_job.start(s, list(extra), table_format)
+        print("  " + " ".join(local_job.job_command(s, list(extra), table_format, capture)), flush=True)
+        local_job.start(s, list(extra), table_format, capture)
+        if capture == "query":
+            print(QUERY_LIMITS)
 
         step(
             3,
@@ -286,7 +307,12 @@ def run(
         show_table(con, customer, "cust_id, name, acct_balance, updated_at, status", "cust_id")
 
         step(6, "a second table with a composite key, created while the pipeline runs: sql/04")
-        ok &= apply(s, sql_dir / "04_second_table.sql", table_format)
+        if capture == "query":  # the new table's modification column, right after its creation
+            s.engine.run_sql(s, (sql_dir / "04_second_table.sql").read_text(), plumbing.DATABASE)
+            print(f"  ran {(sql_dir / '04_second_table.sql').relative_to(ROOT)}, then its modification column:")
+            ok &= apply(s, sql_dir / "query_capture_orders.sql", table_format)
+        else:
+            ok &= apply(s, sql_dir / "04_second_table.sql", table_format)
         orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_orders", table_format)
         show_table(
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"
@@ -340,6 +366,13 @@ def main(argv: list[str] | None = None) -> int:
         "the template's DebeziumBuild=java11); default $CDC_STACK_DEBEZIUM",
     )
     parser.add_argument(
+        "--capture",
+        choices=local_job.CAPTURES,
+        default="log",
+        help="log (default): Debezium reads the binlog/WAL into Kafka; query: no Kafka or Connect, the job "
+        "polls the tables' modification column (--source jdbc, sql/query_capture.sql)",
+    )
+    parser.add_argument(
         "--transactions",
         choices=plumbing.TRANSACTION_MODES,
         help="keep: the connector emits the source's transaction boundaries and the job applies each source "
@@ -352,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.transactions:
         os.environ["CDC_STACK_TRANSACTIONS"] = args.transactions
     try:
-        return run(args.keep, args.source, args.format, args.table_format, job_arguments(args.write_mode))
+        return run(args.keep, args.source, args.format, args.table_format, job_arguments(args.write_mode), args.capture)
     except plumbing.StackError as exc:
         print(f"[demo] ERROR: {exc}", file=sys.stderr)
         return 1

@@ -66,17 +66,53 @@ def topic_pattern(s: plumbing.StackConfig) -> str:
     return s.engine.JOB_TOPIC_PATTERN
 
 
-def job_command(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT) -> list[str]:
+# The demo's tables and the modification column sql/query_capture.sql (sql/postgres/) gives them.
+QUERY_TABLES = ("customer", "orders")
+QUERY_COLUMN = "cdc_modified_at"
+CAPTURES = ("log", "query")
+
+
+def query_arguments(s: plumbing.StackConfig) -> list[str]:
+    """--source jdbc on the stack's database: the Debezium user (SELECT is all it needs) and its
+    password file; hard deletes found by a key reconciliation every 5 polls."""
+    port = s.ports[s.engine.COMPONENT]
+    url = (
+        f"jdbc:mysql://127.0.0.1:{port}/"
+        if s.source == "mysql"
+        else f"jdbc:postgresql://127.0.0.1:{port}/{plumbing.DATABASE}"
+    )
+    tables = ",".join(f"{s.engine.TOPIC_NAMESPACE}.{t}:{QUERY_COLUMN}" for t in QUERY_TABLES)
+    return [
+        "--source", "jdbc",
+        "--jdbc_url", url,
+        "--jdbc_user", "debezium",
+        "--jdbc_password", f"file:{s.engine.secret_file(s)}",
+        "--jdbc_tables", tables,
+        "--jdbc_reconcile_every_polls", "5",
+    ]  # fmt: skip
+
+
+def job_command(
+    s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT, capture: str = "log"
+) -> list[str]:
     """The local job's command line; `table_format` is its --table_format (the local session loads
-    that format's jars: cdclake.local.session.local_jars)."""
+    that format's jars: cdclake.local.session.local_jars); `capture` query: --source jdbc on the
+    stack's database instead of the broker's topics."""
     trigger = os.environ.get("CDC_JOB_TRIGGER_SECONDS", "1")
+    source = (
+        query_arguments(s)
+        if capture == "query"
+        else [
+            "--source", "kafka",
+            "--kafka_auth", "none",
+            "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
+            "--kafka_topic_pattern", topic_pattern(s),
+        ]
+    )  # fmt: skip
     return [
         str(s.local / "venv" / "bin" / "python"),
         str(SCRIPT),
-        "--source", "kafka",
-        "--kafka_auth", "none",
-        "--kafka_bootstrap_servers", f"127.0.0.1:{s.ports['kafka']}",
-        "--kafka_topic_pattern", topic_pattern(s),
+        *source,
         *lake_arguments(s, table_format, LakePaths.of(s).checkpoints),
         "--trigger_interval_seconds", trigger,
         # keep: the connector emits transaction metadata (CDC_STACK_TRANSACTIONS); the job applies whole transactions
@@ -136,12 +172,12 @@ def session_catalog_env(s: plumbing.StackConfig) -> dict[str, str]:
     return {SESSION_METASTORE_ENV: str(s.path("metastore"))}
 
 
-def start(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT) -> int:
+def start(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT, capture: str = "log") -> int:
     rec = plumbing.live_record(s, COMPONENT)
     if rec is not None:
         plumbing.say(f"job: already running (pid {rec.pid})")
         return 0
-    if not plumbing.tcp_open(s.ports["kafka"]):
+    if capture == "log" and not plumbing.tcp_open(s.ports["kafka"]):
         raise plumbing.StackError(
             f"the broker is not listening on 127.0.0.1:{s.ports['kafka']}: start the stack first (local-stack up)"
         )
@@ -150,7 +186,8 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT
     env_python = s.local / "venv" / "bin" / "python"
     if not env_python.exists():
         raise plumbing.StackError(f"no virtualenv at {env_python}: run make setup")
-    proc = plumbing.launch(s, COMPONENT, job_command(s, extra, table_format), port=0, env=job_env(s, table_format))
+    command = job_command(s, extra, table_format, capture)
+    proc = plumbing.launch(s, COMPONENT, command, port=0, env=job_env(s, table_format))
     t0 = time.monotonic()
     # Healthy once the streaming query runs (Spark start-up takes 5-15 s on this kind of machine).
     while time.monotonic() - t0 < s.timeout:
@@ -160,7 +197,7 @@ def start(s: plumbing.StackConfig, extra: list[str], table_format: str = DEFAULT
                 f"the job exited with code {proc.returncode}; last lines of {s.log(COMPONENT)}:\n"
                 + plumbing.log_tail(s, COMPONENT)
             )
-        if "streaming from kafka into" in _run_log(s):
+        if ("streaming from kafka into" if capture == "log" else "polling ") in _run_log(s):
             plumbing.say(f"job: streaming (pid {proc.pid}, started in {time.monotonic() - t0:.1f}s)")
             return 0
         time.sleep(0.3)
@@ -230,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     formats = argparse.ArgumentParser(add_help=False)
     formats.add_argument(
-        "--table-format", choices=TABLE_FORMATS, default=DEFAULT.value, help=f"the lake tables' format (default {DEFAULT})"
+        "--table-format",
+        choices=TABLE_FORMATS,
+        default=DEFAULT.value,
+        help=f"the lake tables' format (default {DEFAULT})",
     )
     st = sub.add_parser("start", parents=[common, formats], help="start the job in the background")
     st.add_argument(

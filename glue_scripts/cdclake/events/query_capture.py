@@ -34,6 +34,10 @@ class CaptureRefused(ValueError):
     """A table query capture cannot read; the message says what to change at the source."""
 
 
+class TableMissing(CaptureRefused):
+    """A table of --jdbc_tables the source does not have (yet)."""
+
+
 @dataclass(frozen=True)
 class SourceColumn:
     """One column as the source's catalog describes it (catalog_query's row)."""
@@ -94,7 +98,7 @@ def check_capturable(engine: Engine, t: CaptureTable, columns: list[SourceColumn
     NOT NULL timestamp) or without a primary key (a row read again must replace, not add)."""
     name = f"{t.namespace}.{t.table}"
     if not columns:
-        raise CaptureRefused(f"table {name} not found in the source's catalog (--jdbc_tables names <db>.<table>)")
+        raise TableMissing(f"table {name} not found in the source's catalog (--jdbc_tables names <db>.<table>)")
     by_name = {c.name: c for c in columns}
     fix = f"{'sql' if engine == Engine.MYSQL else 'sql/postgres'}/query_capture.sql shows the DDL"
     col = by_name.get(t.modified)

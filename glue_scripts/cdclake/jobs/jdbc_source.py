@@ -205,8 +205,8 @@ class QueryCapture:
         try:
             ev, columns = self.events(t)
         except qc.CaptureRefused as e:
-            if self.refused.get(name) != str(e):
-                log.error("query capture: %s", e)
+            if self.refused.get(name) != str(e):  # once per reason, not every poll
+                log.log(logging.WARNING if isinstance(e, qc.TableMissing) else logging.ERROR, "query capture: %s", e)
             self.refused[name] = str(e)
             return TableRead(None, None)
         if self.refused.pop(name, None) is not None:

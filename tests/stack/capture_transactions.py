@@ -132,9 +132,8 @@ def main() -> int:
     args = parser.parse_args()
     from conftest import private_stack
 
-    os.environ["CDC_STACK_TRANSACTIONS"] = "keep"
     init = SQL / "postgres" / "01_create_customer.sql" if args.source == "postgres" else SQL / "01_create_customer.sql"
-    with private_stack("cdc-capture-", args.source, init) as stack:
+    with private_stack("cdc-capture-", args.source, init, transactions="keep") as stack:
         os.environ.update({k: v for k, v in stack.env.items() if k.startswith("CDC_STACK_")})
         capture(stack, args.source)
     return 0

@@ -27,10 +27,13 @@ def stack_dir() -> Iterator[Path]:
 
 
 @contextmanager
-def private_stack(prefix: str, source: str, init_sql: Path, wire_format: str = "json") -> Iterator[Stack]:
-    """A stack on free ports with its own state directory, `source` as the database and `wire_format`
-    on the topics, whatever the developer's shell selects; torn down and removed at the end, also on
-    failure."""
+def private_stack(
+    prefix: str, source: str, init_sql: Path, wire_format: str = "json", transactions: str = "ignore"
+) -> Iterator[Stack]:
+    """A stack on free ports with its own state directory, `source` as the database, `wire_format`
+    on the topics and `transactions` as CDC_STACK_TRANSACTIONS (keep: the connector's transaction
+    metadata on, the job with --transactions keep), whatever the developer's shell selects; torn down
+    and removed at the end, also on failure."""
     state = short_dir(prefix)
     db_port = "mariadb" if source == "mysql" else "postgres"
     ports = {db_port: free_port(), "kafka": free_port(), "connect": free_port(), "registry": free_port()}
@@ -39,6 +42,7 @@ def private_stack(prefix: str, source: str, init_sql: Path, wire_format: str = "
         "CDC_STACK_DIR": str(state),
         "CDC_STACK_SOURCE": source,
         "CDC_STACK_FORMAT": wire_format,
+        "CDC_STACK_TRANSACTIONS": transactions,
         "CDC_STACK_REGISTRY_PORT": str(ports["registry"]),
         f"CDC_STACK_{db_port.upper()}_PORT": str(ports[db_port]),
         "CDC_STACK_KAFKA_PORT": str(ports["kafka"]),
@@ -76,9 +80,10 @@ def pg_stack() -> Iterator[Stack]:
 def job(request: pytest.FixtureRequest) -> Iterator[Stack]:
     """A stack of its own plus the job on it, one per test module that asks for it (those modules
     change the schema and data a lot; two modules run in two workers side by side), in the module's
-    WIRE_FORMAT (default json)."""
+    WIRE_FORMAT (default json) and TRANSACTIONS (CDC_STACK_TRANSACTIONS, default ignore)."""
     wire_format = getattr(request.module, "WIRE_FORMAT", "json")
-    with private_stack("cdc-pipeline-", "mysql", SQL / "01_create_customer.sql", wire_format) as s:
+    transactions = getattr(request.module, "TRANSACTIONS", "ignore")
+    with private_stack("cdc-pipeline-", "mysql", SQL / "01_create_customer.sql", wire_format, transactions) as s:
         try:
             start_job(s)
             yield s

@@ -19,9 +19,11 @@ def reconciled_table(stack: Stack, table: str, rows: int, wait: float = 180) -> 
     assert re.search(rf"source +{rows} +lake +{rows} +OK", out), out
 
 
-def start_job(stack: Stack, env: dict[str, str] | None = None) -> None:
+def start_job(stack: Stack, env: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> None:
+    """`extra`: more job arguments."""
     # Batches well below the burst's size, so that it spans several of them.
-    res = run_script(stack, "local-job", "start", "--", "--max_offsets_per_trigger", str(BATCH_CAP), env=env)
+    cap = ("--max_offsets_per_trigger", str(BATCH_CAP))
+    res = run_script(stack, "local-job", "start", "--", *cap, *extra, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -31,10 +31,12 @@ from pipeline_job import (
     wait_committed,
 )
 from stack_helpers import Stack, reconciled, run_script
+from transfer_load import TransferLoad, transfers_through_a_crash
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("job_is_running")]
 
 WIRE_FORMAT = "avro"  # read by the `job` fixture
+TRANSACTIONS = "keep"  # read by the `job` fixture: whole source transactions and a read point
 BURST = 10_000  # changes: four batch caps (the throughput at 100,000 is the benchmark's, docs/BENCHMARKS.md)
 
 
@@ -169,6 +171,25 @@ def test_kill_9_after_the_iceberg_commit_before_the_offset_commit_then_restart_a
     # Applied once: the re-run of the batch rewrote none of the rows its first run committed.
     after = ingest_times(job, "salesdb_customer", f"WHERE cust_id IN ({', '.join(map(str, written))})")
     assert after == written
+
+
+def test_a_reader_of_the_read_point_never_sees_half_a_transfer_under_load_and_a_kill_9_between_two_tables(
+    job: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1,220 transfers, each one source transaction over two tables, in batches of at most BATCH_CAP
+    # records; a reader polls the read point all along (tests/stack/transfer_load.py).
+    t0 = time.monotonic()
+    reader, batch = transfers_through_a_crash(
+        job, TransferLoad(pg=False, prefix="salesdb"), tmp_path, lambda env, extra: start_job(job, env, extra)
+    )
+    assert reader.errors == []
+    broken = [s for s in reader.seen if not s.whole]
+    assert not broken and len(reader.seen) >= 4, (broken, reader.seen)
+    with capsys.disabled():
+        print(
+            f"\n[read point] {len(reader.seen)} read points read whole (transfers {reader.seen[0].transfers}"
+            f"..{reader.seen[-1].transfers}), killed in batch {batch} between two tables; {time.monotonic() - t0:.0f}s"
+        )
 
 
 def test_kafka_connect_restart_then_changes_still_reconcile(job: Stack) -> None:

@@ -80,8 +80,9 @@ def test_the_crash_hook_is_off_unless_its_variable_names_a_point():
     assert faults.from_env({}) is None
     assert faults.from_env({faults.ENV: "after-iceberg-commit"}) == faults.CrashPoint("after-iceberg-commit")
     assert faults.from_env({faults.ENV: "before-iceberg-commit@1"}) == faults.CrashPoint("before-iceberg-commit", 1)
+    assert faults.from_env({faults.ENV: "between-table-commits"}) == faults.CrashPoint("between-table-commits")
     for wrong in ("after-commit", "after-iceberg-commit@", "after-iceberg-commit@x", "after-iceberg-commit@-1"):
-        with pytest.raises(ValueError, match="before-iceberg-commit, after-iceberg-commit, optionally @<batch id>"):
+        with pytest.raises(ValueError, match="after-iceberg-commit, between-table-commits, optionally @<batch id>"):
             faults.from_env({faults.ENV: wrong})
 
 

@@ -9,14 +9,14 @@ ORDERS, LINES, DDL = "mdb.shop.orders", "mdb.shop.order_lines", "mdb"
 
 
 def begin(txid: str, offset: int) -> Part:
-    return Part(txid, None, TXN, 0, 1, offset)
+    return Part(txid, None, TXN, 0, 1, offset, begun=True)
 
 
-def end(txid: str, offset: int, **counts: int) -> Part:
-    """BEGIN and END of one transaction (one aggregate row: same transaction, same partition)."""
-    return Part(
-        txid, None, TXN, 0, 2, offset, ended=True, end_counts=tuple((f"shop.{c}", n) for c, n in counts.items())
-    )
+def end(txid: str, offset: int, begun: bool = True, **counts: int) -> Part:
+    """BEGIN and END of one transaction (one aggregate row: same transaction, same partition); with
+    `begun` False, the END alone."""
+    counts_ = tuple((f"shop.{c}", n) for c, n in counts.items())
+    return Part(txid, None, TXN, 0, 1 + begun, offset, ended=True, end_counts=counts_, begun=begun)
 
 
 def changes(txid: str, topic: str, offset: int, seq: int, n: int = 1, partition: int = 0) -> Part:
@@ -77,6 +77,24 @@ def test_nothing_is_held_while_no_end_was_ever_read():
     # Transaction metadata on but the transaction topic not read: holding would wait for ever.
     parts = [changes("t1", ORDERS, 0, 10), changes("t2", ORDERS, 1, 20)]
     assert decide(parts, NONE, now=100.0, hold_seconds=600, gating=False).starts == {}
+
+
+def test_a_transaction_longer_than_a_batch_is_held_from_its_begin_also_without_any_end_in_the_batch():
+    # The first batch of a 5,000-row transaction: its BEGIN and part of its rows, no END of any transaction.
+    parts = [begin("t1", 4), changes("t1", ORDERS, 0, 10, n=2_500)]
+    d = decide(parts, NONE, now=100.0, hold_seconds=600, gating=False)
+    assert d.starts == {(TXN, 0): 4, (ORDERS, 0): 0} and d.open == ("t1",)
+
+
+def test_an_end_sent_again_without_its_begin_or_changes_holds_nothing():
+    # The connector's producer sent t1's END twice (a broker restart): t1 was applied in the batch that
+    # read its BEGIN, changes and first END; this batch reads the second END and t2 whole.
+    parts = [end("t1", 2, begun=False, orders=1), end("t2", 3, orders=1), changes("t2", ORDERS, 1, 20)]
+    d = decide(parts, NONE, now=100.0, hold_seconds=600, gating=False)
+    assert d.starts == {} and d.open == ()
+    # An END alone whose changes are read is not one sent again: counted short, it is held.
+    parts = [end("t3", 4, begun=False, orders=2), changes("t3", ORDERS, 2, 30)]
+    assert decide(parts, NONE, now=100.0, hold_seconds=600, gating=True).open == ("t3",)
 
 
 def test_records_held_before_keep_gating_on_a_batch_without_an_end():

@@ -15,9 +15,13 @@ split (its records in a partition follow the first held one there), and the filt
 comparison per partition. Schema-change events (MySQL's DDL, no transaction) at or after the
 first held change's position are held too.
 
-Nothing is held while no END was read (metadata off, or the transaction topic not read: holding
-would wait for ever); a transaction open longer than the hold bound is applied as read, named in
-a WARNING, and remembered so that its late END holds nothing.
+Nothing is held while no BEGIN or END was read (metadata off, or the transaction topic not read:
+holding would wait for ever); a BEGIN is enough, so a transaction longer than a batch is held from
+its first batch on. A transaction open longer than the hold bound is applied as read, named in a
+WARNING, and remembered so that its late END holds nothing. An END read without its BEGIN or any
+of its changes (this batch or held) is one the connector sent again after a failure (its
+transaction was applied with its first END: a held transaction's BEGIN is held with it): it holds
+nothing.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Part:
     min_seq: int | None = None
     ended: bool = False  # the transaction's END is among these records
     end_counts: tuple[tuple[str, int], ...] = ()  # the END's changes per collection
+    begun: bool = False  # the transaction's BEGIN is among these records
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class Decision:
 class _Txn:
     rank: int | None = None  # offset of its first record on the transaction topic
     ended: bool = False
+    begun: bool = False
     expected: dict[str, int] = field(default_factory=dict)
     counted: dict[str, int] = field(default_factory=dict)
     min_seq: int | None = None
@@ -76,6 +82,10 @@ class _Txn:
     def complete(self) -> bool:
         counted = {c: n for c, n in self.counted.items() if n}
         return self.ended and counted == {c: n for c, n in self.expected.items() if n}
+
+    def resent(self) -> bool:
+        """Only its END was read: sent again by the connector, its transaction applied before."""
+        return self.ended and not self.begun and not any(self.counted.values())
 
 
 def _transactions(parts: Iterable[Part]) -> dict[str, _Txn]:
@@ -86,6 +96,7 @@ def _transactions(parts: Iterable[Part]) -> dict[str, _Txn]:
         t = out.setdefault(p.txid, _Txn())
         if p.collection is None:
             t.rank = p.min_offset if t.rank is None else min(t.rank, p.min_offset)
+            t.begun = t.begun or p.begun
             if p.ended:
                 t.ended, t.expected = True, dict(p.end_counts)
         else:
@@ -100,9 +111,9 @@ def decide(parts: list[Part], before: HoldState, now: float, hold_seconds: float
     before (so an END was read once: their transactions must not be applied half)."""
     txns = _transactions(parts)
     late = set(before.released)
-    if not (gating or any(t.ended for t in txns.values())):
+    if not (gating or any(t.ended or t.begun for t in txns.values())):
         return Decision({}, HoldState(released=before.released))
-    open_ = sorted(x for x, t in txns.items() if not t.complete() and x not in late)
+    open_ = sorted(x for x, t in txns.items() if not (t.complete() or t.resent()) and x not in late)
     since = {x: before.since.get(x, now) for x in open_}
     released = tuple(x for x in open_ if now - since[x] > hold_seconds)
     # Remembered until their END is read (then nothing of them can come any more).

@@ -44,7 +44,7 @@ from ..lake.read_point import ReadPoint
 from ..lake.set_aside import SetAsideStore, table_records
 from ..lake.table_plan import TableDDL
 from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor
-from ..local.faults import TableFault
+from ..local.faults import BETWEEN_TABLES, CrashPoint, TableFault
 from .concurrency import concurrency, run_bounded
 from .transaction_gate import TransactionGate
 
@@ -75,7 +75,7 @@ class BatchProcessor:
     steady stream makes no catalog call except the MERGE itself.
 
     `writes`: how each table's changes are written (table_writer.Writes: the MERGEs by default).
-    `fault`: tests only (local/faults.py). `resume`: the lake table a resume run replays (its mark is
+    `fault`, `crash`: tests only (local/faults.py). `resume`: the lake table a resume run replays (its mark is
     not followed in this run; job.py clears it when the run did not set the table aside again)."""
 
     def __init__(
@@ -85,6 +85,7 @@ class BatchProcessor:
         writes: Writes | None = None,
         fault: TableFault | None = None,
         resume: str | None = None,
+        crash: CrashPoint | None = None,
     ) -> None:
         self.spark = spark
         self.settings = settings
@@ -96,7 +97,7 @@ class BatchProcessor:
         self.tables.executor.catalog.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
         self.store = SetAsideStore(spark, settings.dead_letter_path)
         self._aside: dict[str, SetAsideMark] = self.store.marks()  # tables set aside, by lake table
-        self._fault, self.resume = fault, resume
+        self._fault, self.resume, self._crash = fault, resume, crash
         self.set_aside_in_run: dict[str, str] = {}  # lake table -> why, of the batches this process ran
         self.job = job_name(settings.extra, LOCAL_STREAMING_JOB)  # the metrics' Job dimension
         self.gate = TransactionGate(spark, settings)
@@ -243,7 +244,10 @@ class BatchProcessor:
             item, p = planned
             if isinstance(p, TableOutcome):
                 return p
-            return self._guarded(batch, item, lambda: self._execute(batch, p))
+            outcome = self._guarded(batch, item, lambda: self._execute(batch, p))
+            if self._crash is not None and len(items) > 1:  # tests only: one table committed, others not
+                self._crash.reached(BETWEEN_TABLES, batch.batch_id)
+            return outcome
 
         if self.settings.schema_change_policy == SchemaChangePolicy.FAIL:
             # Every table planned before any is written: a lossy change fails the batch first.

@@ -55,9 +55,9 @@ def run_stream(
     `crash`, `fault`: tests only (faults.py). Spark writes a batch's offsets to the checkpoint's offset log
     before it calls `each_batch` and the batch to its commit log after `each_batch` returns, so
     these two points are the two sides of the Iceberg commit: a restart re-runs the batch from
-    its logged offsets either way."""
+    its logged offsets either way. The third (between two tables' commits) is the processor's."""
     resume = settings.lake_table(settings.resume_table) if settings.resume_table else None
-    processor = BatchProcessor(spark, settings, fault=fault, resume=resume)
+    processor = BatchProcessor(spark, settings, fault=fault, resume=resume, crash=crash)
     if resume is not None:
         settings = _resume_input(processor, settings, resume)
         if settings is None:

@@ -29,6 +29,8 @@ def transaction_parts(cached: DataFrame) -> list[Part]:
     table and partition, and per schema-change event outside any transaction."""
     txid = F.col("_txid")
     ddl = txid.isNull() & (F.col("_status") == SCHEMA_CHANGE)
+    # A transaction-topic record that is not an END (no change's collection, no END's counts).
+    begin = txid.isNotNull() & F.col("_txn_collection").isNull() & F.col("_txn_end").isNull()
     rows = (
         cached.where(txid.isNotNull() | ddl)
         .groupBy(txid, F.col("_txn_collection"), F.col("topic"), F.col("partition"), F.when(ddl, F.col("offset")))
@@ -37,6 +39,7 @@ def transaction_parts(cached: DataFrame) -> list[Part]:
             F.min("offset").alias("min_offset"),
             F.min(CDC_SEQ).alias("min_seq"),
             F.first("_txn_end", ignorenulls=True).alias("end"),
+            F.max(begin).alias("begun"),
         )
         .collect()
     )
@@ -44,7 +47,7 @@ def transaction_parts(cached: DataFrame) -> list[Part]:
         Part(
             r["_txid"], r["_txn_collection"], r["topic"], r["partition"], r["n"], r["min_offset"],
             None if r["min_seq"] is None else int(r["min_seq"]), r["end"] is not None,
-            tuple((c["data_collection"], c["event_count"]) for c in r["end"] or ()),
+            tuple((c["data_collection"], c["event_count"]) for c in r["end"] or ()), bool(r["begun"]),
         )
         for r in rows
     ]  # fmt: skip

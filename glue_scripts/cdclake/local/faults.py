@@ -7,6 +7,10 @@ Recovery has to be proven at the two moments a crash can separate, not found by 
                             offsets/<id>), no table of the batch is committed
     after-iceberg-commit    every table's MERGE of the batch is committed, the batch is not
                             (no <checkpoint>/commits/<id> in Spark's commit log)
+    between-table-commits   the first table of a batch of two or more tables is committed, the
+                            others are not (exactly so with --table_concurrency 1: with more, a
+                            table running beside it may have committed too); no read point of
+                            the batch is published
 
 It is switched on only by the environment variable CDC_TEST_CRASH_AT=<point>[@<batch id>] (without
 a batch id: the first batch reaching the point; with one: that batch, so one run can commit the
@@ -34,7 +38,8 @@ log = logging.getLogger("cdclake")
 ENV = "CDC_TEST_CRASH_AT"
 BEFORE_COMMIT = "before-iceberg-commit"
 AFTER_COMMIT = "after-iceberg-commit"
-POINTS = (BEFORE_COMMIT, AFTER_COMMIT)
+BETWEEN_TABLES = "between-table-commits"
+POINTS = (BEFORE_COMMIT, AFTER_COMMIT, BETWEEN_TABLES)
 
 
 @dataclass(frozen=True)

@@ -309,6 +309,24 @@ def test_the_change_query_since_a_reader_read_the_first_batch_replays_to_the_tab
     assert lake_reads.feed_differences(feed) == {}
 
 
+def test_hudis_incremental_query_since_the_readers_instant_gives_every_changed_row_as_it_is_now_and_no_deleted_one(
+    hudi,
+):
+    # hudi_table_changes(<table>, 'latest_state', <instant>): the rows written after the reader's
+    # instant. It holds every upsert the change query gives (more: a row any later commit wrote again,
+    # here the probe's MERGE of row 2, which the change query does not show), each as the table holds it
+    # now, and no deleted row: deletes are read from the delete markers.
+    inc = hudi["incremental"]
+    assert "error" not in inc, inc.get("error")
+    rows = {r["id"]: r["first_name"] for r in inc["rows"]}
+    now = {r["id"]: r["first_name"] for r in table(hudi, "customers")["rows"]}
+    changed = {json.loads(c["row_json"])["id"] for c in inc["changes"] if c["change"] == "upsert"}
+    deleted = {json.loads(c["row_json"])["id"] for c in inc["changes"] if c["change"] == "delete" and c["row_json"]}
+    assert changed and changed <= rows.keys(), (changed, rows)
+    assert {k: now.get(k) for k in rows} == rows
+    assert deleted and not deleted & rows.keys()
+
+
 # ---------------------------------------------------------------- merge-on-read (hudi_worker.merge_on_read)
 def mor_names(rows: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
     return {r["id"]: (r["first_name"], r["loyalty_tier"]) for r in rows}

@@ -167,22 +167,41 @@ def test_rows_at_one_timestamp_cut_by_the_poll_limit_are_all_read_and_the_next_p
     assert [r["id"] for r in rows(qc, "burst")] == [1, 2, 3, 4, 5]
 
 
-def test_a_restarted_job_takes_its_mark_from_the_lake_and_neither_skips_nor_repeats(source, capture):
+class Killed(Exception):
+    """Where the job's fault hook would SIGKILL the process (local/faults.py): here it stops the run."""
+
+
+class KillAfterCommit:
+    """The point right after a poll's MERGEs committed, before the job moves its marks in memory."""
+
+    def reached(self, point: str, batch_id: int) -> None:
+        from cdclake.local import faults
+
+        if point == faults.AFTER_COMMIT:
+            raise Killed(batch_id)
+
+
+def test_a_job_stopped_right_after_its_commit_restarts_from_the_lake_and_neither_skips_nor_repeats(source, capture):
+    from cdclake.jobs.jdbc_source import run_polls
+
     source.sql(
         "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, updated_at DATETIME(6) NOT NULL);"
         "INSERT INTO orders VALUES (1, 1, '2025-02-01 00:00:00'), (2, 2, '2025-02-01 00:00:01')"
     )
-    first = capture("shop.orders:updated_at")
-    poll(first)
+    first = capture("shop.orders:updated_at", run_once="true")
+    with pytest.raises(Killed):  # the run-once loop, stopped after its first poll's commit
+        run_polls(first.lake.spark, first.lake.settings, KillAfterCommit(), processor=first.lake.processor)
     before = {r["id"]: r["_cdc_ingested_at"] for r in rows(first, "orders")}
-    # The process is gone (its marks with it); meanwhile one row changes and one is added.
+    assert sorted(before) == [1, 2]
+    # Meanwhile one row changes and one is added; the next run knows only the lake.
     source.sql(
         "UPDATE orders SET qty = 20, updated_at = '2025-02-01 00:00:05' WHERE id = 2;"
         "INSERT INTO orders VALUES (3, 3, '2025-02-01 00:00:06')"
     )
-    again = capture("shop.orders:updated_at", namespace=first.lake.namespace)
-    assert again.marks[next(iter(again.marks))] == first.marks[next(iter(first.marks))]
-    poll(again)
+    again = capture("shop.orders:updated_at", namespace=first.lake.namespace, run_once="true")
+    mark = int(datetime(2025, 2, 1, 0, 0, 1, tzinfo=UTC).timestamp() * 1_000_000)
+    assert list(again.marks.values()) == [mark]  # row 2's position, as the lake holds it
+    assert run_polls(again.lake.spark, again.lake.settings, processor=again.lake.processor) == {}
     after = rows(again, "orders")
     assert [(r["id"], r["qty"]) for r in after] == [(1, 1), (2, 20), (3, 3)]
     assert after[0]["_cdc_ingested_at"] == before[1]  # row 1 was not applied again

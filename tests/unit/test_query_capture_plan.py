@@ -114,3 +114,18 @@ def test_jdbc_source_needs_url_and_tables_and_refuses_what_it_cannot_keep():
         build_settings({**base, "jdbc_soft_delete": "is_deleted"})
     with pytest.raises(ArgumentError, match="transactions keep"):
         build_settings({**base, "transactions": "keep"})
+
+
+def test_the_password_comes_from_a_variable_or_a_file_and_an_unknown_scheme_is_refused(tmp_path):
+    from cdclake.jobs.jdbc_source import resolve_password
+
+    assert resolve_password("env:PW", {"PW": "s3cret"}) == "s3cret"
+    (tmp_path / "debezium.properties").write_text("user=debezium\npassword=from-file\n")
+    assert resolve_password(f"file:{tmp_path / 'debezium.properties'}") == "from-file"
+    (tmp_path / "plain").write_text("whole-file\n")
+    assert resolve_password(f"file:{tmp_path / 'plain'}") == "whole-file"
+    assert resolve_password("") == ""
+    with pytest.raises(ArgumentError, match="not set"):
+        resolve_password("env:MISSING", {})
+    with pytest.raises(ArgumentError, match="secretsmanager:, env: or file:"):
+        resolve_password("vault:x")

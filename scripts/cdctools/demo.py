@@ -257,6 +257,35 @@ def fresh_stack(s: plumbing.StackConfig, sql_dir: Path, capture: str = "log") ->
     print(f"  {connector_class} {connect.plugin_version(s, connector_class)} (Debezium build {s.debezium_build})")
 
 
+def start_pipeline(s: plumbing.StackConfig, sql_dir: Path, table_format: str, extra: list[str], capture: str) -> None:
+    """Steps 1 and 2: a fresh stack (with query capture the database alone), then the job."""
+    pipeline = (
+        f"{s.engine.DESCRIPTION}, polled by the job (query capture, --source jdbc)"
+        if capture == "query"
+        else f"{s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, wire format {s.wire_format}"
+    )
+    step(
+        1,
+        f"fresh local stack in {s.state}: {pipeline}, table format {table_format}, source transactions {s.transactions}",
+    )
+    fresh_stack(s, sql_dir, capture)
+
+    step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
+    print("  " + " ".join(local_job.job_command(s, extra, table_format, capture)), flush=True)
+    local_job.start(s, extra, table_format, capture)
+    if capture == "query":
+        print(QUERY_LIMITS)
+
+
+def second_table(s: plumbing.StackConfig, sql_dir: Path, table_format: str, capture: str) -> bool:
+    """Step 6's SQL; with query capture the new table's modification column right after its creation."""
+    if capture != "query":
+        return apply(s, sql_dir / "04_second_table.sql", table_format)
+    s.engine.run_sql(s, (sql_dir / "04_second_table.sql").read_text(), plumbing.DATABASE)
+    print(f"  ran {(sql_dir / '04_second_table.sql').relative_to(ROOT)}, then its modification column:")
+    return apply(s, sql_dir / "query_capture_orders.sql", table_format)
+
+
 def run(
     keep: bool,
     source: str | None = None,
@@ -272,22 +301,7 @@ def run(
     # Each engine has its scenario files in its dialect; lake tables are named <namespace>_<table>.
     sql_dir, prefix = s.engine.SCENARIO, s.engine.TOPIC_NAMESPACE
     try:
-        pipeline = (
-            f"{s.engine.DESCRIPTION}, polled by the job (query capture, --source jdbc)"
-            if capture == "query"
-            else f"{s.engine.DESCRIPTION} -> Kafka Connect + Debezium -> Apache Kafka, wire format {s.wire_format}"
-        )
-        step(
-            1,
-            f"fresh local stack in {s.state}: {pipeline}, table format {table_format}, source transactions {s.transactions}",
-        )
-        fresh_stack(s, sql_dir, capture)
-
-        step(2, "the Glue job script, streaming locally (same script and batch function as on Glue)")
-        print("  " + " ".join(local_job.job_command(s, list(extra), table_format, capture)), flush=True)
-        local_job.start(s, list(extra), table_format, capture)
-        if capture == "query":
-            print(QUERY_LIMITS)
+        start_pipeline(s, sql_dir, table_format, list(extra), capture)
 
         step(
             3,
@@ -307,12 +321,7 @@ def run(
         show_table(con, customer, "cust_id, name, acct_balance, updated_at, status", "cust_id")
 
         step(6, "a second table with a composite key, created while the pipeline runs: sql/04")
-        if capture == "query":  # the new table's modification column, right after its creation
-            s.engine.run_sql(s, (sql_dir / "04_second_table.sql").read_text(), plumbing.DATABASE)
-            print(f"  ran {(sql_dir / '04_second_table.sql').relative_to(ROOT)}, then its modification column:")
-            ok &= apply(s, sql_dir / "query_capture_orders.sql", table_format)
-        else:
-            ok &= apply(s, sql_dir / "04_second_table.sql", table_format)
+        ok &= second_table(s, sql_dir, table_format, capture)
         orders = lake.table_location(paths.warehouse, local_job.NAMESPACE, f"{prefix}_orders", table_format)
         show_table(
             con, orders, "order_id, line_no, sku, unit_price, state, tracking_no, ordered_at", "order_id, line_no"

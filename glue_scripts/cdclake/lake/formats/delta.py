@@ -87,7 +87,7 @@ DELTA_TYPE_FEATURES = {"timestamp_ntz": "timestampNtz"}
 
 
 class Delta(Format):
-    """Delta Lake 3.3.0 (Glue 5.0's `--datalake-formats delta`): Delta's catalog as Spark's session
+    """Delta Lake 4.2.0 (Glue 6.0's `--datalake-formats delta`): Delta's catalog as Spark's session
     catalog `spark_catalog`, over the Glue Data Catalog on AWS (Glue's Hive-compatible metastore)
     and over Spark's in-memory catalog locally, managed tables under the warehouse folder.
 
@@ -97,9 +97,10 @@ class Delta(Format):
     table-features protocol (reader 3, writer 7).
 
     Writes are copy-on-write (Delta's MERGE, UPDATE and DELETE rewrite the files they touch;
-    `--write_mode` does not apply). Delta 3.3's type widening is a preview table feature limited to
-    byte/short -> int, so int -> bigint, float -> double and decimal precision increases are table
-    rewrites here (`widens_in_place` False), each one commit like any other rewrite."""
+    `--write_mode` does not apply). Delta 4.2 can widen int -> bigint, float -> double and decimal
+    precision in place, but only with its typeWidening table feature, which every reader of the table
+    must know (Athena's Delta reader is not documented to): those changes are table rewrites here
+    (`widens_in_place` False), each one commit like any other rewrite."""
 
     using = "delta"
     label = "Delta Lake"
@@ -109,7 +110,8 @@ class Delta(Format):
             "Delta's MERGE, UPDATE and DELETE rewrite the files they touch (copy-on-write; `--write_mode` does not apply)"
         ),
         Capability.WIDEN_IN_PLACE: (
-            "Delta's type widening covers byte/short -> int only: the job rewrites the table with the values "
+            "Delta 4.2's type widening (`delta.enableTypeWidening`) is a reader-and-writer table feature that "
+            "Athena's Delta reader is not documented to read: the job rewrites the table with the values "
             "converted, in one commit"
         ),
         Capability.STREAM_MAINTENANCE: (

@@ -175,6 +175,7 @@ class QueryCapture:
         self.soft = parse_soft_delete(settings.jdbc_soft_delete)
         self.marks: dict[qc.CaptureTable, int | None] = {t: self.lake_mark(t) for t in self.tables}
         self.polls = 0
+        self._held: list[DataFrame] = []  # this poll's materialized reads, released after its batch
         self.refused: dict[str, str] = {}  # `<db>.<table>` -> why, of the last poll that read it
 
     def lake_mark(self, t: qc.CaptureTable) -> int | None:
@@ -193,7 +194,7 @@ class QueryCapture:
     def _rows(self, t: qc.CaptureTable, columns: list[qc.SourceColumn], poll: qc.Poll) -> tuple[DataFrame, int, int]:
         """A poll's rows, materialized (the batch reads them several times and the source keeps
         changing), their count and highest position."""
-        rows = self.source.read(qc.poll_query(self.source.engine, t, columns, poll)).localCheckpoint(eager=True)
+        rows = self._hold(self.source.read(qc.poll_query(self.source.engine, t, columns, poll)))
         stats = rows.agg(F.count(F.lit(1)).alias("n"), F.max(qc.SEQ_ALIAS).alias("top")).first()
         return rows, int(stats["n"]), -1 if stats["top"] is None else int(stats["top"])
 
@@ -227,12 +228,29 @@ class QueryCapture:
             rest = self.source.read(
                 qc.poll_query(self.source.engine, t, columns, qc.Poll(None, s.jdbc_lag_seconds, 0, at=top))
             )
-            rows = rows.where(F.col(qc.SEQ_ALIAS) < top).unionByName(rest).localCheckpoint(eager=True)
+            rows = self._hold(rows.where(F.col(qc.SEQ_ALIAS) < top).unionByName(rest))
         return TableRead(ev.polled(rows), top)
+
+    def _hold(self, df: DataFrame) -> DataFrame:
+        """`df` read once and kept on the executors until the poll's batch is applied."""
+        held = df.localCheckpoint(eager=True)
+        self._held.append(held)
+        return held
+
+    def _release(self) -> None:
+        for df in self._held:
+            df.unpersist()
+        self._held.clear()
 
     def poll(self, batch_id: int, crash: faults.CrashPoint | None = None) -> int:
         """One poll: every table's new rows applied as one batch, then the marks moved. Returns the
         number of tables whose mark moved (or that had deletes to apply)."""
+        try:
+            return self._poll(batch_id, crash)
+        finally:
+            self._release()
+
+    def _poll(self, batch_id: int, crash: faults.CrashPoint | None) -> int:
         reads = {t: self.read_table(t) for t in self.tables}
         self.polls += 1
         frames = [r.events for r in reads.values() if r.events is not None]
@@ -261,7 +279,7 @@ class QueryCapture:
         sql = f"SELECT {', '.join(qc.quote_identifier(q, k) for k in keys)} FROM {qc.qualified(q, t)}"
         source_keys = self.source.read(sql)
         lake = self.spark.table(ident).select(*[F.col(quote(k)) for k in keys], F.col(CDC_SEQ))
-        gone = lake.join(source_keys, on=keys, how="left_anti").localCheckpoint(eager=True)
+        gone = self._hold(lake.join(source_keys, on=keys, how="left_anti"))
         if gone.isEmpty():
             return None
         log.info("reconciliation: %d rows of %s are missing at the source: deleting them", gone.count(), ident)

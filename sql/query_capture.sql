@@ -5,6 +5,8 @@
 -- makes each poll a range scan. Run it once per captured table, then capture the table with
 --   --source jdbc --jdbc_tables salesdb.customer:cdc_modified_at
 -- The new column is an ordinary column of the lake table too.
+USE salesdb;
+
 ALTER TABLE customer
   ADD COLUMN cdc_modified_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   ADD INDEX customer_cdc_modified_at (cdc_modified_at);

@@ -4,6 +4,9 @@
 -- takes the column's name as its argument, so one function serves every table. timestamptz is
 -- an instant (no time-zone ambiguity); the index makes each poll a range scan. Then capture with
 --   --source jdbc --jdbc_tables public.customer:cdc_modified_at
+-- As the tables' owner (sql/postgres/01_create_customer.sql), who may alter them.
+SET ROLE salesdb_owner;
+
 CREATE OR REPLACE FUNCTION cdc_set_modified_at() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   NEW := jsonb_populate_record(NEW, jsonb_build_object(TG_ARGV[0], clock_timestamp()));

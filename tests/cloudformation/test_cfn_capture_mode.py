@@ -75,3 +75,19 @@ def test_query_mode_job_polls_the_database_through_the_glue_connection_with_the_
 def test_query_mode_refuses_source_transactions(raw_template):
     assert failed_assertions(raw_template, CaptureMode="query", SourceTransactions="keep")
     assert not failed_assertions(raw_template, CaptureMode="query")
+
+
+@pytest.mark.parametrize("engine", ["mysql", "postgres"])
+def test_query_mode_demo_client_seeds_the_modification_column_after_the_tables(raw_template, engine):
+    def seeds(variant: dict[str, Any]) -> list[str]:
+        found = [
+            v["SeedFileList"] for _, v in walk(variant["Resources"]) if isinstance(v, dict) and "SeedFileList" in v
+        ]
+        (joined,) = found
+        return [
+            x for part in joined["Fn::Join"][1] for x in (part["Fn::Join"][1] if isinstance(part, dict) else [part])
+        ]
+
+    query = resolve_variant(raw_template, SourceEngine=engine, CaptureMode="query")
+    assert seeds(query)[-1] == "query_capture.sql"
+    assert "query_capture.sql" not in str(seeds(resolve_variant(raw_template, SourceEngine=engine)))

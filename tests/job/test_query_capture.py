@@ -236,9 +236,15 @@ def test_hard_deletes_are_found_by_the_key_reconciliation(source, capture):
 
 
 def test_a_table_without_its_modification_column_is_refused_with_the_fix_until_it_has_one(source, capture):
+    from cdclake.jobs.jdbc_source import run_polls
+
     source.sql("CREATE TABLE plain (id INT PRIMARY KEY, v INT); INSERT INTO plain VALUES (1, 1)")
-    qc = capture("shop.plain:updated_at,shop.later:updated_at")
+    qc = capture("shop.plain:updated_at,shop.later:updated_at", run_once="true")
     assert poll(qc) == 0  # neither read; the job goes on
+    # A run-once run ends naming both (job.main: exit code 3 and a line each).
+    unread = run_polls(qc.lake.spark, qc.lake.settings, processor=qc.lake.processor)
+    assert sorted(unread) == ["shop.later", "shop.plain"]
+    assert unread["shop.plain"].startswith("query capture could not read it: table shop.plain has no modification")
     assert "ON UPDATE CURRENT_TIMESTAMP" in qc.refused["shop.plain"]
     assert "not found" in qc.refused["shop.later"]
     assert not os.path.exists(qc.lake.dead_dir)

@@ -317,4 +317,5 @@ def run_polls(
         if not settings.run_once:
             stop.wait(settings.trigger_interval_seconds)
     # A run-once run that could not read a table ends with the set-aside exit code, naming why.
-    return {**processor.set_aside_in_run, **capture.refused}
+    unread = {name: f"query capture could not read it: {why}" for name, why in capture.refused.items()}
+    return {**processor.set_aside_in_run, **unread}

@@ -31,6 +31,8 @@ class Config:
     # c. the topics' wire formats, one end-to-end run each (json: JsonConverter; avro: the AWS Glue
     # Schema Registry converter against the local registry, the job with --wire_format avro)
     e2e_wire_formats: tuple[str, ...] = ("json",)
+    # c. the job's --transactions (keep: the connector's transaction metadata on, the transaction topic read)
+    e2e_transactions: str = "ignore"
     # a. fixed cost of a small batch (fixedcost.py): table rows, unmeasured and measured batches
     fixed_rows: int = 20_000
     fixed_warmup: int = 3

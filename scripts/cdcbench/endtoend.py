@@ -22,7 +22,9 @@ PyMySQL over MariaDB's socket:
 
 `--wire-formats json,avro` runs it once per wire format: with avro the stack's connector writes
 with the AWS Glue Schema Registry converter against the local registry and the job runs with
-`--wire_format avro` (docs/LOCAL_STACK.md, "Wire format avro").
+`--wire_format avro` (docs/LOCAL_STACK.md, "Wire format avro"). `--transactions keep` runs the
+connector with its transaction metadata and the job with `--transactions keep`, reading the
+transaction topic: a transaction a batch reads in part waits for the next batch.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class TopicBytes(NamedTuple):
 
 
 class Stack:
-    def __init__(self, work: Path, wire_format: str = "json") -> None:
+    def __init__(self, work: Path, wire_format: str = "json", transactions: str = "ignore") -> None:
         # Unix socket paths are limited to 107 bytes: a short directory under /tmp.
         self.state = Path(tempfile.mkdtemp(prefix="cdcb-"))
         self.wire_format = wire_format
@@ -106,7 +108,9 @@ class Stack:
             "CDC_STACK_CONNECT_PORT": str(self.ports["connect"]),
             "CDC_STACK_FORMAT": wire_format,
             "CDC_STACK_REGISTRY_PORT": str(self.ports["registry"]),
+            "CDC_STACK_TRANSACTIONS": transactions,
         }
+        self.transactions = transactions
         self.init_sql = work / "e2e-init.sql"
         self.init_sql.write_text(DDL)
 
@@ -186,12 +190,14 @@ class Job:
         self.warehouse = warehouse
         self.namespace = NAMESPACE if stack.wire_format == "json" else f"{NAMESPACE}_{stack.wire_format}"
         self.table = f"glue_catalog.{self.namespace}.salesdb_bench_orders"
+        self.transactions = stack.transactions
         self.args = [
             str(ROOT / ".local" / "venv" / "bin" / "python"),
             str(ROOT / "glue_scripts" / "cdc_lake_job.py"),
             "--source", "kafka", "--kafka_auth", "none",
             "--kafka_bootstrap_servers", f"127.0.0.1:{stack.ports['kafka']}",
-            "--kafka_topic_pattern", r"salesdb\.salesdb\..*",
+            "--kafka_topic_pattern", r"salesdb\.(salesdb\..*|transaction)",
+            "--transactions", stack.transactions,
             "--catalog_type", "hadoop", "--warehouse", str(self.warehouse), "--namespace", self.namespace,
             "--checkpoint_location", str(self.dir / "checkpoint"), "--dead_letter_path", str(self.dir / "dead"),
             "--trigger_interval_seconds", "1",
@@ -413,7 +419,8 @@ def _burst(spark: SparkSession, stack: Stack, job: Job, cfg: Config, next_id: in
 
 def _latency_table(results: list[RateResult], cfg: Config, wire_format: str, job: Job) -> Table:
     lat_t = Table(
-        f"c. End to end on the local stack, wire format {wire_format}: source commit -> visible in the lake "
+        f"c. End to end on the local stack, wire format {wire_format}, transactions {job.transactions}: "
+        "source commit -> visible in the lake "
         "(trigger interval 1 s)",
         [*LATENCY_COLUMNS, "job CPU-s", "job CPU-s per million", "stack CPU-s"],
     )
@@ -441,7 +448,8 @@ def _latency_table(results: list[RateResult], cfg: Config, wire_format: str, job
 def _throughput_table(b: BurstResult, cfg: Config, wire_format: str, job: Job) -> Table:
     span = b.visible - b.first_commit
     thr = Table(
-        f"c. Sustained end-to-end throughput, wire format {wire_format} (burst of inserts)",
+        f"c. Sustained end-to-end throughput, wire format {wire_format}, transactions {job.transactions} "
+        "(burst of inserts)",
         [
             "rows",
             "source insert s",
@@ -480,7 +488,7 @@ def _throughput_table(b: BurstResult, cfg: Config, wire_format: str, job: Job) -
 def run(spark: SparkSession, cfg: Config, wire_format: str = "json") -> list[Table]:
     work = cfg.work / f"e2e-{wire_format}"
     work.mkdir(parents=True, exist_ok=True)
-    stack = Stack(work, wire_format)
+    stack = Stack(work, wire_format, cfg.e2e_transactions)
     job = Job(stack, work, cfg.work / "warehouse")
     try:
         _load_initial_rows(spark, stack, job, cfg)

@@ -93,6 +93,24 @@ def _add_scope_arguments(ap: cli.Parser) -> None:
     )
 
 
+def _add_end_to_end_arguments(ap: cli.Parser) -> None:
+    """Section c's: the stack's wire formats and the job's --transactions."""
+    ap.add_argument(
+        "--wire-formats",
+        metavar="FORMATS",
+        default="json",
+        help="section c's wire formats, a run each: json, avro or json,avro (avro: the AWS Glue Schema Registry "
+        "converter against the local registry, the job with --wire_format avro)",
+    )
+    ap.add_argument(
+        "--transactions",
+        choices=("ignore", "keep"),
+        default="ignore",
+        help="section c's job --transactions (keep: the connector emits transaction metadata and the job applies "
+        "whole source transactions; run once with each to compare latency)",
+    )
+
+
 def _add_section_arguments(ap: cli.Parser) -> None:
     ap.add_argument(
         "--methods",
@@ -125,13 +143,6 @@ def _add_section_arguments(ap: cli.Parser) -> None:
         metavar="N,N,...",
         help="section t's numbers of tables per batch (default 1,10,50,200); a run per count keeps each under "
         "the heavy lock's 15 minutes: `--sections t --table-counts 1,10,50`, then `--table-counts 1,200`",
-    )
-    ap.add_argument(
-        "--wire-formats",
-        metavar="FORMATS",
-        default="json",
-        help="section c's wire formats, a run each: json, avro or json,avro (avro: the AWS Glue Schema Registry "
-        "converter against the local registry, the job with --wire_format avro)",
     )
     ap.add_argument(
         "--compare",
@@ -216,7 +227,7 @@ def _config(ap: cli.Parser, args: argparse.Namespace, e2e: bool, sized: Sizes) -
         if args.batches_per_size < 1:
             ap.error(f"--batches-per-size {args.batches_per_size}: at least 1")
         cfg = replace(cfg, batches_per_size=args.batches_per_size)
-    cfg = replace(cfg, e2e_wire_formats=wire_formats)
+    cfg = replace(cfg, e2e_wire_formats=wire_formats, e2e_transactions=args.transactions)
     if args.compare:
         from .compare import CompareError, extract
 
@@ -303,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = cli.Parser(prog="bench", description=__doc__)
     _add_scope_arguments(ap)
     _add_section_arguments(ap)
+    _add_end_to_end_arguments(ap)
     args = ap.parse_args(argv)
     sections, peers, sized = _validated(ap, args)
     load_package("cdclake", args.glue_scripts.resolve() / "cdclake")  # the package --glue-scripts names

@@ -37,10 +37,12 @@ def cfn_dir(tmp_path: Path) -> Path:
 def naming_stack(cfn_dir: Path, out: Path) -> Path:
     """The rendered template, cut to the parameters that name the connector and the worker configuration."""
     full = templates.render_template(cfn_dir / "cdc-pipeline.yaml")
+    worker_configuration = {k: v for k, v in full["Resources"]["WorkerConfiguration"].items() if k != "Condition"}
     template: dict[str, Any] = {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Parameters": {k: full["Parameters"][k] for k in NAMING},
-        "Resources": {"WorkerConfiguration": full["Resources"]["WorkerConfiguration"]},
+        # Without its condition (log capture): the cut template keeps none of the conditions.
+        "Resources": {"WorkerConfiguration": worker_configuration},
     }
     out.write_text(templates.dump_template(template), encoding="utf-8")
     return out

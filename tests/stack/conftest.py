@@ -70,9 +70,12 @@ def pg_stack() -> Iterator[Stack]:
     """The same stack with PostgreSQL as the source (local-stack --source postgres), with the
     wire format avro: PostgreSQL's end-to-end tests in Avro, MariaDB's in JSON (test_pipeline_end_to_end.py)
     and Avro (test_pipeline_failures.py). CDC_CAPTURE_FIXTURES=1 runs it in JSON: its tests then keep
-    the connector's JSON messages as fixtures (the Avro ones: tests/stack/capture_avro_fixtures.py)."""
+    the connector's JSON messages as fixtures (the Avro ones: tests/stack/capture_avro_fixtures.py).
+    With transaction metadata on and the job keeping whole transactions (CDC_STACK_TRANSACTIONS=keep),
+    as MariaDB's test_pipeline_failures.py: both engines' read point under a crash."""
     wire_format = "json" if os.environ.get("CDC_CAPTURE_FIXTURES") == "1" else "avro"
-    with private_stack("cdc-pgstack-", "postgres", SQL / "postgres" / "01_create_customer.sql", wire_format) as s:
+    init = SQL / "postgres" / "01_create_customer.sql"
+    with private_stack("cdc-pgstack-", "postgres", init, wire_format, transactions="keep") as s:
         yield s
 
 

@@ -26,6 +26,7 @@ import stack_types as st
 import type_matrix as tm
 from processes import free_port
 from stack_helpers import CLI, SQL, Stack, apply_sql, by_key, reconciled, run_script
+from transfer_load import TransferLoad, transfers_through_a_crash
 
 pytestmark = pytest.mark.stack
 
@@ -368,6 +369,27 @@ def test_postgres_restart_then_changes_still_reconcile(pg_job: Stack) -> None:
     reconciled(pg_job)
 
 
+def test_a_reader_of_the_read_point_never_sees_half_a_transfer_under_load_and_a_kill_9_between_two_tables(
+    pg_job: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As MariaDB's (test_pipeline_failures.py): 1,220 transfers, each one source transaction over two
+    # tables, in batches of at most 2,500 records; a reader polls the read point all along.
+    t0 = time.monotonic()
+
+    def start(env: dict[str, str], extra: tuple[str, ...]) -> None:
+        restart_job(pg_job, env, ("--max_offsets_per_trigger", "2500", *extra))
+
+    reader, batch = transfers_through_a_crash(pg_job, TransferLoad(pg=True, prefix="public"), tmp_path, start)
+    assert reader.errors == []
+    broken = [s for s in reader.seen if not s.whole]
+    assert not broken and len(reader.seen) >= 4, (broken, reader.seen)
+    with capsys.disabled():
+        print(
+            f"\n[read point, postgres] {len(reader.seen)} read points read whole (transfers {reader.seen[0].transfers}"
+            f"..{reader.seen[-1].transfers}), killed in batch {batch} between two tables; {time.monotonic() - t0:.0f}s"
+        )
+
+
 def test_wal_level_below_logical_is_refused_with_what_to_change(pg_job: Stack) -> None:
     pg_job.sql("ALTER SYSTEM SET wal_level = replica")
     pg_job.cli("down", "postgres")
@@ -422,8 +444,9 @@ def lake_columns(stack: Stack, table: str) -> list[str]:
     return [f["name"] for f in schema["fields"] if not f["name"].startswith("_cdc_")]
 
 
-def restart_job(stack: Stack, env: dict[str, str] | None = None) -> None:
-    res = run_script(stack, "local-job", "start", "--source", "postgres", env=env)
+def restart_job(stack: Stack, env: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> None:
+    """`extra`: more job arguments."""
+    res = run_script(stack, "local-job", "start", "--source", "postgres", *(("--", *extra) if extra else ()), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

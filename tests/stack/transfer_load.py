@@ -214,3 +214,15 @@ def transfers_through_a_crash(
         assert re.search(rf"transfer +source +{TOTAL} +lake +{TOTAL} +OK", out), out
         reader.wait_for(TOTAL)
     return reader, batch
+
+
+def whole_throughout(reader: PointReader, batch: int, label: str, seconds: float) -> str:
+    """Assert what a read-point test asserts of its reader (no error, at least four points, every one
+    whole); the line it reports."""
+    assert reader.errors == []
+    broken = [s for s in reader.seen if not s.whole]
+    assert not broken and len(reader.seen) >= 4, (broken, reader.seen)
+    return (
+        f"\n[{label}] {len(reader.seen)} read points read whole (transfers {reader.seen[0].transfers}"
+        f"..{reader.seen[-1].transfers}), killed in batch {batch} between two tables; {seconds:.0f}s"
+    )

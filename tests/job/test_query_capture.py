@@ -31,20 +31,29 @@ class Source:
         return mariadb.run_sql(self.stack, statement, database=DB)
 
 
-@pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
-    from cdcstack import mariadb, plumbing
+def _stack_config(env: dict[str, str]) -> Any:
+    """The local stack's configuration (cdcstack.plumbing.StackConfig) from `env`, as its commands
+    read it, its folders made."""
+    from cdcstack import plumbing
     from cdcstack.sources import ENGINES
 
-    port = free_port()
-    state = Path(tmp_path_factory.mktemp("qc"))
-    env = {"CDC_STACK_DIR": str(state), "CDC_STACK_MARIADB_PORT": str(port), "CDC_STACK_SOURCE": "mysql"}
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
         stack = plumbing.StackConfig.from_env(ENGINES)
     for sub in ("logs", "run"):
         stack.path(sub).mkdir(parents=True, exist_ok=True)
+    return stack
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
+    from cdcstack import mariadb, plumbing
+
+    port = free_port()
+    state = Path(tmp_path_factory.mktemp("qc"))
+    env = {"CDC_STACK_DIR": str(state), "CDC_STACK_MARIADB_PORT": str(port), "CDC_STACK_SOURCE": "mysql"}
+    stack = _stack_config(env)
     try:
         mariadb.start(stack, port)
         mariadb.run_sql(
@@ -262,19 +271,13 @@ def pg_stack() -> Iterator[Any]:
     """A private PostgreSQL as `local-stack up --source postgres` makes it (salesdb, the debezium
     user and its password file), without Kafka or Connect."""
     from cdcstack import plumbing, postgres
-    from cdcstack.sources import ENGINES
 
     port = free_port()
     # Outside pytest's tmp dir: that one is private to its owner, and the server runs as `postgres`.
     state = Path(tempfile.mkdtemp(prefix="cdc-qc-pg-"))
     state.chmod(0o755)
     env = {"CDC_STACK_DIR": str(state), "CDC_STACK_POSTGRES_PORT": str(port)}
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in {**env, "CDC_STACK_SOURCE": "postgres"}.items():
-            mp.setenv(k, v)
-        stack = plumbing.StackConfig.from_env(ENGINES)
-    for sub in ("logs", "run"):
-        stack.path(sub).mkdir(parents=True, exist_ok=True)
+    stack = _stack_config({**env, "CDC_STACK_SOURCE": "postgres"})
     try:
         postgres.start(stack, port)
         postgres.bootstrap(stack)

@@ -47,7 +47,7 @@ test-job: setup   ## real Spark + Iceberg: tests/job, and tests/glue_catalog (th
 test-stack: setup ## the real local pipeline: tests/stack
 	@$(PY) -m pytest $(XDIST) --durations=15 tests/stack $(PYTEST_ARGS)
 
-demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres, FORMAT=avro, TABLE_FORMAT=delta|hudi, WRITE_MODE=merge-on-read|copy-on-write, DEBEZIUM=java11, TRANSACTIONS=keep, CAPTURE=query)
+demo: setup       ## the seed walkthrough on the real local pipeline (KEEP=1 leaves it running, SOURCE=postgres, FORMAT=json, TABLE_FORMAT=delta|hudi, WRITE_MODE=merge-on-read|copy-on-write, DEBEZIUM=java11, TRANSACTIONS=keep, CAPTURE=query)
 	@$(BIN)/demo $(if $(KEEP),--keep,) $(if $(SOURCE),--source $(SOURCE),) $(if $(FORMAT),--format $(FORMAT),) $(if $(TABLE_FORMAT),--table-format $(TABLE_FORMAT),) $(if $(WRITE_MODE),--write-mode $(WRITE_MODE),) $(if $(DEBEZIUM),--debezium $(DEBEZIUM),) $(if $(TRANSACTIONS),--transactions $(TRANSACTIONS),) $(if $(CAPTURE),--capture $(CAPTURE),)
 
 clean:            ## remove local state (keeps the venv and jars)

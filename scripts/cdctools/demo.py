@@ -8,9 +8,9 @@ instead, read back the same way (scripts/cdctools/lake_reader.py: DuckDB's Delta
 
 State goes to $CDC_STACK_DIR (default .local/demo), started fresh each run; the stack is stopped
 at the end unless --keep is given. With --source postgres the source is PostgreSQL 15 (logical
-decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/. With --format avro the
-connector writes Avro with the AWS Glue Schema Registry (moto's Glue API plays the registry) and the
-job decodes it (--wire_format avro).
+decoding, Debezium's PostgreSQL connector) and the scenario is sql/postgres/. The connector writes
+Avro with the AWS Glue Schema Registry (moto's Glue API plays the registry) and the job decodes it
+(--wire_format avro), as the template deploys by default; --format json writes Kafka Connect JSON.
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def run(
     extra: tuple[str, ...] | list[str] = (),
     capture: str = "log",
 ) -> int:
-    s = sources.stack_config(source, wire_format or "json")
+    s = sources.stack_config(source, wire_format or "avro")
     paths = local_job.LakePaths.of(s)
     t_start = time.monotonic()
     ok = True
@@ -350,9 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--format",
-        choices=("json", "avro"),
-        default="json",
-        help="the change topics' wire format: json (default) or avro (AWS Glue Schema Registry, a local stand-in)",
+        choices=("avro", "json"),
+        default="avro",
+        help="the change topics' wire format: avro (default; AWS Glue Schema Registry, a local stand-in) or json",
     )
     parser.add_argument(
         "--table-format",

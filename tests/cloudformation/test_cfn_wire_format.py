@@ -1,4 +1,4 @@
-"""WireFormat: json (default) or avro, the AWS Glue Schema Registry. The connector's converter settings
+"""WireFormat: avro (default), the AWS Glue Schema Registry, or json. The connector's converter settings
 come from cloudformation/connector/wire-format-avro.json (the file the local stack uses too), the stack
 creates the registry, IAM grants exactly the registry calls the converter and the job make, and the job
 decodes with --wire_format and spark-avro."""
@@ -85,4 +85,4 @@ def test_the_job_reads_the_stacks_wire_format_with_its_glue_versions_spark_avro_
     glue5 = resolve_variant(raw_template, GlueVersion="5.0", TableFormat="hudi", WireFormat="avro")
     jars = glue5["Resources"]["CdcJob"]["Properties"]["DefaultArguments"]["--extra-jars"]["Fn::Sub"]
     assert "${GlueAvro5JarKey}" in jars and "${GlueAvroJarKey}" not in jars  # Spark 3.5's, for Hudi on 5.0
-    assert template["Parameters"]["WireFormat"]["Default"] == "json"
+    assert template["Parameters"]["WireFormat"]["Default"] == "avro"

@@ -1,4 +1,5 @@
-"""The MSK connector's configuration comes from cloudformation/connector/debezium-mysql.json, whole."""
+"""The MSK connector's configuration comes from cloudformation/connector/debezium-mysql.json, whole (the
+WireFormat json variant; with avro, test_cfn_wire_format checks that only the converters change)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 from cdcdeploy import templates
-from cfn_helpers import resources_of, sub_parts, walk
+from cfn_helpers import resolve_variant, resources_of, sub_parts, walk
 
 SOURCE = templates.CFN_DIR / "connector" / "debezium-mysql.json"
 
@@ -20,19 +21,24 @@ def connector_config(template: dict[str, Any]) -> dict[str, Any]:
     return conn["Properties"]["ConnectorConfiguration"]
 
 
-def test_every_key_of_the_source_file_reaches_the_connector(template: dict[str, Any]) -> None:
-    config = connector_config(template)
+@pytest.fixture(scope="module")
+def json_template(raw_template: dict[str, Any]) -> dict[str, Any]:
+    return resolve_variant(raw_template, WireFormat="json")
+
+
+def test_every_key_of_the_source_file_reaches_the_connector(json_template: dict[str, Any]) -> None:
+    config = connector_config(json_template)
     keys = templates.source_keys(SOURCE)
     assert len(keys) >= 20
     assert [k for k in keys if k not in config] == []
 
 
 def test_constant_settings_arrive_unchanged_and_placeholders_become_stack_references(
-    template: dict[str, Any],
+    json_template: dict[str, Any],
 ) -> None:
     raw = json.loads(SOURCE.read_text(encoding="utf-8"))
-    config = connector_config(template)
-    names = set(template["Parameters"]) | set(template["Resources"]) | {"AWS::StackName", "AWS::Region"}
+    config = connector_config(json_template)
+    names = set(json_template["Parameters"]) | set(json_template["Resources"]) | {"AWS::StackName", "AWS::Region"}
     for key, value in raw.items():
         if key.startswith("_"):
             continue

@@ -167,6 +167,13 @@ class PointReader:
         return self.seen[-1]
 
 
+def after_parts() -> list[tuple[int, int]]:
+    """The transfers after the crash as (first, count): AFTER split 3:1:1."""
+    first = OPENING + KILLED + 1
+    sizes = (AFTER * 3 // 5, AFTER // 5, AFTER - AFTER * 3 // 5 - AFTER // 5)
+    return [(first + sum(sizes[:i]), n) for i, n in enumerate(sizes)]
+
+
 def killed_between_tables(stack: Stack, timeout: float = 300) -> int:
     """The batch the job SIGKILLed itself in at CRASH, once it is dead: planned, not committed."""
     deadline = time.monotonic() + timeout
@@ -204,12 +211,17 @@ def transfers_through_a_crash(
             assert reader.read(con) == before and before.whole
         finally:
             con.close()
-        after = source.transfers(OPENING + KILLED + 1, AFTER)
-        load = threading.Thread(target=source.run, args=(stack, after, folder, "after"))
+        # The first part of the load goes in while the job restarts; each later part once a read point
+        # holds the one before, so the reader sees at least four points however fast the job runs.
+        first, *rest = after_parts()
+        load = threading.Thread(target=source.run, args=(stack, source.transfers(*first), folder, "after-0"))
         load.start()
         start({}, ())
         wait_committed(stack, batch)
         load.join()
+        for i, (begin, count) in enumerate(rest, 1):
+            reader.wait_for(begin - 1)
+            source.run(stack, source.transfers(begin, count), folder, f"after-{i}")
         out = reconciled(stack, "--table", "account", "--table", "transfer", wait=300)
         assert re.search(rf"transfer +source +{TOTAL} +lake +{TOTAL} +OK", out), out
         reader.wait_for(TOTAL)

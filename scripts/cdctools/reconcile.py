@@ -21,7 +21,8 @@ that cannot be compared says why (no lake table yet, a column missing in the lak
 that cannot be read). Exit code 0 when every table matches, 1 on any difference, 2 on a usage or
 connection error, and for apply-sql also when a statement of the file fails at the source (nothing
 is compared then). With --wait, comparison is repeated until the tables match or the time is up:
-the lake is "caught up" exactly when it equals the source.
+the lake is "caught up" exactly when it equals the source. A poll (once a second) compares again
+when the source's log position or a file under the lake's warehouse moved, and every 10 s anyway.
 
 Values are compared after one normalisation per type, so that a DECIMAL, a DATETIME(6), a TIME
 or a TIMESTAMP read from MariaDB and from Iceberg (through DuckDB, Athena's role here) agree
@@ -38,6 +39,7 @@ import base64
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -691,6 +693,63 @@ def reconcile(
         source.conn.close()
 
 
+# A poll compares again only when the source or the lake moved, and at least this often anyway.
+RECOMPARE_SECONDS = 10.0
+
+
+def source_position(s: StackConfig, database: str) -> str | None:
+    """Where the source's log ends (MariaDB's binlog GTID position, PostgreSQL's WAL insert point):
+    it moves with every committed change, DDL included. None when it cannot be read."""
+    try:
+        source = READERS[s.engine.COMPONENT](s, database)
+    except (StackError, pymysql.MySQLError, *_postgres_errors()):
+        return None
+    query = "SELECT @@global.gtid_binlog_pos" if isinstance(source, Source) else "SELECT pg_current_wal_insert_lsn()"
+    try:
+        with source.conn.cursor() as cur:
+            cur.execute(query)
+            row = cur.fetchone()
+        return str(row[0]) if row else None
+    except (pymysql.MySQLError, *_postgres_errors()):
+        return None
+    finally:
+        source.conn.close()
+
+
+def lake_files(warehouse: Path) -> frozenset[tuple[str, int, int]]:
+    """Every file under the warehouse with its modification time and size: what a comparison reads
+    of the lake (tables, their metadata and properties) cannot change without this changing."""
+    found: set[tuple[str, int, int]] = set()
+    folders = [warehouse]
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:  # not made yet, or removed while listed: the next poll sees the change
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    folders.append(Path(e.path))
+                else:
+                    st = e.stat(follow_symlinks=False)
+                    found.add((e.path, st.st_mtime_ns, st.st_size))
+            except OSError:
+                continue
+    return frozenset(found)
+
+
+LakeState = tuple[str | None, frozenset[tuple[str, int, int]]]
+
+
+def compare_again(state: LakeState, compared: tuple[LakeState, float] | None, now: float) -> bool:
+    """Whether a poll must compare: nothing compared yet, a source whose position is unknown, either
+    side moved since the last comparison (`compared`: its state and time), or RECOMPARE_SECONDS passed
+    (a commit becomes visible just after its log position moves: a comparison in between missed it)."""
+    if compared is None or state[0] is None:
+        return True
+    return state != compared[0] or now - compared[1] >= RECOMPARE_SECONDS
+
+
 def reconcile_until(
     s: StackConfig, tables: list[str] | None, database: str, wait: float, table_format: str | None = None
 ) -> list[TableResult]:
@@ -698,10 +757,22 @@ def reconcile_until(
     # One lake connection for every poll: connecting loads DuckDB's three lake extensions, ~0.7 CPU-s
     # (eight times the reading of four small tables), and each poll's scans read the files anew.
     con = lake.connect()
+    warehouse = local_job.LakePaths.of(s).warehouse
+    compared: tuple[LakeState, float] | None = None
+    results: list[TableResult] = []
     while True:
-        results = reconcile(s, tables, database, table_format, con)
-        if all(r.ok for r in results) or time.monotonic() >= deadline:
+        # Taken before comparing: a change made during the comparison is seen by the next poll. While
+        # neither side moves the result cannot change, and a comparison (every table read from both
+        # sides) costs many times this look, CPU taken from the job being waited for.
+        state: LakeState = (source_position(s, database), lake_files(warehouse))
+        now = time.monotonic()
+        fresh = compare_again(state, compared, now)
+        if fresh:
+            results, compared = reconcile(s, tables, database, table_format, con), (state, now)
+        if all(r.ok for r in results):
             return results
+        if time.monotonic() >= deadline:  # the report given is of a comparison made at the end
+            return results if fresh else reconcile(s, tables, database, table_format, con)
         time.sleep(1.0)
 
 

@@ -263,3 +263,31 @@ def test_a_spatial_value_matches_the_lakes_wkb_and_srid_and_a_boolean_its_bit():
     assert not _one_column(reconcile.GEOMETRY, f"4326:{wkb.upper()}", lake_json).ok
     assert compare([{**src(1), "name": 1}], [{**lake(1), "Name": True}]).ok  # BIT(1) + 0 vs boolean
     assert not compare([{**src(1), "name": 0}], [{**lake(1), "Name": True}]).ok
+
+
+def test_a_file_written_added_or_removed_anywhere_under_the_warehouse_changes_the_lake_state(tmp_path: Path):
+    meta = tmp_path / "cdc" / "salesdb_customer" / "metadata"
+    meta.mkdir(parents=True)
+    (meta / "v1.metadata.json").write_text("{}")
+    before = reconcile.lake_files(tmp_path)
+    assert reconcile.lake_files(tmp_path) == before
+    (meta / "v1.metadata.json").write_text('{"a": 1}')  # rewritten in place, another size
+    rewritten = reconcile.lake_files(tmp_path)
+    assert rewritten != before
+    (meta / "v2.metadata.json").write_text("{}")
+    added = reconcile.lake_files(tmp_path)
+    assert added != rewritten
+    (meta / "v2.metadata.json").unlink()
+    assert reconcile.lake_files(tmp_path) == rewritten
+    assert reconcile.lake_files(tmp_path / "missing") == frozenset()
+
+
+def test_a_wait_compares_again_only_when_a_side_moved_its_position_is_unknown_or_the_recheck_is_due():
+    lake_a, lake_b = frozenset({("t/v1", 1, 2)}), frozenset({("t/v2", 3, 4)})
+    last = (("0-1-5", lake_a), 100.0)
+    assert reconcile.compare_again(("0-1-5", lake_a), None, 100.0)  # nothing compared yet
+    assert not reconcile.compare_again(("0-1-5", lake_a), last, 101.0)
+    assert reconcile.compare_again(("0-1-6", lake_a), last, 101.0)  # the source committed
+    assert reconcile.compare_again(("0-1-5", lake_b), last, 101.0)  # the lake committed
+    assert reconcile.compare_again((None, lake_a), ((None, lake_a), 100.0), 101.0)  # position unreadable
+    assert reconcile.compare_again(("0-1-5", lake_a), last, 100.0 + reconcile.RECOMPARE_SECONDS)

@@ -14,18 +14,14 @@ import type_matrix as tm
 from stack_helpers import Stack
 
 
-def lake_rows(stack: Stack, lake_table: str) -> dict[int, dict[str, Any]] | None:
-    """The lake table read by DuckDB (Athena's role), by id; None while it does not exist."""
+def lake_rows(stack: Stack, lake_table: str, con: Any) -> dict[int, dict[str, Any]] | None:
+    """The lake table read by DuckDB (Athena's role) on `con`, by id; None while it does not exist."""
     from cdctools import lake_reader as lake
 
     location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", lake_table)
     if lake.current_metadata(location) is None:
         return None
-    con = lake.connect()
-    try:
-        return {r["id"]: r for r in lake.rows(con, location)}
-    finally:
-        con.close()
+    return {r["id"]: r for r in lake.rows(con, location)}
 
 
 def source_rows(stack: Stack, dialect: str, skip: tuple[int, ...] = ()) -> dict[int, dict[str, str | None]]:
@@ -37,15 +33,28 @@ def wait_until_equal(
     stack: Stack, dialect: str, lake_table: str, skip: tuple[int, ...] = (), timeout: float = 180
 ) -> list[str]:
     """Compare until the lake equals the source (the job applies asynchronously), leaving out the
-    source rows `skip`; the last differences when time is up."""
+    source rows `skip`; the last differences when time is up. One lake connection for every poll
+    (connecting loads DuckDB's extensions), and a poll compares again only once the lake table has
+    a new metadata file, or 10 s after the last comparison (the source is read again then too)."""
+    from cdctools import lake_reader as lake
+
+    location = lake.table_location(stack.state / "lake" / "warehouse", "cdc", lake_table)
     deadline = time.monotonic() + timeout
-    while True:
-        rows = lake_rows(stack, lake_table)
-        source = source_rows(stack, dialect, skip)
-        diff = ["no lake table yet"] if rows is None else tm.differences(dialect, rows, source)
-        if not diff or time.monotonic() >= deadline:
-            return diff
-        time.sleep(1.0)
+    con = lake.connect()
+    compared: tuple[Any, float] | None = None
+    try:
+        while True:
+            meta, now = lake.current_metadata(location), time.monotonic()
+            if compared is None or meta != compared[0] or now - compared[1] >= 10 or now >= deadline:
+                compared = (meta, now)
+                rows = lake_rows(stack, lake_table, con)
+                source = source_rows(stack, dialect, skip)
+                diff = ["no lake table yet"] if rows is None else tm.differences(dialect, rows, source)
+                if not diff or now >= deadline:
+                    return diff
+            time.sleep(1.0)
+    finally:
+        con.close()
 
 
 def raw_messages(stack: Stack, topic: str, until: Any, timeout: float = 60) -> list[dict[str, Any]]:

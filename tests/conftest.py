@@ -71,6 +71,11 @@ _SHARED_FIXTURES = {("tests/stack", "stack"), ("tests/stack", "pg_stack"), ("tes
 
 
 def _group(item: pytest.Item) -> str | None:
+    # A behaviour test on a format whose session is a server process (tests/job/format_lakes.py): with
+    # the other tests of that server, on any test module.
+    lake_format = getattr(getattr(item, "callspec", None), "params", {}).get("lake_format")
+    if lake_format is not None and lake_format != _default_format():
+        return f"tests/job::lake_server[{lake_format}]"
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     shared = sorted(
         f"{d[-1].baseid}::{name}" for name, d in defs.items() if d and (d[-1].baseid, name) in _SHARED_FIXTURES
@@ -80,6 +85,12 @@ def _group(item: pytest.Item) -> str | None:
     if any(d and d[-1].scope == "module" for d in defs.values()):
         return item.nodeid.split("::")[0]
     return None
+
+
+def _default_format() -> str:
+    from cdclake.lake.formats import DEFAULT
+
+    return DEFAULT.value
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -116,12 +127,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # A skipped test is a check that did not run: in this suite that means an install step is missing
-# (make setup installs every tool the tests use), so the run fails instead of passing quietly.
+# (make setup installs every tool the tests use), so the run fails instead of passing quietly. The
+# one skip allowed: a behaviour test on a format whose capability row refuses what it needs, skipped
+# with the row's reason (tests/job/conftest.py, format_params).
 _skipped: list[str] = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped and not hasattr(report, "wasxfail"):
+    if report.skipped and not hasattr(report, "wasxfail") and "refused_capability" not in report.keywords:
         _skipped.append(report.nodeid)
     if "xdist_group" in report.keywords and "@" in report.nodeid:  # loadgroup: "<test>@<group>"
         name = report.nodeid.rpartition("@")[2]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +112,64 @@ def lake_class() -> type[Lake]:
     """For module-scoped fixtures. Test modules must not `from conftest import ...`: with several
     conftest.py files in the suite that name resolves to whichever was imported first."""
     return Lake
+
+
+# One behaviour test, every table format (format_lakes.py): `format_lake` is a fresh lake of the
+# test's `lake_format`, one per format of the registry. A test marked `needs(Capability.X)` runs on
+# the formats that support X; on a format that refuses it, it is skipped with the format's reason
+# (its capability row), marked `refused_capability` (the one skip tests/conftest.py allows).
+def format_params(needs: list[Any]) -> list[Any]:
+    from cdclake.lake.formats import format_of, names
+
+    params = []
+    for name in names():
+        fmt = format_of(name)
+        refused = [f"{fmt.title} refuses {c.value}: {fmt.refuses[c]}" for c in needs if not fmt.supports(c)]
+        marks = [pytest.mark.skip(reason="; ".join(refused)), pytest.mark.refused_capability] if refused else []
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lake_format" in metafunc.fixturenames:
+        needs = [c for m in metafunc.definition.iter_markers("needs") for c in m.args]
+        metafunc.parametrize("lake_format", format_params(needs))
+
+
+@pytest.fixture(scope="session")
+def lake_sessions(request, tmp_path_factory) -> Iterator[Callable[[str], Any]]:
+    """Each format's session, started at its first test and kept for the run: the default format's is
+    the suite's own (`spark`), every other one a server process (format_lakes.Server)."""
+    from cdclake.lake.formats import DEFAULT
+    from format_lakes import InProcess, Server
+
+    started: dict[str, Any] = {}
+
+    def session(name: str) -> Any:
+        if name not in started:
+            work = tmp_path_factory.mktemp(f"lakes-{name}")
+            if name == DEFAULT.value:
+                warehouse = request.getfixturevalue("warehouse")
+                started[name] = InProcess(request.getfixturevalue("spark"), name, work, warehouse)
+            else:
+                started[name] = Server(name, work)
+        return started[name]
+
+    yield session
+    for s in started.values():
+        s.stop()
+
+
+@pytest.fixture
+def format_lake(lake_format: str, lake_sessions) -> Any:
+    from format_lakes import FormatLake
+
+    return FormatLake(lake_sessions(lake_format), lake_format)
+
+
+@pytest.fixture
+def make_format_lake(lake_format: str, lake_sessions) -> Callable[..., Any]:
+    """Lakes of the test's format with job settings of their own (`make_format_lake(write_mode=...)`)."""
+    from format_lakes import FormatLake
+
+    return lambda **overrides: FormatLake(lake_sessions(lake_format), lake_format, **overrides)

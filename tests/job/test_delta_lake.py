@@ -68,15 +68,6 @@ def test_every_lake_table_and_its_delete_markers_are_delta_tables_with_the_lake_
     assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_customers"
 
 
-def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(delta):
-    rows = by_id(delta)
-    # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
-    # 1's update older than its row and batch 1 read again change nothing; nor does 2's update older
-    # than its row arriving two batches after it (the MERGE's guard); newer updates apply.
-    assert sorted(rows) == [1, 2, 4, 5]
-    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eva"}
-
-
 def test_a_batchs_inserts_updates_and_deletes_of_a_table_are_one_delta_commit(delta):
     ops = operations(delta, "customers")
     # batch 1: the table created, then 4 inserts, an update and a delete in one MERGE; batch 2 (a
@@ -96,11 +87,6 @@ def test_a_composite_key_a_truncate_and_a_table_rename_keep_the_sources_rows(del
     markers = delta["tables"]["inventory_order_items__cdc_deletes"]["properties"]
     assert markers["cdc.delete-markers-of"] == "spark_catalog.cdc.inventory_order_items"
     assert "inventory_order_lines__cdc_deletes" not in delta["tables"]
-
-
-def test_a_keyless_table_keeps_duplicates_and_a_delete_removes_one_copy(delta):
-    rows = table(delta, "log")["rows"]
-    assert sorted((r["id"], r["first_name"], r["_cdc_copy"]) for r in rows) == [(1, "Ann", 1), (2, "Bob", 1)]
 
 
 def test_add_column_is_backfilled_with_its_default_and_a_widening_is_one_rewrite_commit(delta):
@@ -127,15 +113,6 @@ def test_a_rename_and_a_drop_at_the_source_change_the_delta_columns_in_the_metad
     rows = by_id(delta)
     assert rows[4]["surname"] == "Thomas-Renamed" and rows[2]["surname"] == "Thomas"
     assert rows[5]["first_name"] == "Eva"
-
-
-def test_an_incompatible_type_change_goes_to_the_dead_letters_with_its_reason(delta):
-    assert delta["reports"][2]["inventory_customers"]["dead"] == 1
-    [letter] = [d for d in delta["dead"] if d["topic"] == "mdb.inventory.customers"]
-    assert letter["reason"].startswith(
-        "incompatible schema change: table spark_catalog.cdc.inventory_customers column 'email' is string"
-    )
-    assert 6 not in by_id(delta)
 
 
 def test_real_column_types_map_to_the_same_lake_types_as_iceberg(delta):

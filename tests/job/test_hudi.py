@@ -89,14 +89,6 @@ def test_a_change_older_than_the_stored_row_loses_in_hudi_itself_without_the_mer
     assert operations(hudi, "customers")[-1] == "UPSERT"  # the MERGE ran and committed
 
 
-def test_replays_stale_changes_and_an_insert_older_than_its_delete_leave_the_newest_rows(hudi):
-    rows = by_id(hudi)
-    # 3 deleted in batch 1 stays deleted though an older insert of it came later (the delete markers);
-    # 1's update older than its row and batch 1 read again change nothing; newer updates apply.
-    assert sorted(rows) == [1, 2, 4, 5]
-    assert {i: r["first_name"] for i, r in rows.items()} == {1: "Al", 2: "Bea", 4: "Dee", 5: "Eva"}
-
-
 def test_each_batchs_inserts_updates_and_deletes_of_a_table_are_one_hudi_commit(hudi):
     # CREATE TABLE commits nothing; then per batch one UPSERT (batch 1: 4 inserts, an update and a
     # delete; batch 2: a replay, stale changes, a newer update); batch 3 adds a column and widens
@@ -135,15 +127,6 @@ def test_a_composite_key_a_truncate_and_a_table_rename_keep_the_sources_rows(hud
     assert [r["_cdc_key"] for r in markers["rows"]] == ["*"]  # the truncate's marker moved with it
 
 
-def test_a_keyless_tables_changes_go_to_the_dead_letters_with_the_reason(hudi):
-    assert "inventory_log" not in hudi["tables"]
-    assert [r.get("inventory_log", {}).get("dead") for r in hudi["reports"][:2]] == [3, 4]
-    keyless = [d for d in hudi["dead"] if d["topic"] == "mdb.inventory.log"]
-    assert len(keyless) == 7 and {d["reason"] for d in keyless} == {
-        "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
-    }
-
-
 def test_add_column_is_backfilled_and_a_decimal_widening_is_a_schema_commit_not_a_rewrite(hudi):
     schema = {n: t for n, t, _ in table(hudi, "customers")["schema"]}
     assert schema["loyalty_tier"] == "string" and schema["balance"] == "decimal(14,2)"
@@ -161,15 +144,6 @@ def test_a_rename_and_a_drop_at_the_source_change_the_hudi_schema_in_place(hudi)
     assert rows[4]["surname"] == "Thomas-Renamed" and rows[2]["surname"] == "Thomas"
     assert rows[5]["first_name"] == "Eva" and "email" not in rows[5]
     assert hudi["reports"][3]["inventory_customers"]["schema"] == "last_name->surname (renamed), -email (dropped)"
-
-
-def test_an_incompatible_type_change_goes_to_the_dead_letters_with_its_reason(hudi):
-    assert hudi["reports"][2]["inventory_customers"]["dead"] == 1
-    [letter] = [d for d in hudi["dead"] if d["topic"] == "mdb.inventory.customers"]
-    assert letter["reason"].startswith(
-        "incompatible schema change: table spark_catalog.cdc.inventory_customers column 'email' is string"
-    )
-    assert 6 not in by_id(hudi)
 
 
 def test_real_column_types_map_to_the_lake_types_with_datetime_as_a_utc_timestamp(hudi):

@@ -75,15 +75,6 @@ def test_a_truncate_and_later_inserts_of_a_keyless_table_leave_only_the_later_ro
     assert rows(lake) == Counter({(1, "Ann"): 1})
 
 
-def test_keyless_table_policy_dead_letter_sends_their_changes_to_the_dead_letters(make_lake):
-    lake = make_lake(keyless_table_policy="dead_letter")
-    ev = Events(topic="mdb.inventory.log", table="log")
-    keyless(ev, "c", customer(1))
-    report = lake.apply(ev.take())
-    assert report.dead == 1 and not lake.spark.catalog.tableExists(lake.table(NAME))
-    assert "no primary key (--keyless_table_policy dead_letter)" in lake.dead_letters()[0]["reason"]
-
-
 def test_a_keyless_delete_without_its_before_image_is_dead_lettered_with_the_fix(lake):
     ev = Events(topic="mdb.inventory.log", table="log")
     keyless(ev, "c", customer(1))

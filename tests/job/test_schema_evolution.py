@@ -103,30 +103,6 @@ def test_column_dropped_at_source_stays_in_lake_and_is_null_afterwards(lake):
     assert rows[1]["first_name"] == "after-drop" and rows[1]["loyalty_tier"] is None
 
 
-def test_incompatible_type_change_goes_to_dead_letters_while_other_tables_proceed(lake):
-    customers = Events()
-    orders = Events(topic="mdb.inventory.orders", table="orders")
-    customers.record("c", {"id": 1}, customer(1))
-    lake.apply(customers.take())
-
-    # `email` becomes an int at the source: no safe conversion exists.
-    bad_schema = copy.deepcopy(BASE)
-    for fld in row_fields(bad_schema):
-        if fld["field"] == "email":
-            fld["type"] = "int32"
-    bad = customers.record("u", {"id": 1}, customer(1, email=None) | {"email": 42}, value_schema=bad_schema)
-    orders.record("c", {"id": 10}, customer(10))
-    report = lake.apply(customers.take() + orders.take())
-
-    assert report.dead == 1
-    assert lake.ids("inventory_orders") == [10]
-    assert lake.by_id()[1]["email"] == "sally1@example.com", "the lake row is untouched"
-    [dl] = lake.dead_letters()
-    assert "incompatible schema change" in dl["reason"] and "'email'" in dl["reason"]
-    assert (dl["topic"], dl["partition"], dl["offset"]) == (bad["topic"], bad["partition"], bad["offset"])
-    assert json.loads(dl["value"]) == json.loads(bad["value"]), "the original record is kept for replay"
-
-
 def test_a_table_whose_changes_all_go_to_dead_letters_batch_after_batch_is_named_as_stopped(lake, caplog):
     caplog.set_level(logging.INFO, logger="cdclake")
     ev = Events()

@@ -1,0 +1,264 @@
+"""One lake API over every table format of the registry, for behaviour tests written once and run on
+each format (tests/job/test_every_format.py, the `format_lake` fixture of tests/job/conftest.py).
+
+The registry's default format writes in the suite's own Spark session (tests/conftest.py). Every
+other format writes in a long-lived Spark session of its own in a subprocess (a process has one
+SparkContext, and a format may run on another Glue version's pyspark: local/session.runtime_env),
+started once per xdist worker and driven by commands, one JSON line each way:
+
+    python format_lakes.py FORMAT WORKDIR
+
+Both sides run the same `Lakes.handle`, so a test reads the same answers in every format: rows as
+Spark writes them as JSON (decimals as numbers, times as ISO text, nulls left out), without the
+columns a format adds to every table (Format.system_columns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TextIO
+
+HERE = Path(__file__).resolve().parent
+
+
+class Lakes:
+    """The lakes of one format in one Spark session, each a namespace and a BatchProcessor of its own."""
+
+    def __init__(self, spark: Any, table_format: str, work: Path, warehouse: Path) -> None:
+        from cdclake.lake.formats import format_of
+
+        self.spark, self.table_format, self.work, self.warehouse = spark, table_format, work, warehouse
+        self.fmt = format_of(table_format)
+        self.lakes: dict[int, Any] = {}
+        self._n = itertools.count()
+
+    def handle(self, command: dict[str, Any]) -> Any:
+        """What one command (`{"cmd": name, ...arguments}`) answers, as JSON-ready values."""
+        args = dict(command)
+        return getattr(self, f"do_{args.pop('cmd')}")(**args)
+
+    def do_open(self, overrides: dict[str, str]) -> dict[str, Any]:
+        from cdclake.common.settings import build_settings
+        from cdclake.jobs.batch import BatchProcessor
+
+        n = next(self._n)
+        folder = self.work / f"lake{n}"
+        args = {
+            "table_format": self.table_format,
+            "source": "files",
+            "files_path": str(folder / "in"),
+            "catalog_type": "hadoop",
+            "warehouse": str(self.warehouse),
+            "namespace": f"{self.table_format}{os.getpid()}n{n}",
+            "checkpoint_location": str(folder / "ckpt"),
+            "dead_letter_path": str(folder / "dead"),
+            "shuffle_partitions": "2",
+            **overrides,
+        }
+        settings = build_settings(args)
+        self.lakes[n] = SimpleNamespace(settings=settings, processor=BatchProcessor(self.spark, settings))
+        return {"lake": n, "tables": f"{settings.catalog_name}.{settings.namespace}"}
+
+    def do_apply(self, lake: int, records: list[dict[str, Any]], batch_id: int) -> dict[str, Any]:
+        from cdclake.common.records import RAW_SCHEMA
+
+        for r in records:  # a Kafka timestamp crosses the pipe as its ISO text
+            r["timestamp"] = datetime.fromisoformat(r["timestamp"])
+        df = self.spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
+        return dataclasses.asdict(self.lakes[lake].processor.process(df, batch_id))
+
+    def _table(self, lake: int, name: str) -> str:
+        s = self.lakes[lake].settings
+        return f"{s.catalog_name}.{s.namespace}.{name}"
+
+    def _columns(self, lake: int, name: str) -> tuple[Any, list[str]]:
+        df = self.spark.table(self._table(lake, name))
+        return df, [c for c in df.columns if c not in self.fmt.system_columns]
+
+    def do_rows(self, lake: int, name: str) -> list[dict[str, Any]]:
+        df, columns = self._columns(lake, name)
+        return [json.loads(j) for j in df.select(*[f"`{c}`" for c in columns]).toJSON().collect()]
+
+    def do_schema(self, lake: int, name: str) -> list[list[str]]:
+        df, columns = self._columns(lake, name)
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        return [[c, types[c]] for c in columns]
+
+    def do_exists(self, lake: int, name: str) -> bool:
+        return bool(self.spark.catalog.tableExists(self._table(lake, name)))
+
+    def do_properties(self, lake: int, name: str) -> dict[str, str]:
+        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self._table(lake, name)}").collect()
+        return {r["key"]: r["value"] for r in rows}
+
+    def do_dead_letters(self, lake: int) -> list[dict[str, Any]]:
+        folder = Path(self.lakes[lake].settings.dead_letter_path)
+        files = sorted(folder.glob("batch=*/*.json"))
+        return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+
+
+class InProcess:
+    """The default format's lakes in the suite's session; each command and answer goes through JSON
+    as a subprocess's would, so a test cannot tell the two apart."""
+
+    def __init__(self, spark: Any, table_format: str, work: Path, warehouse: Path) -> None:
+        self.lakes = Lakes(spark, table_format, work, warehouse)
+
+    def call(self, command: dict[str, Any]) -> Any:
+        sent = json.loads(json.dumps(command, default=str))
+        return json.loads(json.dumps(self.lakes.handle(sent), default=str))
+
+    def stop(self) -> None:
+        """The suite's session is the suite's to stop."""
+
+
+class Server:
+    """A subprocess with one Spark session of `table_format`, answering commands (`main`)."""
+
+    def __init__(self, table_format: str, work: Path) -> None:
+        from cdclake.local.session import runtime_env
+
+        work.mkdir(parents=True, exist_ok=True)
+        self.log = (work / "server.log").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "format_lakes.py"), table_format, str(work)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=work,  # Spark's and Derby's leftovers, if any, stay there
+            env=dict(os.environ) | runtime_env(table_format),
+        )
+        self.work = work
+
+    def call(self, command: dict[str, Any]) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(command, default=str) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the lake server stopped: {self.tail()}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"the lake server failed {command['cmd']}: {answer['error']}")
+        return answer["value"]
+
+    def tail(self) -> str:
+        self.log.flush()
+        return (self.work / "server.log").read_text()[-6000:]
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()  # end of commands: the server stops its session and exits
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+class FormatLake:
+    """A fresh lake (namespace, dead-letter folder, BatchProcessor) of one format, with the reads of
+    tests/job/conftest.Lake that every format answers alike."""
+
+    def __init__(self, session: InProcess | Server, table_format: str, **overrides: str) -> None:
+        from cdclake.lake.formats import format_of
+
+        self.session, self.table_format, self.format = session, table_format, format_of(table_format)
+        opened = session.call({"cmd": "open", "overrides": overrides})
+        self.lake, self.tables = opened["lake"], opened["tables"]
+        self._batch = itertools.count()
+
+    def _call(self, cmd: str, **args: Any) -> Any:
+        return self.session.call({"cmd": cmd, "lake": self.lake, **args})
+
+    def apply(self, records: list[dict[str, Any]], batch_id: int | None = None) -> SimpleNamespace:
+        """The batch's report (common/report.BatchReport) with its tables' reports, as attributes."""
+        n = next(self._batch) if batch_id is None else batch_id
+        report = self._call("apply", records=records, batch_id=n)
+        return SimpleNamespace(**report | {"tables": [SimpleNamespace(**t) for t in report["tables"]]})
+
+    def table(self, name: str = "inventory_customers") -> str:
+        return f"{self.tables}.{name}"
+
+    def rows(self, name: str = "inventory_customers", order: tuple[str, ...] = ("id",)) -> list[dict[str, Any]]:
+        return sorted(self._call("rows", name=name), key=lambda r: tuple(r.get(c) for c in order))
+
+    def ids(self, name: str = "inventory_customers") -> list[int]:
+        return [r["id"] for r in self.rows(name)]
+
+    def by_id(self, name: str = "inventory_customers") -> dict[int, dict[str, Any]]:
+        """Rows by id; fails if an id is stored more than once (a dict would hide the second copy)."""
+        rows = self.rows(name)
+        ids = [r["id"] for r in rows]
+        assert len(ids) == len(set(ids)), f"{name}: ids stored more than once: {ids}"
+        return {r["id"]: r for r in rows}
+
+    def first_names(self, name: str = "inventory_customers") -> dict[int, str]:
+        return {i: r.get("first_name") for i, r in self.by_id(name).items()}
+
+    def schema(self, name: str = "inventory_customers") -> dict[str, str]:
+        """Column -> Spark type, in the table's order, the format's own columns left out."""
+        return dict(self._call("schema", name=name))
+
+    def exists(self, name: str = "inventory_customers") -> bool:
+        return self._call("exists", name=name)
+
+    def properties(self, name: str = "inventory_customers") -> dict[str, str]:
+        return self._call("properties", name=name)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return self._call("dead_letters")
+
+
+def answer(out: TextIO, value: Any = None, error: str | None = None) -> None:
+    out.write(json.dumps({"error": error} if error is not None else {"value": value}, default=str) + "\n")
+    out.flush()
+
+
+def main(table_format: str, work: Path) -> None:
+    """The server: answers each command line read from stdin on the original stdout, until stdin
+    ends. Anything else written to stdout (Spark, the job's prints) goes to stderr instead."""
+    import traceback
+
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    from cdclake.common.settings import build_settings
+    from cdclake.local.session import local_session
+    from hudi_worker import TEST_ONLY_CONF
+
+    settings = build_settings(
+        {
+            "table_format": table_format,
+            "source": "files",
+            "files_path": "unused",
+            "catalog_type": "hadoop",
+            "warehouse": str(work / "warehouse"),
+            "checkpoint_location": "unused",
+            "dead_letter_path": "unused",
+            "shuffle_partitions": "2",
+        }
+    )
+    spark = local_session(settings, app_name=f"cdc-{table_format}-lakes", master="local[2]")
+    for k, v in TEST_ONLY_CONF.items():
+        spark.conf.set(k, v)  # a format's services a lake of a few rows does not need (hudi_worker.py)
+    lakes = Lakes(spark, table_format, work, work / "warehouse")
+    for line in sys.stdin:
+        try:
+            answer(out, lakes.handle(json.loads(line)))
+        except Exception:  # the test that sent it reads the trace; the session serves the next one
+            answer(out, error=traceback.format_exc()[-4000:])
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]))

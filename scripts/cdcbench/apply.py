@@ -101,6 +101,30 @@ def compare_name(rev: str) -> str:
     return f"job at {rev} (--compare), merge-on-read"
 
 
+def _compared(spark: SparkSession, cfg: Config, job: Callable[..., tuple[str, Any]], avro: bool) -> list[Method]:
+    """The other revision's own settings and processor, on tables created by this one (`job`); with
+    `avro`, also on the same Avro records."""
+    other = import_module(cfg.compare_package, "batch")
+    other_settings = import_module(cfg.compare_package, "settings")
+    out = []
+    for namespace, wire in (("apply_cmp", None), ("apply_cmp_avro", "avro"))[: 2 if avro else 1]:
+        table, _ = job(namespace, write_mode="merge-on-read")
+        overrides = {"wire_format": wire} if wire else {}
+        settings = tables.job_settings(
+            cfg.work / "warehouse",
+            namespace,
+            cfg.work,
+            build=other_settings.build_settings,
+            shuffle_partitions=str(cfg.shuffle_partitions),
+            **overrides,
+        )
+        cmp = other.BatchProcessor(spark, settings)
+        name = compare_name(cfg.compare_rev) + (", wire format avro" if wire else "")
+        run = lambda raw, _d, b, p=cmp: p.process(raw, b)  # noqa: E731
+        out.append(Method(name, table, run, True, wire=wire or "json"))
+    return out
+
+
 def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sample: DataFrame) -> list[Method]:
     w = cfg.work
     wanted = {KEYS[k] for k in cfg.methods if k in KEYS}
@@ -126,19 +150,7 @@ def _methods(spark: SparkSession, cfg: Config, template: generator.Template, sam
         table, cow = job("apply_cow", write_mode="copy-on-write")
         out.append(Method(COW, table, lambda raw, _d, b: cow.process(raw, b), True))
     if cfg.compare_package and cfg.compare_rev:
-        # The other revision's own settings and processor, on a table created by this one.
-        other = import_module(cfg.compare_package, "batch")
-        other_settings = import_module(cfg.compare_package, "settings")
-        table, _ = job("apply_cmp", write_mode="merge-on-read")
-        settings = tables.job_settings(
-            w / "warehouse",
-            "apply_cmp",
-            w,
-            build=other_settings.build_settings,
-            shuffle_partitions=str(cfg.shuffle_partitions),
-        )
-        cmp = other.BatchProcessor(spark, settings)
-        out.append(Method(compare_name(cfg.compare_rev), table, lambda raw, _d, b: cmp.process(raw, b), True))
+        out += _compared(spark, cfg, job, AVRO in wanted)
     if BASE in wanted:
         base_table = "glue_catalog.apply_base.customers"
         spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.apply_base")

@@ -31,6 +31,10 @@ PostgreSQL (tests/fixtures/debezium/*/all_types_*.json, tests/type_matrix.py).
 | io.debezium.data.Bits (BIT(n), n > 1)          | binary          | big-endian, as the database shows it; the connector sends the bytes little-endian (captured) |
 | array (PG arrays), map                         | string (JSON)   | e.g. `[1,null,-3]`; elements decoded as PG's to_json writes them: numeric as numbers, date/timestamp/time as ISO text, bytea as `\\x` hex, json as JSON; the connector sends multi-dimensional PG arrays as nulls (captured) |
 | struct (e.g. io.debezium.data.geometry.Geometry/Point) | string (JSON) | `{"wkb": base64, "srid": n}` (Point adds x, y) (captured) |
+
+With the wire format avro the same specs take the values Avro decodes (`column_spec(..., binary=True)`):
+bytes (a Decimal's unscaled value, Bits, bytes) arrive as bytes instead of base64 text, and every
+conversion after that first step is the JSON path's.
 """
 
 from __future__ import annotations
@@ -131,6 +135,15 @@ class ColumnSpec:
         return hash((self.name, self.parse_type.simpleString(), self.spark_type.simpleString()))
 
 
+def _bytes(value: Column, binary: bool) -> Column:
+    """A bytes value: as it is when it arrived as bytes (Avro), else from its base64 text (JSON)."""
+    return value if binary else _unbase64(value)
+
+
+def _bytes_type(binary: bool) -> T.DataType:
+    return T.BinaryType() if binary else T.StringType()
+
+
 def _unbase64(b64: Column) -> Column:
     """Base64 text -> bytes; null for text that is not base64. `unbase64` throws on it instead
     (IllegalArgumentException), which fails the whole batch; a null here makes the record a
@@ -176,7 +189,7 @@ def _unsigned_hex_to_decimal(h: Column) -> Column:
     return F.when(n <= 16, F.conv(h, 16, 10).cast(cast_type(dec))).otherwise(high * two64 + low)
 
 
-def _decimal_stages(precision: int, scale: int) -> Stages:
+def _decimal_stages(precision: int, scale: int, binary: bool = False) -> Stages:
     """Connect Decimal (base64 of the two's-complement big-endian unscaled value) -> decimal(p, s).
 
     Exact: the unscaled integer is built from hex digits, then the decimal point is placed in its
@@ -184,7 +197,7 @@ def _decimal_stages(precision: int, scale: int) -> Stages:
     """
 
     def to_hex(b64: Column) -> Column:
-        return F.hex(_unbase64(b64))
+        return F.hex(_bytes(b64, binary))
 
     def to_unscaled(h: Column) -> Column:
         """The unscaled integer as signed decimal text. |v| = NOT(v) + 1 is added in digits: as a
@@ -238,13 +251,13 @@ def _place_point(negative: Column, digits: Column, scale: Column) -> Column:
     return F.concat(F.when(negative & ~is_zero, F.lit("-")).otherwise(F.lit("")), body)
 
 
-def wide_decimal_text(b64: Column, scale: Column) -> Column:
+def wide_decimal_text(b64: Column, scale: Column, binary: bool = False) -> Column:
     """Connect Decimal bytes of any length -> exact decimal text (for precisions Spark cannot hold).
 
     The unscaled integer is turned into decimal digits by Scala's BigInt (a static JVM method
     called through `reflect`, still no Python on the hot path); two's-complement negatives via
     their bitwise NOT (|v| = NOT(v) + 1)."""
-    h = F.hex(_unbase64(b64))
+    h = F.hex(_bytes(b64, binary))
     negative = F.substring(h, 1, 1) >= F.lit("8")
     inverted = F.translate(h, "0123456789ABCDEF", "FEDCBA9876543210")
     as_digits = F.when(
@@ -253,11 +266,11 @@ def wide_decimal_text(b64: Column, scale: Column) -> Column:
     return F.when(F.length(h) > 0, _place_point(negative, as_digits, scale))
 
 
-def _bits_to_big_endian(b64: Column, length: int | None) -> Column:
+def _bits_to_big_endian(b64: Column, length: int | None, binary: bool = False) -> Column:
     """io.debezium.data.Bits carries the bit string little-endian (java.util.BitSet order), from
     PostgreSQL without its high zero bytes; the lake keeps the ceil(n/8) big-endian bytes a
     MySQL or PostgreSQL client shows for BIT(n)."""
-    pairs = F.regexp_extract_all(F.hex(_unbase64(b64)), F.lit("(..)"), 1)
+    pairs = F.regexp_extract_all(F.hex(_bytes(b64, binary)), F.lit("(..)"), 1)
     hexed = F.array_join(F.reverse(pairs), "")
     if length:
         width = 2 * ((length + 7) // 8)
@@ -292,13 +305,14 @@ def _parameters(field: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in _object(field.get("parameters") or {}, "schema parameters").items()}
 
 
-def column_spec(field: dict[str, Any]) -> ColumnSpec:
-    """Map one Connect field schema (a dict from the event's `schema`) to a ColumnSpec."""
+def column_spec(field: dict[str, Any], binary: bool = False) -> ColumnSpec:
+    """Map one Connect field schema (a dict from the event's `schema`) to a ColumnSpec; `binary`:
+    the values arrive decoded from Avro (module docstring)."""
     field = _object(field, "field schema")
-    return replace(_column_spec(field), default=field.get("default"))
+    return replace(_column_spec(field, binary), default=field.get("default"))
 
 
-def _column_spec(field: dict[str, Any]) -> ColumnSpec:
+def _column_spec(field: dict[str, Any], binary: bool) -> ColumnSpec:
     name = field.get("field")
     if not name or not isinstance(name, str):
         raise UnsupportedSchema(f"field schema without a name: {str(field)[:80]}")
@@ -308,10 +322,10 @@ def _column_spec(field: dict[str, Any]) -> ColumnSpec:
     logical = field.get("name")
     logical = logical if isinstance(logical, str) else None  # not a logical name: the physical type decides
     params = _parameters(field)
-    spec = _logical_spec(name, logical, params)
+    spec = _logical_spec(name, logical, params, binary)
     if spec is None and ctype == "array" and isinstance(field.get("items"), dict):
-        spec = _array_spec(name, field["items"], logical)
-    return spec if spec is not None else _physical_spec(name, ctype, logical, params)
+        spec = _array_spec(name, field["items"], logical, binary)
+    return spec if spec is not None else _physical_spec(name, ctype, logical, params, binary)
 
 
 # Array elements (PostgreSQL arrays) whose Connect encoding is not their value: the lake's JSON text
@@ -323,9 +337,9 @@ _JSON_NAME = "io.debezium.data.Json"
 _NTZ_TEXT = {"timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
 
 
-def _array_spec(name: str, items: dict[str, Any], logical: str | None) -> ColumnSpec | None:
+def _array_spec(name: str, items: dict[str, Any], logical: str | None, binary: bool) -> ColumnSpec | None:
     """An array column whose elements need decoding; None for one the lake keeps as sent."""
-    element = _column_spec({**items, "field": name})
+    element = _column_spec({**items, "field": name}, binary)
     raw_json = element.connect_name in (VARIABLE_SCALE_DECIMAL, _JSON_NAME) or (
         element.connect_name == DECIMAL and element.spark_type == T.StringType()
     )
@@ -340,7 +354,7 @@ def _array_spec(name: str, items: dict[str, Any], logical: str | None) -> Column
     if element.connect_name == BITS or items.get("type") not in ("bytes", "int32", "int64"):
         return None  # strings, numbers, booleans, zoned times: the connector's JSON is the value
     if items.get("type") == "bytes" and element.connect_name != DECIMAL:
-        element = replace(element, stages=(lambda c: F.concat(F.lit("\\x"), F.lower(F.hex(_unbase64(c)))),))
+        element = replace(element, stages=(lambda c: F.concat(F.lit("\\x"), F.lower(F.hex(_bytes(c, binary)))),))
     elif not element.stages:
         return None  # plain integers
     return ColumnSpec(
@@ -358,20 +372,20 @@ def _join_json(array: Column, convert: Converter) -> Column:
     return F.when(array.isNull(), F.lit(None)).otherwise(F.concat(F.lit("["), joined, F.lit("]")))
 
 
-def _logical_spec(name: str, logical: str | None, params: dict[str, str]) -> ColumnSpec | None:
+def _logical_spec(name: str, logical: str | None, params: dict[str, str], binary: bool) -> ColumnSpec | None:
     """The spec of a column whose logical name decides its type; None for the other columns."""
     if logical == DECIMAL:
-        return _decimal_spec(name, params)
+        return _decimal_spec(name, params, binary)
     temporal = _temporal_spec(name, logical)
     if temporal is not None:
         return temporal
     if logical == VARIABLE_SCALE_DECIMAL:
-        vsd = T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", T.StringType())])
+        vsd = T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", _bytes_type(binary))])
         return ColumnSpec(
             name,
             vsd,
             T.StringType(),
-            (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale")),),
+            (lambda c: wide_decimal_text(c.getField("value"), c.getField("scale"), binary),),
             logical,
         )
     if logical == YEAR:
@@ -383,12 +397,12 @@ def _logical_spec(name: str, logical: str | None, params: dict[str, str]) -> Col
     if logical == BITS:
         length = int(params["length"]) if params.get("length", "").isdigit() else None
         return ColumnSpec(
-            name, T.StringType(), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n),), logical
+            name, _bytes_type(binary), T.BinaryType(), (lambda c, n=length: _bits_to_big_endian(c, n, binary),), logical
         )
     return None
 
 
-def _decimal_spec(name: str, params: dict[str, str]) -> ColumnSpec:
+def _decimal_spec(name: str, params: dict[str, str], binary: bool) -> ColumnSpec:
     """A Connect Decimal: a lake decimal up to 38 digits, exact decimal text beyond."""
     scale = int(params.get("scale", "0"))
     precision = int(params.get("connect.decimal.precision", "38"))
@@ -398,17 +412,17 @@ def _decimal_spec(name: str, params: dict[str, str]) -> ColumnSpec:
     if precision > MAX_DECIMAL_PRECISION or scale > MAX_DECIMAL_PRECISION:
         return ColumnSpec(
             name,
+            _bytes_type(binary),
             T.StringType(),
-            T.StringType(),
-            (lambda c, s=scale: wide_decimal_text(c, F.lit(s)),),
+            (lambda c, s=scale: wide_decimal_text(c, F.lit(s), binary),),
             DECIMAL,
         )
     precision = max(precision, scale, 1)
     return ColumnSpec(
         name,
-        T.StringType(),
+        _bytes_type(binary),
         T.DecimalType(precision, scale),
-        _decimal_stages(precision, scale),
+        _decimal_stages(precision, scale, binary),
         DECIMAL,
     )
 
@@ -436,10 +450,10 @@ def _temporal_spec(name: str, logical: str | None) -> ColumnSpec | None:
     return None
 
 
-def _physical_spec(name: str, ctype: str, logical: str | None, params: dict[str, str]) -> ColumnSpec:
+def _physical_spec(name: str, ctype: str, logical: str | None, params: dict[str, str], binary: bool) -> ColumnSpec:
     """A column without a logical name this module maps: its Connect type decides."""
     if ctype == "bytes":
-        return ColumnSpec(name, T.StringType(), T.BinaryType(), (_unbase64,), logical)
+        return ColumnSpec(name, _bytes_type(binary), T.BinaryType(), () if binary else (_unbase64,), logical)
     if ctype == "string":
         src_type = params.get("__debezium.source.column.type", "").upper()
         if src_type in ("DECIMAL", "NUMERIC") and "__debezium.source.column.length" in params:
@@ -455,14 +469,14 @@ def _physical_spec(name: str, ctype: str, logical: str | None, params: dict[str,
     raise UnsupportedSchema(f"column {name!r}: unsupported Connect type {ctype!r}")
 
 
-def row_columns(envelope_schema: dict[str, Any]) -> list[ColumnSpec]:
+def row_columns(envelope_schema: dict[str, Any], binary: bool = False) -> list[ColumnSpec]:
     """Columns of the row image (`after`, else `before`) of a Debezium envelope schema."""
     envelope_fields = _list(_object(envelope_schema, "envelope schema").get("fields"), "envelope fields")
     fields = {f.get("field"): f for f in envelope_fields if isinstance(f, dict) and isinstance(f.get("field"), str)}
     image = fields.get("after") or fields.get("before")
     if not image or image.get("type") != "struct" or not image.get("fields"):
         raise UnsupportedSchema("envelope schema has no before/after struct with fields")
-    specs = [column_spec(f) for f in _list(image["fields"], "row image fields")]
+    specs = [column_spec(f, binary) for f in _list(image["fields"], "row image fields")]
     if (fields.get("source") or {}).get("name") == MYSQL_SOURCE:
         specs = [
             replace(spec, default=mysql_string_default(spec.default))

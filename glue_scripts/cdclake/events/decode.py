@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 from ..common.lake_contract import CDC_COPY, CDC_INGESTED_AT, CDC_OFFSET, CDC_OP, CDC_SEQ, CDC_SOURCE_TS
 from ..common.records import RAW_COLUMNS
 from ..common.sqltext import quote
+from .avro_batch import AVRO_KEY, AVRO_VALUE, AvroSchemas
 from .connect_types import (
     ColumnSpec,
     UnsupportedSchema,
@@ -28,6 +29,8 @@ from .connect_types import (
     row_columns,
 )
 from .envelope import schema_json
+from .leaf import as_leaf as as_leaf  # re-exported: where the batch and the writers take it from
+from .leaf import release as release
 
 META_COLUMNS: list[tuple[str, T.DataType]] = [
     (CDC_OP, T.StringType()),
@@ -70,12 +73,18 @@ class SchemaGroup:
     deletes: bool = False
     updates: bool = False
     toasted: bool = False
+    # The wire format avro: the schema versions of the group's values and keys (avro_batch.attach).
+    avro: AvroSchemas | None = None
+
+    @property
+    def _avro_value(self) -> bool:
+        return self.avro is not None and self.avro.value is not None
 
     def resolve(self, infer: callable | None = None) -> None:  # type: ignore[valid-type]
         """Derive column specs and key names; on failure set `error` (the group is dead-lettered)."""
         try:
             if self.value_schema is not None:
-                self.columns = row_columns(json.loads(schema_json(self.value_schema)))
+                self.columns = row_columns(json.loads(schema_json(self.value_schema)), binary=self._avro_value)
             elif infer is not None:
                 self.columns = [inferred_column_spec(f.name, f.dataType) for f in infer(self)]
             else:
@@ -118,7 +127,8 @@ def _infer(spark: SparkSession, classified: DataFrame, g: SchemaGroup) -> list[T
 def _key_specs(group: SchemaGroup) -> list[ColumnSpec]:
     """The key's fields as the Kafka key names them (`source`)."""
     if group.key_schema is not None:
-        return [column_spec(f) for f in json.loads(schema_json(group.key_schema))["fields"]]
+        binary = group.avro is not None and group.avro.key is not None
+        return [column_spec(f, binary) for f in json.loads(schema_json(group.key_schema))["fields"]]
     by_name = {c.name.lower(): c for c in group.columns or []}
     return [by_name[k.lower()] for k in group.keys or []]
 
@@ -186,7 +196,8 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         op = F.col(CDC_OP)
         rows = rows.withColumn(CDC_OP, F.explode(F.when(op == "u", F.array(F.lit("d"), op)).otherwise(F.array(op))))
     raw_keep = [c for c in RAW_KEEP if c in rows.columns]
-    df = _converted(_parsed(rows, group, raw_keep), group, [*raw_keep, CDC_OP, CDC_SEQ, CDC_SOURCE_TS])
+    avro = [c for c in (AVRO_VALUE, AVRO_KEY) if group.avro is not None and c in rows.columns and "value" in raw_keep]
+    df = _converted(_parsed(rows, group, [*raw_keep, *avro]), group, [*raw_keep, *avro, CDC_OP, CDC_SEQ, CDC_SOURCE_TS])
     return df.select(
         *[F.col(f"__v{i}").cast(cast_type(spec.spark_type)).alias(spec.name) for i, spec in enumerate(group.columns)],
         CDC_OP,
@@ -194,28 +205,37 @@ def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:
         F.col("offset").alias(CDC_OFFSET),
         CDC_SOURCE_TS,
         _decode_error(group).alias("_decode_error"),
-        *[F.col(c).alias(f"_raw_{c}") for c in raw_keep],
+        *[_raw_text(group, c).alias(f"_raw_{c}") for c in raw_keep],
     )
+
+
+def _raw_text(group: SchemaGroup, column: str) -> Column:
+    """A raw record column for the dead letters: an Avro key or value as its JsonConverter text."""
+    if group.avro is not None and column in ("key", "value"):
+        return group.avro.record_text(column)
+    return F.col(column)
 
 
 def _parsed(rows: DataFrame, group: SchemaGroup, raw_keep: list[str]) -> DataFrame:
-    """The group's records with their row image (`_img`) and Kafka key (`_key`) parsed."""
+    """The group's records with their row image (`_img`), Kafka key (`_key`) and whether the image
+    did not match its schema (`__bad`): parsed from JSON, or as Avro decoded them."""
     assert group.columns is not None
+    carry = [*raw_keep, CDC_OP, CDC_SEQ, CDC_SOURCE_TS]
+    key_type = T.StructType([T.StructField(c.source, c.parse_type) for c in _key_specs(group)])
+    avro = group.avro
+    key = avro.key_record() if avro is not None and avro.key is not None else F.from_json("_key_json", key_type)
+    if avro is not None and avro.value is not None:
+        rows = rows.select(*carry, avro.image_record().alias("_rec"), key.alias("_key"))
+        image = F.when(F.col(CDC_OP) == "d", F.col("_rec.before")).otherwise(F.col("_rec.after"))
+        return rows.select(*carry, image.alias("_img"), "_key", F.lit(False).alias("__bad"))
     image_type = T.StructType(
         [T.StructField(c.source, c.parse_type) for c in group.columns] + [T.StructField(_CORRUPT, T.StringType())]
     )
-    key_type = T.StructType([T.StructField(c.source, c.parse_type) for c in _key_specs(group)])
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     # A delete's row image is `before`; the key also comes from the Kafka key when `before` is absent.
     image_json = F.when(F.col(CDC_OP) == "d", F.col("_before_json")).otherwise(F.col("_after_json"))
-    return rows.select(
-        *raw_keep,
-        CDC_OP,
-        CDC_SEQ,
-        CDC_SOURCE_TS,
-        F.from_json(image_json, image_type, opts).alias("_img"),
-        F.from_json("_key_json", key_type).alias("_key"),
-    )
+    parsed = rows.select(*carry, F.from_json(image_json, image_type, opts).alias("_img"), key.alias("_key"))
+    return parsed.select("*", F.col("_img").getField(_CORRUPT).isNotNull().alias("__bad"))
 
 
 def _converted(df: DataFrame, group: SchemaGroup, carry: list[str]) -> DataFrame:
@@ -223,14 +243,16 @@ def _converted(df: DataFrame, group: SchemaGroup, carry: list[str]) -> DataFrame
     conversion as `__v<i>`, one projection per conversion stage (see ColumnSpec.stages)."""
     assert group.columns is not None and group.keys is not None
     key_lower = {k.lower() for k in group.keys}
+    key_specs = {c.name.lower(): c for c in _key_specs(group)} if key_lower else {}
     raws = []
     for i, spec in enumerate(group.columns):
-        raw = F.col("_img").getField(spec.source)
+        raw = _as_parsed(group, spec, F.col("_img").getField(spec.source), key=False)
         if spec.name.lower() in key_lower:
-            raw = F.coalesce(raw, F.col("_key").getField(spec.source))
+            key_spec = key_specs.get(spec.name.lower(), spec)
+            raw = F.coalesce(raw, _as_parsed(group, key_spec, F.col("_key").getField(spec.source), key=True))
         raws.append(raw.alias(f"__r{i}"))
     img_ok = F.col("_img").isNotNull().alias("__img")
-    corrupt = F.col("_img").getField(_CORRUPT).isNotNull().alias("__corrupt")
+    corrupt = F.col("__bad").alias("__corrupt")
     df = df.select(*carry, img_ok, corrupt, *raws)
     df = df.select("*", *[F.col(f"__r{i}").alias(f"__v{i}") for i in range(len(group.columns))])
     depth = max((len(c.stages) for c in group.columns), default=0)
@@ -241,6 +263,11 @@ def _converted(df: DataFrame, group: SchemaGroup, carry: list[str]) -> DataFrame
             cols.append((spec.stages[level](v) if level < len(spec.stages) else v).alias(f"__v{i}"))
         df = df.select(*[c for c in df.columns if not c.startswith("__v")], *cols)
     return df
+
+
+def _as_parsed(group: SchemaGroup, spec: ColumnSpec, value: Column, key: bool) -> Column:
+    """A column's value as its spec's conversions take it (an Avro value adapted, avro_batch.py)."""
+    return group.avro.adapt(spec, value, key) if group.avro is not None else value
 
 
 def _decode_error(group: SchemaGroup) -> Column:
@@ -277,22 +304,6 @@ def _decode_error(group: SchemaGroup) -> Column:
             F.concat(F.lit("could not decode column(s): "), F.concat_ws(", ", *errors)),
         )
     )
-
-
-def as_leaf(decoded: DataFrame) -> DataFrame:
-    """The rows of `decoded`, computed by the first action that reads them and kept for the
-    batch's later reads, under a plan of one node (a local checkpoint, not a cache). The decode
-    plan is hundreds of expressions per table; every query over a cached copy of it (the MERGE,
-    the marker append, the count) would analyse it again, match it against the cache and write
-    its plan text for the listener bus, and that per-query driver work is most of a small
-    batch's cost. `release` frees the rows."""
-    return decoded.localCheckpoint(eager=False)
-
-
-def release(leaf: DataFrame) -> None:
-    """Free the rows kept by `as_leaf` (a checkpoint is not in the cache manager: unpersisting the
-    DataFrame would not free them; the garbage collector would, later)."""
-    leaf._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def to_lake_names(decoded: DataFrame, renamed: Mapping[str, str], ignored: Collection[str]) -> DataFrame:

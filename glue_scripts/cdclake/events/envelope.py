@@ -361,4 +361,23 @@ def _projections(df: DataFrame, keep: bool) -> list[list[Column]]:
 def classify(raw: DataFrame, transactions: bool = False) -> DataFrame:
     """Add envelope fields and `_status` / `_reason` to a raw batch (with `transactions`, the
     transaction columns of `_transaction_columns` too). No action is triggered."""
-    return _read_envelopes(raw, transactions).select(*_projections(raw, transactions)[-1])
+    return classify_envelopes(read_envelopes(raw, transactions), transactions)
+
+
+def read_envelopes(raw: DataFrame, transactions: bool = False) -> DataFrame:
+    """The first part of `classify`: the raw columns and what was read from each record's envelope
+    (`_value_schema`, `_payload_json`, `_value_valid`, `_key_schema`, `_key_json`, `_key_valid`,
+    `_p`: the parsed payload, of type `payload_type(transactions)`), which the wire format avro
+    replaces for its records (avro_batch.py)."""
+    return _read_envelopes(raw, transactions)
+
+
+def classify_envelopes(envelopes: DataFrame, transactions: bool = False, extra: tuple[str, ...] = ()) -> DataFrame:
+    """The second part of `classify`, over `read_envelopes`' columns; `extra` columns go along."""
+    return envelopes.select(*_projections(envelopes, transactions)[-1], *extra)
+
+
+def payload_type(transactions: bool) -> T.StructType:
+    """The type of `_p`, the parsed payload: one definition for the JSON path's parse and the
+    Avro path's values (avro_batch.py builds its `_p` field by field from it)."""
+    return _PAYLOAD_TXN if transactions else _PAYLOAD

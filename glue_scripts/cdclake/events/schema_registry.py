@@ -1,4 +1,4 @@
-"""Avro records framed for the AWS Glue Schema Registry, decoded into the text the job reads.
+"""Avro records framed for the AWS Glue Schema Registry: the frame, the registry, the schemas.
 
 With the wire format `avro` the connector writes each key and value with the Glue Schema
 Registry's Avro converter: a header (version byte 3, compression byte 0 or 5 for zlib), the
@@ -6,17 +6,12 @@ Registry's Avro converter: a header (version byte 3, compression byte 0 or 5 for
 when the compression byte says so. The job reads such a record as text (sources.py): MARKER and
 the base64 of its bytes, which the `files` format (dead letters, raw zone) keeps as it is.
 
-Per batch (`AvroDecoder.decode`): one Spark action lists the schema versions of the batch's
-framed records; each version's definition is fetched once per job run (Glue GetSchemaVersion)
-and cached; each record is decoded with Spark's `from_avro` and its version's schema, and
-re-written as the JsonConverter text (`{"schema": <Connect schema>, "payload": <value>}`) that
-JSON records are. Everything after (classification, types, ordering, evolution, MERGE) is the
-JSON path. A record that cannot be decoded keeps its framed text and becomes a dead letter with
-the reason (`Decoded.mark`): a malformed header, an unknown schema version, a corrupt body.
-
-The Connect schema is rebuilt from the Avro schema's `connect.*` properties, which the
-converter's AvroData writes for every Connect schema (name, version, parameters, int8/int16):
-JsonConverter would have written the same schema for the same record.
+Each schema version's definition is fetched once per job run (Glue GetSchemaVersion) and kept as
+a `SchemaVersion`: the Connect schema JsonConverter would have written for the same record (rebuilt
+from the Avro schema's `connect.*` properties, which the converter's AvroData writes for every
+Connect schema: name, version, parameters, int8/int16), so that the lake's column types are the
+JSON path's, and the Avro readers the batch decodes with (avro_readers.py). The records themselves
+are decoded by Spark in avro_batch.py.
 """
 
 from __future__ import annotations
@@ -26,17 +21,16 @@ import json
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.avro.functions import from_avro
 
-from ..common.records import RAW_COLUMNS
-from .envelope import DEAD
+from . import avro_readers
+from .envelope import payload_type
 
 MARKER = "gsr-avro:"  # a framed record as text: MARKER + base64 of its bytes (no JSON starts so)
 HEADER_VERSION = 3
@@ -186,12 +180,9 @@ def _default(schema: dict[str, Any], value: Any) -> Any:
 def reader_schema(avro: Any) -> Any:
     """The schema `from_avro` reads a body with: the writer's, without logical types, so that
     Spark keeps each value in its Avro encoding (a decimal's bytes, a date's days), which is
-    JsonConverter's encoding too."""
-    if isinstance(avro, list):
-        return [reader_schema(a) for a in avro]
-    if isinstance(avro, dict):
-        return {k: reader_schema(v) for k, v in avro.items() if k != "logicalType"}
-    return avro
+    JsonConverter's encoding too, and without the defaults a decode never uses
+    (avro_readers.for_decoding)."""
+    return avro_readers.for_decoding(avro)
 
 
 def as_parse_type(value: Column, avro: T.DataType, target: T.DataType) -> Column:
@@ -232,11 +223,15 @@ class SchemaVersion:
     """A schema version of the registry as the job uses it."""
 
     version_id: str
-    reader: str  # `from_avro`'s schema (JSON)
+    reader: str  # the writer's schema without logical types (JSON): `from_avro`'s writer schema
     envelope_head: str  # the JsonConverter text before the payload: `{"schema":<Connect schema>,"payload":`
     # `to_json` of a record whose every field is null: what `from_avro` gives for a body that does not
     # decode (its PERMISSIVE mode), and no Debezium record is (each has a field that is never null)
     undecodable: str
+    definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # Why a value of this version cannot be read as a Debezium envelope (a field the first pass reads
+    # in another type, avro_readers.IncompatibleEnvelope); None when it can.
+    envelope_problem: str | None = None
 
     @classmethod
     def of(cls, version_id: str, definition: str) -> SchemaVersion:
@@ -244,8 +239,47 @@ class SchemaVersion:
         schema = json.dumps(connect_schema(avro), separators=(",", ":"), ensure_ascii=False)
         if not isinstance(avro, dict) or avro.get("type") != "record":
             raise UnsupportedAvroSchema("a record's key or value schema must be an Avro record")
+        try:
+            avro_readers.envelope_reader(avro, 0, 0, payload_type(True))
+            problem = None
+        except avro_readers.IncompatibleEnvelope as e:  # a key's record is not an envelope: fine for keys
+            problem = f"schema version {version_id} has no Connect equivalent: {e}"
         nulls = "{" + ",".join(f"{json.dumps(f['name'])}:null" for f in avro.get("fields", [])) + "}"
-        return cls(version_id, json.dumps(reader_schema(avro)), '{"schema":' + schema + ',"payload":', nulls)
+        head = '{"schema":' + schema + ',"payload":'
+        return cls(version_id, json.dumps(reader_schema(avro)), head, nulls, avro, problem)
+
+    @property
+    def schema_text(self) -> str:
+        """The Connect schema as the classification keeps it (`{"schema":` before it, envelope.schema_json)."""
+        return self.envelope_head.removesuffix(',"payload":')
+
+    @cached_property
+    def probes(self) -> avro_readers.Probes:
+        return avro_readers.probes(self.definition)
+
+    def envelope_reader(self, strings: int, binaries: int, transactions: bool) -> dict[str, Any]:
+        """The first pass's reader (avro_readers.envelope_reader) for `envelope.payload_type(transactions)`."""
+        return avro_readers.envelope_reader(self.definition, strings, binaries, payload_type(transactions))
+
+    @cached_property
+    def image_reader(self) -> str:
+        return json.dumps(avro_readers.image_reader(self.definition))
+
+    @cached_property
+    def check_reader(self) -> str:
+        """A reader that decodes the record and keeps nothing but `DECODED` (a key's first pass)."""
+        name = avro_readers.full_name(self.definition, "")
+        return json.dumps({"type": "record", "name": name, "fields": [avro_readers.decoded_field()]})
+
+    @cached_property
+    def kinds(self) -> dict[str, str | None]:
+        """The Avro type of each column of the record's row image (an envelope) or of the record (a key)."""
+        return avro_readers.column_kinds(self.definition)
+
+    @cached_property
+    def postgres(self) -> bool:
+        """An envelope of Debezium's PostgreSQL connector (whose DDL log the first pass reads)."""
+        return avro_readers.source_name(self.definition) == "io.debezium.connector.postgresql.Source"
 
 
 # ------------------------------------------------------------------------- the registry
@@ -260,6 +294,10 @@ class SchemaVersions:
         self._client: Any = None
         self._known: dict[str, SchemaVersion] = {}
         self.fetches = 0  # GetSchemaVersion calls made (the cache's test and the batch log)
+
+    def known(self, vid: str) -> SchemaVersion | None:
+        """A version fetched earlier in this run."""
+        return self._known.get(vid)
 
     def lookup(self, ids: Iterable[str]) -> tuple[dict[str, SchemaVersion], dict[str, str]]:
         """(the versions found, reason per id that cannot be used)."""
@@ -295,170 +333,3 @@ def _glue_client() -> Any:
     import boto3  # the Glue runtime has it; imported only when a framed record is seen
 
     return boto3.client("glue")
-
-
-# ------------------------------------------------------------------------- Spark
-_REST = 2**31 - 1  # `substring` length: to the end
-
-
-def _framed(text: Column) -> Column:
-    return F.coalesce(text.startswith(MARKER), F.lit(False))
-
-
-def _bytes(text: Column) -> Column:
-    return F.try_to_binary(F.substring(text, len(MARKER) + 1, _REST), F.lit("base64"))
-
-
-def _byte(b: Column, pos: int) -> Column:
-    return F.conv(F.hex(F.substring(b, pos, 1)), 16, 10).cast("int")
-
-
-def _version_id(b: Column) -> Column:
-    h = F.lower(F.hex(F.substring(b, 3, 16)))
-    return F.concat_ws("-", h.substr(1, 8), h.substr(9, 4), h.substr(13, 4), h.substr(17, 4), h.substr(21, 12))
-
-
-def _header_ok(b: Column) -> Column:
-    return (F.length(b) >= HEADER_LENGTH) & (_byte(b, 1) == HEADER_VERSION) & _byte(b, 2).isin(NO_COMPRESSION, ZLIB)
-
-
-def _parts(c: str) -> list[Column]:
-    """Of a raw column holding a framed record: its schema version id and compression byte
-    (both null for anything else) and its body."""
-    b = _bytes(F.col(c))
-    ok = _framed(F.col(c)) & F.coalesce(_header_ok(b), F.lit(False))
-    return [
-        F.when(ok, _version_id(b)).alias(f"_gsr_{c}_id"),
-        F.when(ok, _byte(b, 2)).alias(f"_gsr_{c}_zip"),
-        F.when(ok, F.substring(b, HEADER_LENGTH + 1, _REST)).alias(f"_gsr_{c}_body"),
-    ]
-
-
-def _decoded(c: str, versions: dict[str, SchemaVersion], inflate_udf: Any) -> list[Column]:
-    """Of a framed record whose version is known: `to_json` of its body read with that version's
-    schema, the JsonConverter text that goes before it, and what the JSON is when the body does not
-    decode. One CASE per column over the batch's versions; each record decodes once."""
-    body = F.col(f"_gsr_{c}_body")
-    if inflate_udf is not None:
-        body = F.when(F.col(f"_gsr_{c}_zip") == ZLIB, inflate_udf(body)).otherwise(body)
-    vid = F.col(f"_gsr_{c}_id")
-    parts: list[Column | None] = [None, None, None]
-    for v in versions.values():
-        payload = F.to_json(from_avro(body, v.reader, {"mode": "PERMISSIVE"}), {"ignoreNullFields": "false"})
-        for i, value in enumerate((payload, F.lit(v.envelope_head), F.lit(v.undecodable))):
-            parts[i] = (
-                F.when(vid == v.version_id, value) if parts[i] is None else parts[i].when(vid == v.version_id, value)
-            )  # type: ignore[union-attr]
-    names = (f"_gsr_{c}_json", f"_gsr_{c}_head", f"_gsr_{c}_null")
-    return [(p if p is not None else F.lit(None).cast("string")).alias(n) for p, n in zip(parts, names, strict=True)]
-
-
-def _as_connect_json(c: str) -> Column:
-    """The JsonConverter text of a framed record `_decoded` read; the raw column as it was otherwise."""
-    payload = F.col(f"_gsr_{c}_json")
-    text = F.when(payload != F.col(f"_gsr_{c}_null"), F.concat(F.col(f"_gsr_{c}_head"), payload, F.lit("}")))
-    return F.coalesce(text, F.col(c)).alias(c)
-
-
-def _reason(c: str, unusable: dict[str, str], decoding: bool) -> Column:
-    """Why the framed record in column `c` (the key or the value) was not decoded."""
-    text = F.col(c)
-    b = _bytes(text)
-    vid = _version_id(b)
-    what = f"record {c}: "
-    reason = (
-        F.when(b.isNull(), F.lit(f"{what}framed record is not base64 after {MARKER!r}"))
-        .when(F.length(b) < HEADER_LENGTH, F.lit(f"{what}shorter than the {HEADER_LENGTH}-byte Glue Schema Registry header"))
-        .when(_byte(b, 1) != HEADER_VERSION, F.concat(F.lit(f"{what}header version byte "), _byte(b, 1).cast("string"), F.lit(f" (expected {HEADER_VERSION})")))
-        .when(~_byte(b, 2).isin(NO_COMPRESSION, ZLIB), F.concat(F.lit(f"{what}compression byte "), _byte(b, 2).cast("string"), F.lit(f" (expected {NO_COMPRESSION}: none or {ZLIB}: zlib)")))
-    )  # fmt: skip
-    if not decoding:
-        return reason.otherwise(F.lit(what + JSON_ONLY))
-    for vid_text, why in sorted(unusable.items()):
-        reason = reason.when(vid == vid_text, F.lit(what + why))
-    return reason.otherwise(F.concat(F.lit(f"{what}Avro body does not decode with schema version "), vid))
-
-
-JSON_ONLY = (
-    "Avro record of the AWS Glue Schema Registry, and the job runs with --wire_format json: run it "
-    "with --wire_format avro, then replay these dead letters (replay)"
-)
-
-
-@dataclass
-class Decoded:
-    """A raw batch with its framed records as JsonConverter text, and what to say of those not."""
-
-    raw: DataFrame
-    unusable: dict[str, str]
-    decoding: bool
-    persisted: bool = False
-
-    def mark(self, classified: DataFrame) -> DataFrame:
-        """The classified batch with the reason of each framed record that was not decoded (its
-        text is not JSON, so classification made it a dead letter already)."""
-        dead = F.col("_status") == DEAD
-        reason = F.when(dead & _framed(F.col("value")), _reason("value", self.unusable, self.decoding))
-        reason = reason.when(dead & _framed(F.col("key")), _reason("key", self.unusable, self.decoding))
-        return classified.withColumn("_reason", F.coalesce(reason, F.col("_reason")))
-
-    def release(self) -> None:
-        if self.persisted:
-            self.raw.unpersist()
-
-
-class AvroDecoder:
-    """Decodes the framed records of each batch (`decoding`: --wire_format avro), or only names
-    them in their dead letters (--wire_format json)."""
-
-    def __init__(self, decoding: bool, versions: SchemaVersions | None = None) -> None:
-        self.decoding = decoding
-        self.versions = versions or SchemaVersions()
-        self._inflate: Any = None
-
-    def decode(self, raw: DataFrame) -> Decoded:
-        if not self.decoding:
-            return Decoded(raw, {}, False)
-        parted = raw.select(*RAW_COLUMNS, *_parts("key"), *_parts("value"))
-        seen = (
-            parted.select(
-                F.explode(
-                    F.array(
-                        F.struct(F.col("_gsr_key_id").alias("id"), F.col("_gsr_key_zip").alias("zip")),
-                        F.struct(F.col("_gsr_value_id").alias("id"), F.col("_gsr_value_zip").alias("zip")),
-                    )
-                ).alias("v")
-            )
-            .where(F.col("v.id").isNotNull())
-            .distinct()
-            .collect()
-        )
-        if not seen:
-            return Decoded(raw, {}, True)
-        found, unusable = self.versions.lookup(r["v"]["id"] for r in seen)
-        inflate_udf = self._inflate_udf() if any(r["v"]["zip"] == ZLIB for r in seen) else None
-        decoded = parted.select(
-            *RAW_COLUMNS, *_decoded("key", found, inflate_udf), *_decoded("value", found, inflate_udf)
-        )
-        decoded = decoded.select(*[_as_connect_json(c) if c in ("key", "value") else F.col(c) for c in RAW_COLUMNS])
-        # Kept: the batch reads its records several times (the group aggregate, the tables, the dead
-        # letters), and a plan that started from this projection would inline it into every use of
-        # `value` (its schema text, many kilobytes, in each), more code than Spark can generate.
-        return Decoded(decoded.persist(StorageLevel.MEMORY_AND_DISK), unusable, True, persisted=True)
-
-    def _inflate_udf(self) -> Any:
-        """`inflate` as a Python UDF, in the plan only of batches that hold zlib-compressed records
-        (Spark has no zlib function). Defined here so that it travels by value: the executors'
-        Python need not import this package."""
-        if self._inflate is None:
-
-            def inflate_body(body: bytes | None) -> bytes | None:
-                import zlib
-
-                try:
-                    return None if body is None else zlib.decompress(bytes(body))
-                except zlib.error:
-                    return None
-
-            self._inflate = F.udf(inflate_body, T.BinaryType())
-        return self._inflate

@@ -32,10 +32,10 @@ from ..common.lake_contract import SchemaChangePolicy, SetAsideMark
 from ..common.metrics import LOCAL_STREAMING_JOB, batch_metrics, emit, job_name
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
+from ..events.avro_batch import AvroDecoder
 from ..events.decode import SchemaGroup, as_leaf, cut_at
 from ..events.decode import release as release_rows
-from ..events.envelope import DEAD, classify
-from ..events.schema_registry import AvroDecoder
+from ..events.envelope import DEAD
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.formats.capabilities import Capability
@@ -91,7 +91,9 @@ class BatchProcessor:
         self.settings = settings
         self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
         self._writer = TableWriter(spark, settings, self.tables)
-        self.avro = AvroDecoder(settings.wire_format == WireFormat.AVRO)
+        self.avro = AvroDecoder(
+            settings.wire_format == WireFormat.AVRO, placeholder=settings.unavailable_value_placeholder
+        )
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         self.tables.executor.catalog.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
@@ -127,10 +129,9 @@ class BatchProcessor:
         t0 = time.monotonic()
         report = BatchReport(batch_id)
         raw = self.gate.with_held(raw, batch_id)  # --transactions keep: what the previous batch held
-        # Avro records of the Glue Schema Registry as JsonConverter text (one Spark action with
-        # --wire_format avro); those that cannot be decoded are dead letters naming why.
-        decoded = self.avro.decode(raw)
-        classified = decoded.mark(classify(decoded.raw, self.gate.keep))
+        # Avro records of the Glue Schema Registry read with their schema versions (one Spark action
+        # with --wire_format avro); those that cannot be decoded are dead letters naming why.
+        classified = self.avro.classify(raw, self.gate.keep)
         # What the batch reads more than once is kept (computed by the group aggregate), without
         # the record's key and value text and the payload (most of a record's bytes): only dead
         # letters need those, and they are recomputed from `classified` when there are any. The
@@ -158,7 +159,7 @@ class BatchProcessor:
             for k, v in session.items():
                 conf.set(k, v)
             release_rows(cached)
-            decoded.release()
+            self.avro.release()
         report.seconds = time.monotonic() - t0
         log.info(report.line())
         aside = [t for t in self._aside if t != self.resume]
@@ -183,6 +184,7 @@ class BatchProcessor:
             return
         summary = summarize(rows, self._known_schema)
         sized(summary.records)
+        self.avro.attach(g for gs in summary.tables.values() for g in gs)
         batch.fingerprint = summary.fingerprint
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.

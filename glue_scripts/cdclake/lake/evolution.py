@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -223,7 +223,7 @@ def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
     for them, so the lake has to do the same to stay equal to the source."""
     if spec.default is None or isinstance(spec.spark_type, _NO_BACKFILL):
         return None
-    v = spec.convert(F.lit(spec.default)).cast(spec.spark_type)
+    v = spec.convert(_default_value(spec)).cast(spec.spark_type)
     epoch = F.unix_micros(v.cast("timestamp")) == 0 if isinstance(spec.spark_type, _TEMPORAL) else F.lit(False)
     # A temporal value as the session's text: read back by the same session, so zone-independent.
     row = spark.range(1).select(v.alias("v"), v.cast("string").alias("text"), epoch.alias("epoch")).first()
@@ -231,6 +231,14 @@ def default_sql(spark: SparkSession, spec: ColumnSpec) -> str | None:
         return None
     value = row["text"] if isinstance(spec.spark_type, _TEMPORAL) else row["v"]
     return f"CAST({_literal(value)} AS {spec.spark_type.simpleString()})"
+
+
+def _default_value(spec: ColumnSpec) -> Column:
+    """The Connect schema's default as the spec's conversion takes its values: bytes (a Decimal's
+    unscaled value) are base64 text in the schema, and a spec of the wire format avro takes bytes."""
+    if isinstance(spec.parse_type, T.BinaryType) and isinstance(spec.default, str):
+        return F.try_to_binary(F.lit(spec.default), F.lit("base64"))
+    return F.lit(spec.default)
 
 
 def _literal(value: object) -> str:

@@ -10,7 +10,15 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
-from cdc_events import ORDER_LINES_KEY_SCHEMA, Events, customer, email_became_int_schema, value_schema_of
+from cdc_events import (
+    ORDER_LINES_KEY_SCHEMA,
+    Events,
+    customer,
+    decimal_b64,
+    email_became_int_schema,
+    row_fields,
+    value_schema_of,
+)
 from cdc_events import with_row_fields as with_fields
 from cdclake.lake.formats import Capability
 from delta_worker import renamed_schema, wider_balance_schema
@@ -226,3 +234,45 @@ def test_add_rename_drop_and_widen_columns_keep_every_rows_values(make_format_la
     assert Decimal(str(rows[1]["balance"])) == Decimal("123456789.99")
     assert (rows[1]["surname"], rows[1]["loyalty_tier"]) == ("Thomas", "silver")
     assert (rows[2]["surname"], rows[2]["loyalty_tier"], rows[2]["first_name"]) == ("Thomas-Renamed", "gold", "Bea")
+
+
+def with_columns(precision: int = 10, scale: int = 2, **types: str) -> dict:
+    """customers' value schema with `balance` DECIMAL(precision, scale) and extra optional columns of
+    these Connect types, as Debezium sends it after the source's ALTER TABLE."""
+    schema = value_schema_of("mariadb/c_insert.json")
+    fields = [*row_fields(schema), *({"type": t, "optional": True, "field": n} for n, t in types.items())]
+    for f in fields:
+        if f["field"] == "balance":
+            f["parameters"] = {"scale": str(scale), "connect.decimal.precision": str(precision)}
+    return with_fields(schema, fields)
+
+
+def test_exact_type_changes_widen_or_rewrite_the_columns_keeping_every_value(format_lake):
+    ev = Events()
+    old = with_columns(visits="int32", code="int32", ratio="float32")
+    ev.record("c", {"id": 1}, customer(1, visits=5, code=-2147483648, ratio=0.5), value_schema=old)
+    ev.record("c", {"id": 2}, customer(2, visits=6, code=42, ratio=1.5, balance="-0.01"), value_schema=old)
+    format_lake.apply(ev.take())
+    # Widened (int -> bigint, float -> double), and changed exactly (int -> string, decimal scale up).
+    new = with_columns(16, 4, visits="int64", code="string", ratio="float64")
+    row = customer(2, visits=2**40, code="B-7", ratio=0.25) | {"balance": decimal_b64("123456789012.3456", 4)}
+    ev.record("u", {"id": 2}, row, value_schema=new)
+    report = format_lake.apply(ev.take())
+    assert report.dead == 0, format_lake.dead_letters()
+    # A narrower type still arriving (e.g. another partition lagging) is stored in the wider column.
+    narrower = with_columns(16, 4, visits="int32")
+    ev.record("c", {"id": 3}, customer(3, visits=7) | {"balance": decimal_b64("10.5", 4)}, value_schema=narrower)
+    assert format_lake.apply(ev.take()).dead == 0
+    schema = format_lake.schema()
+    assert [schema[c] for c in ("visits", "code", "ratio", "balance")] == [
+        "bigint",
+        "string",
+        "double",
+        "decimal(16,4)",
+    ]
+    rows = format_lake.by_id()
+    assert {i: (r["visits"], r.get("code"), r.get("ratio"), Decimal(str(r["balance"]))) for i, r in rows.items()} == {
+        1: (5, "-2147483648", 0.5, Decimal("10.5")),
+        2: (2**40, "B-7", 0.25, Decimal("123456789012.3456")),
+        3: (7, None, None, Decimal("10.5")),
+    }

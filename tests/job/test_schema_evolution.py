@@ -53,44 +53,6 @@ def test_add_column_inside_one_batch_applies_old_and_new_schema_events(lake):
     assert rows[1]["loyalty_tier"] == rows[2]["loyalty_tier"] == "bronze", "old-schema rows get the default"
 
 
-def test_int_column_widens_to_bigint_and_keeps_old_values(lake):
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1, visits=5), value_schema=_with_extra("visits", "int32"))
-    lake.apply(ev.take())
-    assert column_types(lake)["visits"] == T.IntegerType()
-    ev.record("c", {"id": 2}, customer(2, visits=2**40), value_schema=_with_extra("visits", "int64"))
-    report = lake.apply(ev.take())
-    assert report.dead == 0 and "visits int->bigint" in report.tables[0].schema
-    assert column_types(lake)["visits"] == T.LongType()
-    lake.assert_rows({1: 5, 2: 2**40}, column="visits")
-
-
-def test_float_widens_to_double_and_decimal_precision_grows(lake):
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1, ratio=0.5), value_schema=_with_extra("ratio", "float32"))
-    lake.apply(ev.take())
-    schema = _with_extra("ratio", "float64")
-    for fld in row_fields(schema):
-        if fld["field"] == "balance":
-            fld["parameters"]["connect.decimal.precision"] = "20"
-    ev.record("c", {"id": 2}, customer(2, ratio=0.25, balance="123456789012.34"), value_schema=schema)
-    report = lake.apply(ev.take())
-    assert report.dead == 0
-    types = column_types(lake)
-    assert types["ratio"] == T.DoubleType() and types["balance"] == T.DecimalType(20, 2)
-    assert str(lake.by_id()[2]["balance"]) == "123456789012.34"
-
-
-def test_narrower_incoming_type_is_stored_in_the_wider_column(lake):
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1, visits=2**40), value_schema=_with_extra("visits", "int64"))
-    lake.apply(ev.take())
-    ev.record("c", {"id": 2}, customer(2, visits=7), value_schema=_with_extra("visits", "int32"))
-    report = lake.apply(ev.take())
-    assert report.dead == 0 and column_types(lake)["visits"] == T.LongType()
-    assert lake.by_id()[2]["visits"] == 7
-
-
 def test_column_dropped_at_source_stays_in_lake_and_is_null_afterwards(lake):
     ev = Events()
     ev.record("c", {"id": 1}, customer(1, loyalty_tier="gold"), value_schema=WITH_TIER)
@@ -311,18 +273,6 @@ def test_a_lossless_rewrite_keeps_the_key_required_the_partitioning_and_sort_ord
     props = dict(lake.spark.sql(f"SHOW TBLPROPERTIES {t}").collect())
     assert props["sort-order"] == "balance DESC NULLS LAST, id ASC NULLS FIRST"
     lake.assert_rows({i: Decimal(b) for i, b in STORED.items()} | {3: Decimal("1.2345")}, column="balance")
-
-
-def test_int_to_string_rewrites_the_column_and_keeps_the_values_as_text(lake):
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1, code=-2147483648), value_schema=_with_extra("code", "int32"))
-    ev.record("c", {"id": 2}, customer(2, code=42), value_schema=_with_extra("code", "int32"))
-    lake.apply(ev.take())
-    ev.record("u", {"id": 2}, customer(2, code="B-7"), value_schema=_with_extra("code", "string"))
-    report = lake.apply(ev.take())
-
-    assert report.dead == 0 and column_types(lake)["code"] == T.StringType()
-    lake.assert_rows({1: "-2147483648", 2: "B-7"}, column="code")
 
 
 def _lossy_change(lake):

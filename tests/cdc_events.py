@@ -288,6 +288,18 @@ def key_schema(table: str, *fields: tuple[str, str]) -> dict[str, Any]:
 ORDER_LINES_KEY_SCHEMA = key_schema("order_lines", ("int32", "order_id"), ("int32", "line_no"))
 
 
+def order_lines_schema() -> dict[str, Any]:
+    """The value schema of order_lines (order_id, line_no, sku), keyed by ORDER_LINES_KEY_SCHEMA."""
+    return with_row_fields(
+        value_schema_of("mariadb/c_insert.json"),
+        [
+            {"type": "int32", "optional": False, "field": "order_id"},
+            {"type": "int32", "optional": False, "field": "line_no"},
+            {"type": "string", "optional": True, "field": "sku"},
+        ],
+    )
+
+
 def member_field(name: str, kind: str, allowed: str) -> dict[str, Any]:
     """A SET (`EnumSet`) or ENUM (`Enum`) column as the connector describes it (captured:
     mariadb/all_types_00_c.json's c_set, c_enum)."""

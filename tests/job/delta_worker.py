@@ -28,24 +28,13 @@ from cdc_events import (  # noqa: E402
     Events,
     customer,
     load,
+    order_lines_schema,
     row_fields,
     value_schema_of,
-    with_row_fields,
     with_set_and_enum,
 )
 
 PG_ROW = {"last_name": "Thomas", "email": "pg@example.com", "balance": "1.00", "created_at": "2026-11-21T23:53:06Z"}
-
-
-def order_lines_schema() -> dict[str, Any]:
-    return with_row_fields(
-        value_schema_of("mariadb/c_insert.json"),
-        [
-            {"type": "int32", "optional": False, "field": "order_id"},
-            {"type": "int32", "optional": False, "field": "line_no"},
-            {"type": "string", "optional": True, "field": "sku"},
-        ],
-    )
 
 
 def wider_balance_schema() -> dict[str, Any]:

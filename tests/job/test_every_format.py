@@ -16,6 +16,7 @@ from cdc_events import (
     customer,
     decimal_b64,
     email_became_int_schema,
+    order_lines_schema,
     row_fields,
     value_schema_of,
 )
@@ -108,14 +109,7 @@ def test_replaying_old_batches_changes_nothing_and_an_insert_older_than_its_dele
 
 def test_truncate_removes_rows_older_than_it_and_keeps_later_changes_of_a_composite_key(format_lake):
     lines = Events(topic="mdb.inventory.order_lines", table="order_lines")
-    schema = with_fields(
-        value_schema_of("mariadb/c_insert.json"),
-        [
-            {"type": "int32", "optional": False, "field": "order_id"},
-            {"type": "int32", "optional": False, "field": "line_no"},
-            {"type": "string", "optional": True, "field": "sku"},
-        ],
-    )
+    schema = order_lines_schema()
 
     def line(op: str, o: int, n: int, sku: str, pos: int) -> None:
         key = {"order_id": o, "line_no": n}

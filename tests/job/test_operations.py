@@ -113,16 +113,9 @@ def test_a_small_batch_runs_in_at_most_five_spark_jobs_and_leaves_the_session_se
 
 def test_composite_primary_key(lake):
     ev = Events(topic="mdb.inventory.order_lines", table="order_lines")
-    from cdc_events import ORDER_LINES_KEY_SCHEMA, value_schema_of, with_row_fields
+    from cdc_events import ORDER_LINES_KEY_SCHEMA, order_lines_schema
 
-    schema = with_row_fields(
-        value_schema_of("mariadb/c_insert.json"),
-        [
-            {"type": "int32", "optional": False, "field": "order_id"},
-            {"type": "int32", "optional": False, "field": "line_no"},
-            {"type": "string", "optional": True, "field": "sku"},
-        ],
-    )
+    schema = order_lines_schema()
 
     def rec(op, o, n, sku):
         row = {"order_id": o, "line_no": n, "sku": sku}

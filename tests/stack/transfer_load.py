@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ ACCOUNTS = 20
 POINT_TABLE = "cdc__read_point"
 CRASH = "between-table-commits"  # glue_scripts/cdclake/local/faults.py
 # Transfers: before the crash run (the read point names both tables), in the run the job is killed in,
-# and while the restarted job catches up.
-OPENING, KILLED, AFTER = 20, 700, 500
-TOTAL = OPENING + KILLED + AFTER
+# and while the restarted job catches up, in parts: the first while the job restarts, each later one
+# once a read point holds the one before.
+OPENING, KILLED, AFTER_PARTS = 20, 700, (300, 100, 100)
+TOTAL = OPENING + KILLED + sum(AFTER_PARTS)
 
 
 def transfer(n: int) -> tuple[int, int, str]:
@@ -175,10 +177,9 @@ class PointReader:
 
 
 def after_parts() -> list[tuple[int, int]]:
-    """The transfers after the crash as (first, count): AFTER split 3:1:1."""
-    first = OPENING + KILLED + 1
-    sizes = (AFTER * 3 // 5, AFTER // 5, AFTER - AFTER * 3 // 5 - AFTER // 5)
-    return [(first + sum(sizes[:i]), n) for i, n in enumerate(sizes)]
+    """The transfers after the crash as (first, count), one per AFTER_PARTS."""
+    firsts = accumulate(AFTER_PARTS[:-1], initial=OPENING + KILLED + 1)
+    return list(zip(firsts, AFTER_PARTS, strict=True))
 
 
 def killed_between_tables(stack: Stack, timeout: float = 300) -> int:

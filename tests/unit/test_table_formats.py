@@ -394,6 +394,14 @@ def test_the_docs_format_table_is_the_one_the_capability_rows_give() -> None:
     assert formats_table() in text, "regenerate docs/TABLE_FORMATS.md's capability table from formats_table()"
 
 
+def test_the_readmes_format_table_is_the_capability_rows_short_form() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    short = "\n".join("  " + line for line in formats_table(reasons=False).splitlines())
+    assert short in text, "regenerate the README's format table (under Table format) from formats_table(reasons=False)"
+    cells = {c.strip() for line in short.splitlines()[2:] for c in line.strip(" |").split(" | ")[1:]}
+    assert cells == {"yes", "no"}, cells
+
+
 def test_the_readmes_table_format_row_names_each_format_its_version_and_glue_version() -> None:
     by_glue: dict[str, list[str]] = {}
     for fmt in FORMATS.values():  # a format's first Glue version is the one its tables are written on

@@ -45,6 +45,7 @@ def names() -> list[str]:
     return [f.value for f in FORMATS]
 
 
-def formats_table() -> str:
-    """The capability table of every format (docs/TABLE_FORMATS.md holds it as generated here)."""
-    return capability_table({f.title: f.refuses for f in FORMATS.values()})
+def formats_table(reasons: bool = True) -> str:
+    """The capability table of every format (docs/TABLE_FORMATS.md holds it as generated here; the
+    README its short form, `reasons=False`)."""
+    return capability_table({f.title: f.refuses for f in FORMATS.values()}, reasons)

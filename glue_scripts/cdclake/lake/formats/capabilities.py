@@ -27,19 +27,22 @@ class Capability(StrEnum):
     READ_POINT = "a consistent read point across tables (`--transactions keep`, table `cdc__read_point`)"
 
 
-def cell(refuses: Mapping[Capability, str], capability: Capability) -> str:
-    """A capability table cell: `yes`, or `no: ` and the reason."""
+def cell(refuses: Mapping[Capability, str], capability: Capability, reasons: bool = True) -> str:
+    """A capability table cell: `yes`, or `no` (with `: ` and the reason when `reasons`)."""
     why = refuses.get(capability)
-    return "yes" if why is None else f"no: {why}"
+    return "yes" if why is None else f"no: {why}" if reasons else "no"
 
 
-def capability_table(formats: Mapping[str, Mapping[Capability, str]]) -> str:
-    """The Markdown table of every capability (rows) of `formats` (title -> refusals; columns)."""
+def capability_table(formats: Mapping[str, Mapping[Capability, str]], reasons: bool = True) -> str:
+    """The Markdown table of every capability (rows) of `formats` (title -> refusals; columns); without
+    `reasons` its cells are `yes` and `no` only (the README's short form)."""
     titles = list(formats)
     lines = [
         "| capability | " + " | ".join(titles) + " |",
         "|---|" + "---|" * len(titles),
     ]
     for capability in Capability:
-        lines.append(f"| {capability.value} | " + " | ".join(cell(formats[t], capability) for t in titles) + " |")
+        lines.append(
+            f"| {capability.value} | " + " | ".join(cell(formats[t], capability, reasons) for t in titles) + " |"
+        )
     return "\n".join(lines)

@@ -72,10 +72,11 @@ _SHARED_FIXTURES = {("tests/stack", "stack"), ("tests/stack", "pg_stack"), ("tes
 
 def _group(item: pytest.Item) -> str | None:
     # A behaviour test on a format whose session is a server process (tests/job/format_lakes.py): with
-    # the other tests of that server, on any test module.
+    # the other tests of that server, on any test module. No brackets in a group's name: xdist reads
+    # the name after a test id's last "@" only when no "]" follows it, else each test is its own group.
     lake_format = getattr(getattr(item, "callspec", None), "params", {}).get("lake_format")
     if lake_format is not None and lake_format != _default_format():
-        return f"tests/job::lake_server[{lake_format}]"
+        return f"tests/job::lake_server:{lake_format}"
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     shared = sorted(
         f"{d[-1].baseid}::{name}" for name, d in defs.items() if d and (d[-1].baseid, name) in _SHARED_FIXTURES

@@ -18,9 +18,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -64,7 +66,9 @@ class Lakes:
             **overrides,
         }
         settings = build_settings(args)
-        self.lakes[n] = SimpleNamespace(settings=settings, processor=BatchProcessor(self.spark, settings))
+        state = SimpleNamespace(settings=settings, fault=MergeFault(self.fmt), logs=[])
+        state.processor = BatchProcessor(self.spark, settings, writes=state.fault.writes)
+        self.lakes[n] = state
         return {"lake": n, "tables": f"{settings.catalog_name}.{settings.namespace}"}
 
     def do_apply(self, lake: int, records: list[dict[str, Any]], batch_id: int) -> dict[str, Any]:
@@ -73,7 +77,54 @@ class Lakes:
         for r in records:  # a Kafka timestamp crosses the pipe as its ISO text
             r["timestamp"] = datetime.fromisoformat(r["timestamp"])
         df = self.spark.createDataFrame([tuple(r[c] for c in RAW_SCHEMA.names) for r in records], RAW_SCHEMA)
-        return dataclasses.asdict(self.lakes[lake].processor.process(df, batch_id))
+        state = self.lakes[lake]
+        state.logs = []
+        with LogLines(state.logs):
+            return dataclasses.asdict(state.processor.process(df, batch_id))
+
+    def do_logs(self, lake: int) -> list[str]:
+        """The job's log lines (`LEVEL message`, WARNING and above) of the lake's latest `apply`, a
+        failed one too."""
+        return self.lakes[lake].logs
+
+    def do_fail_merges(self, lake: int, times: int, tables: list[str] | None = None) -> None:
+        """The lake's next `times` MERGEs (of `tables`, lake names; else of any table) fail inside
+        their Spark job, after they started, as a lost executor or a storage error fails one."""
+        self.lakes[lake].fault.arm(times, tables)
+
+    def do_merges(self, lake: int) -> list[list[Any]]:
+        """Each MERGE since the last call: [lake table, thread, whether it was made to fail]."""
+        return self.lakes[lake].fault.take_calls()
+
+    def do_restart(self, lake: int) -> None:
+        """A new run of the job on the lake: a new BatchProcessor, nothing cached from earlier batches."""
+        from cdclake.jobs.batch import BatchProcessor
+
+        state = self.lakes[lake]
+        state.processor = BatchProcessor(self.spark, state.settings, writes=state.fault.writes)
+
+    def do_sql(self, lake: int, name: str, statements: list[str]) -> None:
+        """Statements on the lake's table `name` (`{table}` in them), as another writer would run them."""
+        for statement in statements:
+            self.spark.sql(statement.format(table=self._table(lake, name)))
+
+    def do_maintain(self, lake: int, name: str, policy: dict[str, Any], force: bool = False) -> dict[str, Any]:
+        """One maintenance run of the table by the format's frame (lake/maintenance.maintain_table)."""
+        from cdclake.common.maintenance_policy import MaintenancePolicy
+        from cdclake.lake.formats import table_format
+        from cdclake.lake.maintenance import maintain_table
+
+        table = self._table(lake, name)
+        fmt = table_format(self.lakes[lake].settings)
+        report = maintain_table(self.spark, table, MaintenancePolicy(**policy), fmt, force=force)
+        self.spark.catalog.refreshTable(table)
+        return {
+            "line": report.line(),
+            "failed": report.failed,
+            "actions": [a.value for a in report.plan.actions],
+            "before": dataclasses.asdict(report.before),
+            "after": dataclasses.asdict(report.after) if report.after else None,
+        }
 
     def _table(self, lake: int, name: str) -> str:
         s = self.lakes[lake].settings
@@ -86,6 +137,12 @@ class Lakes:
     def do_rows(self, lake: int, name: str) -> list[dict[str, Any]]:
         df, columns = self._columns(lake, name)
         return [json.loads(j) for j in df.select(*[f"`{c}`" for c in columns]).toJSON().collect()]
+
+    def do_texts(self, lake: int, name: str, columns: list[str]) -> list[list[str | None]]:
+        """`columns` of every row as Spark casts them to text: exact where JSON is not (a decimal of
+        more digits than a double holds, NaN, a timestamp whatever its type)."""
+        df = self.spark.table(self._table(lake, name))
+        return [list(r) for r in df.selectExpr(*[f"CAST(`{c}` AS STRING)" for c in columns]).collect()]
 
     def do_schema(self, lake: int, name: str) -> list[list[str]]:
         df, columns = self._columns(lake, name)
@@ -103,6 +160,57 @@ class Lakes:
         folder = Path(self.lakes[lake].settings.dead_letter_path)
         files = sorted(folder.glob("batch=*/*.json"))
         return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+
+
+class MergeFault:
+    """The format's MERGEs (executor.format_writes), each made to fail while armed (`arm`), and a
+    record of every MERGE call, for fault tests that run alike in the suite's process and a server."""
+
+    def __init__(self, fmt: Any) -> None:
+        from cdclake.lake.executor import format_writes
+
+        self.merges = format_writes(fmt)
+        self.writes = dataclasses.replace(self.merges, keyed=self.keyed)
+        self.left, self.tables, self.calls = 0, None, []
+        self.lock = threading.Lock()  # tables are written side by side (--table_concurrency)
+
+    def arm(self, times: int, tables: list[str] | None) -> None:
+        self.left, self.tables = times, set(tables) if tables else None
+
+    def take_calls(self) -> list[list[Any]]:
+        calls, self.calls = self.calls, []
+        return calls
+
+    def keyed(self, table: str, changes: Any, *args: Any, **kwargs: Any) -> None:
+        from pyspark.sql import functions as F
+
+        with self.lock:
+            fail = self.left > 0 and (self.tables is None or table.rsplit(".", 1)[-1] in self.tables)
+            if fail:
+                self.left -= 1
+            self.calls.append([table, threading.current_thread().name, fail])
+        if fail:  # the MERGE's source rows raise when the MERGE computes them (typed: Hudi refuses a null type)
+            error = F.raise_error(F.lit(f"injected: the MERGE into {table} failed")).cast("string")
+            changes = changes.withColumn("_cdc_op", error)
+        self.merges.keyed(table, changes, *args, **kwargs)
+
+
+class LogLines(logging.Handler):
+    """Collects the job's log lines (logger `cdclake`, WARNING and above) while in a `with`."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.getMessage()}")
+
+    def __enter__(self) -> LogLines:
+        logging.getLogger("cdclake").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("cdclake").removeHandler(self)
 
 
 class InProcess:
@@ -219,6 +327,36 @@ class FormatLake:
     def dead_letters(self) -> list[dict[str, Any]]:
         return self._call("dead_letters")
 
+    def texts(self, *columns: str, name: str = "inventory_customers") -> dict[Any, dict[str, str | None]]:
+        """Row id -> {column: the value as Spark's text} (Lakes.do_texts)."""
+        rows = self._call("texts", name=name, columns=["id", *columns])
+        return {int(r[0]): dict(zip(columns, r[1:], strict=True)) for r in rows}
+
+    def logs(self) -> list[str]:
+        return self._call("logs")
+
+    def fail_merges(self, times: int = 1, tables: list[str] | None = None) -> None:
+        self._call("fail_merges", times=times, tables=tables)
+
+    def merges(self) -> list[list[Any]]:
+        return self._call("merges")
+
+    def restart(self) -> None:
+        self._call("restart")
+
+    def sql(self, *statements: str, name: str = "inventory_customers") -> None:
+        self._call("sql", name=name, statements=list(statements))
+
+    def maintain(self, policy: dict[str, Any], name: str = "inventory_customers", force: bool = False) -> Any:
+        return SimpleNamespace(**self._call("maintain", name=name, policy=policy, force=force))
+
+
+def error_text(trace: str) -> str:
+    """A trace without its Java frames: the chain of exceptions, each with its message (a failure
+    inside a Spark job is several `Caused by:` deep, under hundreds of frames)."""
+    lines = [x for x in trace.splitlines() if not x.startswith(("\tat ", "\t... "))]
+    return "\n".join(lines)[-8000:]
+
 
 def answer(out: TextIO, value: Any = None, error: str | None = None) -> None:
     out.write(json.dumps({"error": error} if error is not None else {"value": value}, default=str) + "\n")
@@ -256,7 +394,7 @@ def main(table_format: str, work: Path) -> None:
         try:
             answer(out, lakes.handle(json.loads(line)))
         except Exception:  # the test that sent it reads the trace; the session serves the next one
-            answer(out, error=traceback.format_exc()[-4000:])
+            answer(out, error=error_text(traceback.format_exc()))
     spark.stop()
 
 

@@ -1,7 +1,7 @@
-"""Behaviours the failure table (docs/ARCHITECTURE.md) and docs/ claim, each on a real table:
-a MERGE that fails for another reason than a conflict, the maintenance job going on past a broken
-table, deletes without their `before` image, a batch holding only a truncate, and a table wide
-enough to reach Spark's generated-code limits."""
+"""Behaviours the failure table (docs/ARCHITECTURE.md) and docs/ claim, each on a real Iceberg
+table: the maintenance job going on past a table whose metadata is damaged, and a table wide enough
+to reach Spark's generated-code limits. A failing MERGE, deletes without their `before` image and a
+batch holding only a truncate, on every format: test_every_format_failures.py."""
 
 from __future__ import annotations
 
@@ -12,96 +12,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from cdc_events import Events, customer, decimal_b64, key_schema, value_schema_of, with_row_fields
+from cdc_events import Events, decimal_b64, key_schema, value_schema_of, with_row_fields
 from cdc_workload import Workload
 from job_runs import run_status
-
-
-def test_a_merge_failing_for_another_reason_than_a_conflict_raises_at_once_commits_nothing_and_the_batch_reruns(
-    lake, caplog
-):
-    from cdclake.jobs.batch import BatchProcessor, Writes
-    from cdclake.lake.executor import merge_changes
-    from pyspark.sql import functions as F
-
-    failing = False
-    attempts = []
-
-    def merge(table, changes, *args, **kwargs):
-        if failing:
-            # A real failure inside the MERGE's Spark job (as a lost executor or an S3 error would
-            # be): the source rows raise when the MERGE computes them, after the MERGE has started.
-            attempts.append(table)
-            changes = changes.withColumn("_cdc_op", F.raise_error(F.lit("injected: S3 read failed")))
-        merge_changes(table, changes, *args, **kwargs)
-
-    lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1, "Ann"))
-    ev.record("c", {"id": 2}, customer(2, "Bob"))
-    lake.apply(ev.take())
-    snapshots = lake.snapshots()
-    ident = lake.table()
-    assert ident in lake.processor.tables._states  # the table's schema is cached between batches
-
-    ev.record("u", {"id": 1}, customer(1, "Ann-2"))
-    ev.record("d", {"id": 2}, before=customer(2, "Bob"))
-    ev.record("c", {"id": 3}, customer(3, "Cy"))
-    batch = ev.take()
-
-    failing = True
-    caplog.set_level(logging.WARNING, logger="cdclake")
-    with pytest.raises(Exception, match="injected: S3 read failed"):
-        lake.apply(batch, batch_id=7)
-    assert attempts == [ident]  # not a conflict: no second attempt
-    assert not [r for r in caplog.records if "commit conflict" in r.getMessage()]
-    assert lake.processor.tables._states == {}  # cached table state dropped: the catalog is the truth again
-    assert lake.snapshots() == snapshots  # nothing committed
-    lake.assert_rows({1: "Ann", 2: "Bob"})
-
-    failing = False
-    lake.apply(batch, batch_id=7)  # what the restarted job does: the same batch again
-    lake.assert_rows({1: "Ann-2", 3: "Cy"})
-    assert lake.snapshots() == snapshots + 1
-
-
-def test_one_table_failing_its_commit_among_many_fails_the_batch_and_the_rerun_leaves_every_table_as_the_source(
-    make_lake,
-):
-    import threading
-
-    from cdc_workload import assert_rows
-    from cdclake.jobs.batch import BatchProcessor, Writes
-    from cdclake.lake.executor import merge_changes
-
-    lake = make_lake(table_concurrency="3")
-    names = [f"t{i}" for i in range(6)]
-    loads = {
-        n: Workload(seed=i, keys=8, events=Events(topic=f"mdb.inventory.{n}", table=n)) for i, n in enumerate(names)
-    }
-    lake.apply([r for n in names for r in loads[n].batch(4)])
-    before = {n: dict(loads[n].expected) for n in names}
-    failing = lake.table("inventory_t2")
-    threads: set[str] = set()
-    fail = True
-
-    def merge(table, changes, *args, **kwargs):
-        threads.add(threading.current_thread().name)
-        if fail and table == failing:
-            raise RuntimeError(f"injected: the commit of {table} failed")
-        merge_changes(table, changes, *args, **kwargs)
-
-    lake.processor = BatchProcessor(lake.spark, lake.settings, writes=Writes(keyed=merge))
-    batch = [r for n in names for r in loads[n].batch(6)]
-    with pytest.raises(RuntimeError, match=r"injected: the commit of .*inventory_t2 failed"):
-        lake.apply(batch, batch_id=9)
-    assert len(threads) > 1  # the tables were written from the pool, side by side
-    assert_rows(lake.spark, failing, before["t2"])  # nothing of the failed table's batch committed
-
-    fail = False
-    lake.apply(batch, batch_id=9)  # the restarted job: the same batch again
-    for n in names:
-        assert_rows(lake.spark, lake.table(f"inventory_{n}"), loads[n].expected)
 
 
 def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read_and_exits_1(
@@ -155,39 +68,6 @@ def test_the_maintenance_job_maintains_the_other_tables_after_one_cannot_be_read
     assert rows["inventory_broken"][:3] == ["-", "-", "yes"] and rows["inventory_healthy"][:3] == ["1", "0", "no"], (
         status
     )
-
-
-def test_a_delete_without_its_before_image_deletes_by_the_kafka_key(lake):
-    ev = Events()
-    ev.record("c", {"id": 1}, customer(1))
-    ev.record("c", {"id": 2}, customer(2))
-    lake.apply(ev.take())
-    delete = ev.record("d", {"id": 2})  # before: null, as a connector without the old row sends it
-    assert json.loads(delete["value"])["payload"]["before"] is None
-    assert json.loads(delete["key"])["payload"] == {"id": 2}
-    report = lake.apply(ev.take())
-    assert report.dead == 0 and report.tables[0].deletes == 1
-    lake.assert_rows([{"id": 1, "_cdc_op": "c"}])
-
-
-def test_a_batch_holding_only_a_truncate_empties_the_table_and_later_changes_apply(lake):
-    ev = Events()
-    for i in (1, 2, 3):
-        ev.record("c", {"id": i}, customer(i), pos=100 * i)
-    lake.apply(ev.take())
-    snapshots = lake.snapshots()
-    t = ev.record("c", {"id": 0}, customer(0), pos=1000)
-    value = json.loads(t["value"])
-    value["payload"].update(op="t", before=None, after=None)
-    t["key"], t["value"] = None, json.dumps(value)
-    report = lake.apply(ev.take())
-    assert report.truncates == 1 and report.changes == 0 and report.dead == 0
-    assert [(tr.table, tr.truncated) for tr in report.tables] == [(lake.table(), True)]
-    lake.assert_rows([])
-    assert lake.snapshots() == snapshots + 1
-    ev.record("c", {"id": 4}, customer(4, "after"), pos=2000)
-    lake.apply(ev.take())
-    lake.assert_rows({4: "after"})
 
 
 # Columns: past spark.sql.codegen.maxFields (100), where Spark gives up whole-stage code generation

@@ -31,7 +31,7 @@ def fill(lake, batches: int, seed: int = 3) -> Workload:
     return w
 
 
-def test_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep_every_row(make_lake):
+def test_iceberg_health_from_the_metadata_tables_then_compaction_deletes_and_expiry_keep_every_row(make_lake):
     lake = make_lake()
     w = fill(lake, 4)
     t = lake.table()

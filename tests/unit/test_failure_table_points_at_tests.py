@@ -73,11 +73,11 @@ def test_every_test_the_failure_table_names_exists() -> None:
 
 
 def test_a_renamed_test_is_reported_as_missing() -> None:
-    cell = " `tests/job/test_dead_letters.py::test_no_such_test`, `::test_dead_letters_of_a_rerun_batch_are_not_duplicated` "
+    cell = " `tests/job/test_dead_letters.py::test_no_such_test`, `::test_schemaless_json_events_use_the_documented_fallback` "
     refs = references(cell)
     assert refs == [
         ("tests/job/test_dead_letters.py", "test_no_such_test"),
-        ("tests/job/test_dead_letters.py", "test_dead_letters_of_a_rerun_batch_are_not_duplicated"),
+        ("tests/job/test_dead_letters.py", "test_schemaless_json_events_use_the_documented_fallback"),
     ]
     assert "test_no_such_test" not in defined_tests(refs[0][0])
     assert refs[1][1] in defined_tests(refs[1][0])

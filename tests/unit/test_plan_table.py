@@ -362,6 +362,15 @@ def test_keyless_events_beside_keyed_ones_of_a_new_table_are_broken_unless_a_key
     assert not added.of(DeadLetter) and [w.keys for w in added.of(Write)] == [(), ("id",)]
 
 
+def test_keyless_events_of_a_keyed_table_are_broken_records_also_under_the_keyless_dead_letter_policy():
+    # Not "the table has no primary key": it has one (Hudi's only keyless policy is dead_letter).
+    dead_letter = Policies(keyless_table=KeylessTablePolicy.DEAD_LETTER)
+    new = [group(0, 10, {"id": INT}, keys=()), group(1, 20, {"id": INT})]
+    assert [d.reason for d in plan_table(None, new, None, dead_letter, Memory()).of(DeadLetter)] == [NO_KEY]
+    stored = plan_table(table({"id": INT}), [group(0, 10, {"id": INT}, keys=())], None, dead_letter, Memory())
+    assert [d.reason for d in stored.of(DeadLetter)] == [NO_KEY]
+
+
 def test_a_group_with_a_schema_error_is_dead_lettered_with_it():
     bad = GroupFacts(index=0, max_seq=10, error="key column(s) ['x'] are not in the row schema")
     plan = plan_table(table({"id": INT}), [bad, group(1, 20, {"id": INT})], None, KEEP, Memory())

@@ -59,14 +59,20 @@ def replace_if_recreated(d: Draft, groups: list[GroupFacts]) -> None:
 
 def key_problem(d: Draft, g: GroupFacts, groups: list[GroupFacts]) -> str | None:
     """Why the group cannot be applied for its key (None: it can)."""
-    if d.policies.keyless_table == KeylessTablePolicy.DEAD_LETTER and not g.keys:
-        return "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
+    if g.keys:
+        return None
     # Keyless events beside keyed ones of a table the lake does not have yet: written before an
-    # ALTER TABLE that added the key (in this batch), or else broken records.
+    # ALTER TABLE that added the key (in this batch), or else broken records; in a keyed lake table,
+    # broken records too (key_changed), whatever the keyless policy.
     key_added_later = d.statements is not None and any(s > g.max_seq for s in d.statements.key_seqs)
-    if d.state is None and not g.keys and any(x.keys for x in groups) and not key_added_later:
-        return NO_KEY
-    return None
+    keyed = bool(d.state.keys) if d.state is not None else any(x.keys for x in groups) and not key_added_later
+    if d.policies.keyless_table == KeylessTablePolicy.DEAD_LETTER:
+        return (
+            NO_KEY
+            if keyed
+            else "record has no JSON key: the table has no primary key (--keyless_table_policy dead_letter)"
+        )
+    return NO_KEY if keyed and d.state is None else None
 
 
 def key_changed(d: Draft, state: TableState, run: list[LakeGroup]) -> tuple[list[str] | None, str | None]:

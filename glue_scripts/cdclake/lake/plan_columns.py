@@ -80,13 +80,24 @@ def _unfollowed_key_renames(d: Draft, todo: list[ColumnChange], keys: list[str])
     return [c for c in todo if c not in skipped]
 
 
-def set_aside(d: Draft, kept: ColumnChange, done: list[str]) -> ColumnChange:
-    """Rename the lake column of a kept dropped column out of the way (metadata only)."""
+def set_aside(d: Draft, kept: ColumnChange, done: list[str], groups: list[GroupFacts] = ()) -> ColumnChange:
+    """Rename the lake column of a kept dropped column out of the way (metadata only). A column the
+    lake does not have yet, added and dropped within the batch (`groups` before the drop carry it),
+    gets its aside name at once: those events fill it, the name stays free for the new column."""
     lake = d.lake()
     name = lake.get(kept.old.lower())
     if name is None:
+        first = any(not g.error and g.max_seq < kept.seq and has_column(g, kept.old) for g in groups)
         # Renamed by a run that crashed before recording it: the newest aside name is the one.
         taken = {n for n in lake if n.startswith(kept.old.lower() + source_ddl.SET_ASIDE_SUFFIX)}
+        if first and not taken:
+            aside = source_ddl.set_aside_name(
+                kept.old, set(lake) | {n.lower() for g in groups for n, _ in g.columns or ()}
+            )
+            done.append(
+                f"{kept.old}->{aside} (added, dropped at the source and added again: the first one's values set aside)"
+            )
+            return ColumnChange(RENAME, kept.old, aside, kept.seq)
         if not taken:
             return ColumnChange(RENAME, kept.old, kept.old, kept.seq)  # no lake column: nothing to set aside
         name, aside = kept.old, lake[max(taken, key=lambda n: (len(n), n))]
@@ -133,7 +144,7 @@ def set_aside_readded(d: Draft, groups: list[GroupFacts]) -> None:
     for k in [c for c in state.column_changes if c.kind == KEPT]:
         carried = [g for g in groups if not g.error and (g.min_seq or g.max_seq) > k.seq]
         if source_ddl.kept_drop(recorded, k.old) == k and any(has_column(g, k.old) for g in carried):
-            recorded.append(set_aside(d, k, done))
+            recorded.append(set_aside(d, k, done, groups))
     if len(recorded) == len(state.column_changes):
         return
     # Recorded also when the lake had no such column (the name's new column is added in this

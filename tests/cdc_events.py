@@ -273,6 +273,32 @@ def email_became_int_schema() -> dict[str, Any]:
     return schema
 
 
+def wider_balance_schema() -> dict[str, Any]:
+    """customers with `balance` DECIMAL(10,2) -> DECIMAL(14,2) at the source (a safe widening)."""
+    schema = value_schema_of("mariadb/c_insert_after_add_column.json")
+    for f in row_fields(schema):
+        if f["field"] == "balance":
+            f["parameters"]["connect.decimal.precision"] = "14"
+    return schema
+
+
+def renamed_schema() -> dict[str, Any]:
+    """wider_balance_schema with `last_name` renamed to `surname` at the source."""
+    schema = wider_balance_schema()
+    for f in row_fields(schema):
+        if f["field"] == "last_name":
+            f["field"] = "surname"
+    return schema
+
+
+def dropped_email_schema() -> dict[str, Any]:
+    """renamed_schema after `email` was dropped at the source."""
+    schema = renamed_schema()
+    for f in (x for x in schema["fields"] if x["field"] in ("before", "after")):
+        f["fields"] = [c for c in f["fields"] if c["field"] != "email"]
+    return schema
+
+
 def key_schema(table: str, *fields: tuple[str, str]) -> dict[str, Any]:
     """The Kafka key schema the MySQL connector writes for `inventory.<table>` keyed by `fields`
     ((Connect type, column) pairs, in key order)."""

@@ -3,7 +3,7 @@ batches: the table `Unit Prices` keyed by (`Order Id`, `line,no`), columns with 
 a reserved word, a leading digit, mixed case, letters outside ASCII, a backtick, a dot, Hudi's own
 column name and the longest name MySQL allows; then renames from and to such names and an added one.
 
-Used by every format's job tier: delta_worker.batches (Delta, and Hudi through hudi_worker) and
+Used by every format's job tier: format_corpus.batches (the Delta and Hudi extras) and
 tests/job/test_source_names.py (Iceberg). `EXPECTED` is the source table after each batch's changes.
 """
 

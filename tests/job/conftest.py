@@ -118,7 +118,7 @@ def lake_class() -> type[Lake]:
 # test's `lake_format`, one per format of the registry. A test marked `needs(Capability.X)` runs on
 # the formats that support X; on a format that refuses it, it is skipped with the format's reason
 # (its capability row), marked `refused_capability` (the one skip tests/conftest.py allows).
-def format_params(needs: list[Any]) -> list[Any]:
+def format_params(needs: list[Any], write_mode: str | None = None) -> list[Any]:
     from cdclake.lake.formats import format_of, names
 
     params = []
@@ -126,14 +126,51 @@ def format_params(needs: list[Any]) -> list[Any]:
         fmt = format_of(name)
         refused = [f"{fmt.title} refuses {c.value}: {fmt.refuses[c]}" for c in needs if not fmt.supports(c)]
         marks = [pytest.mark.skip(reason="; ".join(refused)), pytest.mark.refused_capability] if refused else []
-        params.append(pytest.param(name, marks=marks, id=name))
+        if write_mode is None:
+            params.append(pytest.param(name, None, marks=marks, id=name))
+        elif refused or default_write_mode(name) != write_mode:  # not a second run of the default
+            params.append(pytest.param(name, write_mode, marks=marks, id=f"{name}-{write_mode}"))
     return params
 
 
+def default_write_mode(table_format: str) -> str:
+    """The write mode of a lake given no --write_mode (the format's default)."""
+    from cdclake.common.settings import build_settings
+
+    where = {
+        "source": "files",
+        "files_path": "-",
+        "warehouse": "-",
+        "checkpoint_location": "-",
+        "dead_letter_path": "-",
+    }
+    return str(build_settings(where | {"table_format": table_format, "catalog_type": "hadoop"}).write_mode)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "lake_format" in metafunc.fixturenames:
-        needs = [c for m in metafunc.definition.iter_markers("needs") for c in m.args]
-        metafunc.parametrize("lake_format", format_params(needs))
+    if "lake_format" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("format_extra")
+    if only is not None:
+        # A format's own extras: that format only, one lake per module (`format_extra(name)`).
+        metafunc.parametrize("lake_format", [pytest.param(only.args[0], id=only.args[0])], scope="module")
+        return
+    needs = [c for m in metafunc.definition.iter_markers("needs") for c in m.args]
+    params = format_params(needs)
+    if metafunc.definition.get_closest_marker("every_write_mode") is not None:
+        # Once more with --write_mode merge-on-read on each format whose lakes are otherwise
+        # copy-on-write (a format that refuses it: skipped with its capability row's reason).
+        from cdclake.common.lake_contract import WriteMode
+        from cdclake.lake.formats import Capability
+
+        params += format_params([*needs, Capability.MERGE_ON_READ], str(WriteMode.MERGE_ON_READ))
+    metafunc.parametrize(("lake_format", "write_mode"), params)
+
+
+@pytest.fixture
+def write_mode() -> str | None:
+    """A lake's --write_mode: None, the format's default, unless the test is parametrized with one."""
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -161,15 +198,16 @@ def lake_sessions(request, tmp_path_factory) -> Iterator[Callable[[str], Any]]:
 
 
 @pytest.fixture
-def format_lake(lake_format: str, lake_sessions) -> Any:
+def format_lake(lake_format: str, write_mode: str | None, lake_sessions) -> Any:
     from format_lakes import FormatLake
 
-    return FormatLake(lake_sessions(lake_format), lake_format)
+    return FormatLake(lake_sessions(lake_format), lake_format, **({"write_mode": write_mode} if write_mode else {}))
 
 
 @pytest.fixture
-def make_format_lake(lake_format: str, lake_sessions) -> Callable[..., Any]:
+def make_format_lake(lake_format: str, write_mode: str | None, lake_sessions) -> Callable[..., Any]:
     """Lakes of the test's format with job settings of their own (`make_format_lake(write_mode=...)`)."""
     from format_lakes import FormatLake
 
-    return lambda **overrides: FormatLake(lake_sessions(lake_format), lake_format, **overrides)
+    mode = {"write_mode": write_mode} if write_mode else {}
+    return lambda **overrides: FormatLake(lake_sessions(lake_format), lake_format, **(mode | overrides))

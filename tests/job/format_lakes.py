@@ -31,6 +31,23 @@ from typing import Any, TextIO
 HERE = Path(__file__).resolve().parent
 
 
+# Hudi services a lake of a few rows does not need, off in the servers' sessions only (the job keeps
+# Hudi's defaults): the metadata table (a second, merge-on-read table written on every commit), the
+# embedded timeline server, timeline-server markers and the bloom index. None changes what a table
+# holds or its timeline; together they cut Hudi's corpus run from ~114 s to ~83 s.
+TEST_ONLY_CONF = {
+    "hoodie.metadata.enable": "false",
+    "hoodie.embed.timeline.server": "false",
+    "hoodie.write.markers.type": "DIRECT",
+    "hoodie.index.type": "SIMPLE",
+}
+
+
+def quoted(column: str) -> str:
+    """A column name for Spark SQL: in backticks, a backtick in it doubled."""
+    return "`" + column.replace("`", "``") + "`"
+
+
 class Lakes:
     """The lakes of one format in one Spark session, each a namespace and a BatchProcessor of its own."""
 
@@ -136,7 +153,7 @@ class Lakes:
 
     def do_rows(self, lake: int, name: str) -> list[dict[str, Any]]:
         df, columns = self._columns(lake, name)
-        return [json.loads(j) for j in df.select(*[f"`{c}`" for c in columns]).toJSON().collect()]
+        return [json.loads(j) for j in df.select(*[quoted(c) for c in columns]).toJSON().collect()]
 
     def do_texts(self, lake: int, name: str, columns: list[str]) -> list[list[str | None]]:
         """`columns` of every row as Spark casts them to text: exact where JSON is not (a decimal of
@@ -160,6 +177,124 @@ class Lakes:
         folder = Path(self.lakes[lake].settings.dead_letter_path)
         files = sorted(folder.glob("batch=*/*.json"))
         return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+
+    # Inspections for a format's own extras (tests/job/test_delta_lake.py, test_hudi.py): what a
+    # table holds beyond its rows, and the format's own SQL, in the lakes' session.
+    def do_paths(self, lake: int) -> dict[str, str]:
+        s = self.lakes[lake].settings
+        return {"warehouse": str(self.warehouse), "namespace": s.namespace, "dead": s.dead_letter_path}
+
+    def do_tables(self, lake: int) -> list[str]:
+        s = self.lakes[lake].settings
+        rows = self.spark.sql(f"SHOW TABLES IN {s.catalog_name}.{s.namespace}").collect()
+        return sorted(r["tableName"] for r in rows if not r["isTemporary"])
+
+    def _read_back(self, lake: int, name: str, sql: dict[str, str]) -> dict[str, Any]:
+        df, columns = self._columns(lake, name)
+        table = self._table(lake, name)
+        extra = {k: self.do_query(text.replace("{table}", table)) for k, text in sql.items()}
+        detail = {r["col_name"]: r["data_type"] for r in self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()}
+        fields = {f.name: f for f in df.schema.fields}
+        return {
+            "schema": [[c, fields[c].dataType.simpleString(), fields[c].nullable] for c in columns],
+            "meta": [c for c in df.columns if c in self.fmt.system_columns],
+            "rows": self.do_rows(lake, name),
+            "properties": self.do_properties(lake, name),
+            "provider": detail.get("Provider"),
+            **extra,
+        }
+
+    def do_read_back(self, lake: int, names: list[str], sql: dict[str, str]) -> dict[str, Any]:
+        """Each table's schema ([name, type, nullable]), rows, properties and provider, the format's
+        own columns apart, and the rows of each statement of `sql` ({table} is the table's name).
+        Side by side: one at a time, each table's small Spark jobs wait on the driver."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            return dict(zip(names, pool.map(lambda n: self._read_back(lake, n, sql), names), strict=True))
+
+    def do_set_conf(self, values: dict[str, str | None]) -> dict[str, str | None]:
+        """Sets (None: unsets) the session's settings; returns their previous values to put back."""
+        previous = {k: self.spark.conf.get(k, None) for k in values}
+        for k, v in values.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+        return previous
+
+    def do_lake_conf(self, lake: int) -> dict[str, str | None]:
+        """The session settings the lake's job settings give otherwise than the session's own (the
+        format's session_conf: e.g. Hudi's inline cleaning follows --maintenance_retain_last_snapshots),
+        set for the session; returns the previous values (do_set_conf puts them back). A static one
+        (extensions, catalog, warehouse: fixed at the session's start) Spark refuses to set: left as is."""
+        wanted = self.fmt.session_conf(self.lakes[lake].settings)
+        previous = {}
+        for k, v in wanted.items():
+            if self.spark.conf.get(k, None) != v:
+                try:
+                    previous |= self.do_set_conf({k: v})
+                except Exception:  # Spark's refusal of a static setting
+                    continue
+        return previous
+
+    def do_query(self, sql: str) -> list[dict[str, Any]]:
+        """The statement's rows as Spark writes them as JSON (nulls left out)."""
+        return [json.loads(j) for j in self.spark.sql(sql).toJSON().collect()]
+
+    def do_query_apart(self, sql: str) -> list[dict[str, Any]]:
+        """do_query in a new session of the same SparkContext (its own settings and table cache): for a
+        statement after which its session no longer reads other tables (Hudi 0.15's incremental query,
+        docs/OPERATIONS.md), while this session serves the next test."""
+        return [json.loads(j) for j in self.spark.newSession().sql(sql).toJSON().collect()]
+
+    def do_read_path(self, path: str, options: dict[str, str]) -> list[dict[str, Any]]:
+        """A table read by its location with reader options, the format's own columns left out."""
+        df = self.spark.read.format(self.table_format).options(**options).load(path)
+        columns = [quoted(c) for c in df.columns if c not in self.fmt.system_columns]
+        return [json.loads(j) for j in df.select(*columns).toJSON().collect()]
+
+    def do_maintenance_job(self, lake: int, raw: dict[str, str]) -> dict[str, Any]:
+        """The maintenance job over the lake's namespace in this session: its exit code, its lines (one
+        per table and one for the run) and its seconds."""
+        import logging
+        import time
+
+        from cdclake.jobs.maintenance_job import build_job_settings, run_maintenance
+
+        s = self.lakes[lake].settings
+        where = {"table_format": self.table_format, "catalog_type": "hadoop", "warehouse": str(self.warehouse)}
+        lines: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+        log = logging.getLogger("cdclake")
+        log.addHandler(handler)
+        level = log.level
+        log.setLevel(logging.INFO)  # the job's one line per table
+        t0 = time.monotonic()
+        try:
+            code = run_maintenance(self.spark, build_job_settings(where | {"namespace": s.namespace} | raw))
+        finally:
+            log.removeHandler(handler)
+            log.setLevel(level)
+        seconds = round(time.monotonic() - t0, 1)
+        return {"exit": code, "lines": [x for x in lines if x.startswith("maintenance ")], "seconds": seconds}
+
+    def do_reader(self, lake: int, name: str) -> dict[str, Any]:
+        """A downstream reader of the table now (lake_reads.reader_at)."""
+        import lake_reads
+
+        return lake_reads.reader_at(self.spark, self._table(lake, name))
+
+    def do_feed_after(self, lake: int, name: str, reader: dict[str, Any]) -> dict[str, Any]:
+        import lake_reads
+
+        return lake_reads.feed_after(self.spark, self._table(lake, name), reader)
+
+    def do_feed_since(self, lake: int, name: str, mark: int) -> list[dict[str, Any]]:
+        import lake_reads
+
+        return lake_reads.feed_since(self.spark, self._table(lake, name), mark)
 
 
 class MergeFault:
@@ -350,6 +485,48 @@ class FormatLake:
     def maintain(self, policy: dict[str, Any], name: str = "inventory_customers", force: bool = False) -> Any:
         return SimpleNamespace(**self._call("maintain", name=name, policy=policy, force=force))
 
+    # A format's own extras (the Lakes inspections of the same names).
+    def paths(self) -> dict[str, str]:
+        """The lake's warehouse folder, namespace and dead-letter folder in the session's process."""
+        return self._call("paths")
+
+    def tables_now(self) -> list[str]:
+        return self._call("tables")
+
+    def read_back(self, names: list[str], **sql: str) -> dict[str, Any]:
+        """Each table as Lakes.do_read_back reads it; `sql`: more statements' rows, by key."""
+        return self._call("read_back", names=names, sql=sql)
+
+    def set_conf(self, values: dict[str, str | None]) -> dict[str, str | None]:
+        return self.session.call({"cmd": "set_conf", "values": values})
+
+    def lake_conf(self) -> dict[str, str | None]:
+        """The session takes the lake's own session settings; returns the previous ones (set_conf)."""
+        return self._call("lake_conf")
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        """The statement's rows (Lakes.do_query)."""
+        return self.session.call({"cmd": "query", "sql": sql})
+
+    def query_apart(self, sql: str) -> list[dict[str, Any]]:
+        return self.session.call({"cmd": "query_apart", "sql": sql})
+
+    def read_path(self, path: str, **options: str) -> list[dict[str, Any]]:
+        return self.session.call({"cmd": "read_path", "path": path, "options": options})
+
+    def maintenance_job(self, **raw: str) -> dict[str, Any]:
+        """The maintenance job over the lake's namespace with these arguments (Lakes.do_maintenance_job)."""
+        return self._call("maintenance_job", raw=raw)
+
+    def reader(self, name: str = "inventory_customers") -> dict[str, Any]:
+        return self._call("reader", name=name)
+
+    def feed_after(self, reader: dict[str, Any], name: str = "inventory_customers") -> dict[str, Any]:
+        return self._call("feed_after", name=name, reader=reader)
+
+    def feed_since(self, mark: int, name: str = "inventory_customers") -> list[dict[str, Any]]:
+        return self._call("feed_since", name=name, mark=mark)
+
 
 def error_text(trace: str) -> str:
     """A trace without its Java frames: the chain of exceptions, each with its message (a failure
@@ -372,7 +549,6 @@ def main(table_format: str, work: Path) -> None:
     os.dup2(2, 1)
     from cdclake.common.settings import build_settings
     from cdclake.local.session import local_session
-    from hudi_worker import TEST_ONLY_CONF
 
     settings = build_settings(
         {
@@ -388,7 +564,7 @@ def main(table_format: str, work: Path) -> None:
     )
     spark = local_session(settings, app_name=f"cdc-{table_format}-lakes", master="local[2]")
     for k, v in TEST_ONLY_CONF.items():
-        spark.conf.set(k, v)  # a format's services a lake of a few rows does not need (hudi_worker.py)
+        spark.conf.set(k, v)  # a format's services a lake of a few rows does not need
     lakes = Lakes(spark, table_format, work, work / "warehouse")
     for line in sys.stdin:
         try:

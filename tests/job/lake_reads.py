@@ -1,6 +1,6 @@
-"""What reconcile reads from a worker's Delta or Hudi lake (scripts/cdctools/lake_reader.py: DuckDB's Delta
+"""What reconcile reads from a Delta or Hudi extras' lake (scripts/cdctools/lake_reader.py: DuckDB's Delta
 extension, hudi-rs; no Spark), side by side with the rows the job's own Spark session read back: the
-Delta and Hudi modules check the reconcile reader on the lake their one run already wrote."""
+Delta and Hudi modules check the reconcile reader on the lake their corpus already wrote."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _utc_wall_clock(v: Any) -> Any:
 
 
 def source_named_rows(out: dict[str, Any], name: str, key: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
-    """A worker's lake table as the job's Spark session read it, under the source's names (Hudi's
+    """An extras' lake table as the job's Spark session read it, under the source's names (Hudi's
     escaped ones read back, common/names.py) and without the `_cdc_*` columns, by its key."""
     table = out["tables"][name]
     columns = [n for n, _, _ in table["schema"] if not n.startswith("_cdc_")]
@@ -88,7 +88,7 @@ def source_named_rows(out: dict[str, Any], name: str, key: tuple[str, ...]) -> d
 
 
 def postgres_rows(out: dict[str, Any]) -> dict[str, Any]:
-    """What a worker's lake holds of the PostgreSQL customers and TOAST tables (delta_worker's
+    """What an extras' lake holds of the PostgreSQL customers and TOAST tables (format_corpus's
     postgres_batches), in a form to compare with the source's rows."""
     customers = {
         r["id"]: (r["first_name"], r["email"], Decimal(str(r["balance"])), r["_cdc_op"])
@@ -99,7 +99,7 @@ def postgres_rows(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def postgres_source_rows() -> dict[str, Any]:
-    """The source's rows of those tables after delta_worker's postgres_batches, as postgres_rows gives
+    """The source's rows of those tables after format_corpus's postgres_batches, as postgres_rows gives
     a lake's: batch 4's captured update (before=null) and delete (before holds only the key) apply by
     key, and the update whose TOASTed values are Debezium's placeholder keeps what batch 3 wrote."""
     from cdc_events import load

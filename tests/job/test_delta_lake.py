@@ -1,18 +1,18 @@
-"""The job's guarantees with `--table_format delta` (Delta Lake 4.2.0), on ONE lake: real Debezium
-messages in five batches (delta_worker.batches) applied by the job's BatchProcessor in a Spark
-session of Delta's own (a subprocess: the suite's session is Iceberg's), then read back as JSON.
+"""Delta Lake's own extras (Delta Lake 4.2.0), on ONE lake of the Delta lakes' server session
+(format_lakes.py; the `lake_server:delta` group, with the every-format suite's Delta cases): real
+Debezium messages in five batches (format_corpus.batches) applied by the job's BatchProcessor, then
+read back with each table's history. What every format does alike is test_every_format.py's.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import format_corpus
 import lake_reads
 import name_corpus as nc
 import pytest
@@ -28,22 +28,64 @@ from lake_reads import (
     type_differences,
 )
 
-HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.format_extra("delta")
+
+
+def maintain(corpus: Any) -> dict[str, Any]:
+    """The maintenance job (--table_format delta, every action forced) over customers' delete markers
+    (two files to pack), in the lake's session; first an unreferenced file three days old and a young
+    one in its folder. One table: each costs a VACUUM (a listing job) and two file counts."""
+    folder = Path(corpus.paths()["warehouse"]) / "cdc.db" / "inventory_customers__cdc_deletes"
+    old, young = folder / "part-00000-orphan-old.parquet", folder / "part-00000-orphan-young.parquet"
+    for f in (old, young):
+        f.write_bytes(b"written by no commit")
+    three_days_ago = time.time() - 3 * 86400
+    os.utime(old, (three_days_ago, three_days_ago))
+    run = corpus.maintenance_job(tables="inventory_customers__cdc_deletes", force="true")
+    return {"exit": run["exit"], "orphans_left": sorted(f.name for f in (old, young) if f.exists())}
+
+
+def read_point(make: Any) -> list[dict[str, Any]]:
+    """--transactions keep on Delta: the captured transfers in two batches (namespace `txn`); after each,
+    the read point and the two tables read at the versions it names."""
+    txn = make(namespace="txn", transactions="keep", dropped_column_policy="drop")
+    first, second, _ = transfers.batches()
+    points = []
+    for records in (first, second):
+        txn.apply(records)
+        versions = {r["table_name"]: r["version"] for r in txn.query(f"SELECT * FROM {txn.table('cdc__read_point')}")}
+        tables = {
+            t: txn.query(f"SELECT * FROM {txn.table(t)} VERSION AS OF {versions[t]}")
+            for t in (transfers.ACCOUNT, transfers.TRANSFER)
+        }
+        points.append({"versions": versions, "tables": tables})
+    return points
 
 
 @pytest.fixture(scope="module")
-def delta(tmp_path_factory) -> dict[str, Any]:
-    work = tmp_path_factory.mktemp("delta")
-    out = work / "out.json"
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "delta_worker.py"), str(out), str(work)],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        env=dict(os.environ),
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return json.loads(out.read_text()) | {"warehouse": str(work / "warehouse")}
+def delta(lake_format, lake_sessions) -> dict[str, Any]:
+    from format_lakes import FormatLake
+
+    def make(**overrides: str) -> Any:
+        return FormatLake(lake_sessions(lake_format), lake_format, **overrides)
+
+    corpus = make(namespace="cdc", dropped_column_policy="drop")
+    reports = []
+    for i, records in enumerate(format_corpus.batches()):
+        r = corpus.apply(records)
+        reports.append({t.table.rsplit(".", 1)[-1]: {"dead": t.dead, "schema": t.schema} for t in r.tables})
+        if i == 0:
+            reader = corpus.reader()
+    feed = corpus.feed_after(reader)
+    maintenance = maintain(corpus)
+    points = read_point(make)
+    tables = corpus.read_back(corpus.tables_now(), history="DESCRIBE HISTORY {table}")
+    for t in tables.values():  # sorted here, not by Spark: a sort is one more Spark job per table
+        t["history"] = sorted([h["version"], h["operation"]] for h in t["history"])
+    return {
+        "reports": reports, "tables": tables, "dead": corpus.dead_letters(), "maintenance": maintenance,
+        "feed": feed, "read_point": points, "warehouse": corpus.paths()["warehouse"],
+    }  # fmt: skip
 
 
 def table(delta: dict[str, Any], name: str) -> dict[str, Any]:

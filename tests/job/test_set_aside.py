@@ -1,8 +1,8 @@
 """One table can never stop the others (jobs/batch.py): a table whose batch fails in a way running it
 again does not cure is set aside (its changes to the dead letters, a mark, the alarm's line) while
 every other table of the batch commits; a transient failure still fails the batch; a set-aside table
-resumes by its documented fix and ends equal to the source. On Iceberg here; Delta and Hudi in
-their workers (delta_worker.py, hudi_worker.py)."""
+resumes by its documented fix and ends equal to the source. On Iceberg here; every format in
+tests/stack/test_set_aside_formats.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -75,6 +75,8 @@ class SchemaGroup:
     toasted: bool = False
     # The wire format avro: the schema versions of the group's values and keys (avro_batch.attach).
     avro: AvroSchemas | None = None
+    # Its rows decoded (lazy) over the batch's kept records, before planning (`with_rows`).
+    rows: DataFrame | None = field(default=None, compare=False, repr=False)
 
     @property
     def _avro_value(self) -> bool:
@@ -180,9 +182,24 @@ def cut_at(classified: DataFrame, groups: list[SchemaGroup], positions: list[int
             i = r["piece"]
             after = max((x for x in (g.seq_after, bounds[i]) if x is not None), default=None)
             upto = min((x for x in (g.seq_upto, bounds[i + 1]) if x is not None), default=None)
+            # Its rows decoded (if they were) are the whole group's: a piece is decoded on its own.
             out.append(replace(g, events=r["n"], min_seq=int(r["lo"]), max_seq=int(r["hi"]), seq_after=after,
-                               seq_upto=upto))  # fmt: skip
+                               seq_upto=upto, rows=None))  # fmt: skip
     return out
+
+
+def with_rows(classified: DataFrame, group: SchemaGroup) -> SchemaGroup:
+    """A copy of the resolved group with its rows decoded from `classified` (lazy: no Spark action);
+    a group that did not resolve has none (it is dead-lettered whole)."""
+    if group.columns is None or group.keys is None or group.error is not None:
+        return group
+    return replace(group, rows=decode_group(classified, group))
+
+
+def decoded(group: SchemaGroup) -> DataFrame:
+    """The rows `with_rows` decoded."""
+    assert group.rows is not None, f"schema group of {group.db}.{group.table} was not decoded"
+    return group.rows
 
 
 def decode_group(classified: DataFrame, group: SchemaGroup) -> DataFrame:

@@ -1,12 +1,14 @@
 """The micro-batch function: raw Kafka records in, one atomic MERGE per table out.
 
     raw batch ──classify──> status per record ──group aggregate, summarize──> schema groups per table
-        ──per table (table_writer.py)──> plan schema, ALTER ──> decode ──newest per key──> MERGE (one commit)
+        ──per table (table_writer.py)──> decode ──> plan ──> execute: ALTER, newest per key, MERGE (one commit)
+        ──> each table's outcome, counted once for the batch ──> its report
     anything that cannot be applied ──> dead letters (with reason, topic/partition/offset)
 
-This module runs a batch: classify (envelope.py), summarize (summary.py), hand each table's groups
-to the table writer (tables with only truncates or statements too, lake_tables.py),
-write the dead letters and log the batch's line (report.py) and its metrics (metrics.py, EMF lines).
+This module runs a batch: classify (envelope.py), summarize (summary.py), carry out the batch's
+table renames (lake_tables.py: before the tables, which run at once), hand each table's groups to
+the table writer (tables with only truncates or statements too), write the dead letters and log
+the batch's line (report.py) and its metrics (metrics.py, EMF lines).
 
 Both sources (Spark's Kafka source on Glue, the files source, and the local Kafka client) call
 `BatchProcessor.process(raw_df, batch_id)`. Spark actions per batch: one group aggregate over the
@@ -33,17 +35,27 @@ from ..common.metrics import LOCAL_STREAMING_JOB, batch_metrics, emit, job_name
 from ..common.report import BatchReport, FollowWatch, TableReport
 from ..common.settings import Settings, WireFormat
 from ..events.avro_batch import AvroDecoder
-from ..events.decode import SchemaGroup, as_leaf, cut_at
+from ..events.decode import SchemaGroup, as_leaf
 from ..events.decode import release as release_rows
 from ..events.envelope import DEAD
 from ..events.summary import BatchSummary, group_aggregate, summarize
 from ..lake.deadletter import archive_raw, as_dead_letters, write_dead_letters
 from ..lake.formats.capabilities import Capability
-from ..lake.lake_tables import LakeTables, follow_renames, read_statements
+from ..lake.lake_tables import Item, LakeTables
 from ..lake.read_point import ReadPoint
 from ..lake.set_aside import SetAsideStore, table_records
 from ..lake.table_plan import TableDDL
-from ..lake.table_writer import ClassifiedBatch, PlannedTable, TableOutcome, TableWriter, Writes, executor
+from ..lake.table_writer import (
+    ClassifiedBatch,
+    PlannedTable,
+    TableOutcome,
+    TableWriter,
+    WriteCounts,
+    Writes,
+    executor,
+    set_aside_reason,
+    table_report,
+)
 from ..local.faults import BETWEEN_TABLES, CrashPoint, TableFault
 from .concurrency import concurrency, run_bounded
 from .transaction_gate import TransactionGate
@@ -66,7 +78,6 @@ _UNCACHED = ("key", "value", "_payload_json")
 SMALL_BATCH_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 SMALL_BATCH_RECORDS = 5_000
 
-Item = tuple[tuple[str, str], list[SchemaGroup]]  # a source table and its schema groups
 R = TypeVar("R")
 
 
@@ -90,10 +101,10 @@ class BatchProcessor:
         self.spark = spark
         self.settings = settings
         self.tables = LakeTables(spark, settings, executor(spark, settings, writes))
-        self._writer = TableWriter(spark, settings, self.tables)
         self.avro = AvroDecoder(
             settings.wire_format == WireFormat.AVRO, placeholder=settings.unavailable_value_placeholder
         )
+        self._writer = TableWriter(spark, settings, self.tables, self.avro)
         self._schemas: dict[int, str] = {}  # _schema_id -> _value_schema, of earlier batches
         self._follow = FollowWatch()  # tables whose changes all go to the dead letters, batch after batch
         self.tables.executor.catalog.create_namespace(f"{settings.catalog_name}.{settings.namespace}")
@@ -184,7 +195,6 @@ class BatchProcessor:
             return
         summary = summarize(rows, self._known_schema)
         sized(summary.records)
-        self.avro.attach(g for gs in summary.tables.values() for g in gs)
         batch.fingerprint = summary.fingerprint
         if s.raw_zone_path:
             # Archived before anything is applied, so the raw zone always holds what the lake has.
@@ -192,30 +202,20 @@ class BatchProcessor:
             day = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d")
             archive_raw(batch.full, s.raw_zone_path, day, batch.batch_id, summary.fingerprint)
         _count(report, summary)
-        dead: list[DataFrame] = []
-        if summary.dead:
-            dead.append(as_dead_letters(batch.full.where(F.col("_status") == DEAD), F.col("_reason"), batch.batch_id))
-        statements, renames = (
-            read_statements(batch.cached, self.tables.executor.fmt.lake_type) if summary.schema_events else ({}, [])
-        )
-        # PostgreSQL partitions' changes under their partitioned table's name (a dict lookup per table).
-        tables, truncated = self.tables.route_partitions(summary.tables, summary.truncated, statements, renames)
-        if renames:
-            report.tables += self.tables.rename_tables(renames)
-        if follow := self.tables.renames_to_follow(renames, list(tables)):
-            # A table's events on both sides of its rename share a schema: cut them apart first
-            # (no Spark action unless a group has events on both sides).
-            tables = {t: cut_at(batch.cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
-            tables, truncated, statements = follow_renames(tables, truncated, follow, statements)
-        # Tables with only a truncate or statements in the batch take the same per-table path.
-        quiet: list[Item] = [(t, []) for t in sorted((set(truncated) | set(statements)) - set(tables))]
-        outcomes = self._apply_tables(batch, sorted(tables.items()) + quiet, truncated, statements)
+        routed = self.tables.route(batch.cached, summary)
+        report.tables += routed.moved
+        statements = routed.statements
+        outcomes = self._apply_tables(batch, routed.items(), routed.truncated, statements)
         if any(d.relabels for d in statements.values()):  # PostgreSQL's enum labels: after the writes
             self.tables.relabel(statements, self.settings.table_identifier)
-        dead += self._writer.count_written(batch, outcomes)
-        for outcome in outcomes:
-            if _took_effect(outcome):
-                dead += self._take(batch, report, outcome)
+        counts, undecodable = self._writer.count_written(batch, outcomes)
+        dead: list[DataFrame] = []  # the batch's undecodable records first, then each table's
+        if summary.dead:
+            dead.append(as_dead_letters(batch.full.where(F.col("_status") == DEAD), F.col("_reason"), batch.batch_id))
+        dead += undecodable
+        for outcome, counted in zip(outcomes, counts, strict=True):
+            if outcome.took_effect:
+                dead += self._take(batch, report, outcome, counted)
         if dead:
             report.dead_letter_folder = write_dead_letters(
                 reduce(DataFrame.unionByName, dead), s.dead_letter_path, batch.batch_id, summary.fingerprint
@@ -225,7 +225,7 @@ class BatchProcessor:
             report.behind_seconds = max(0.0, time.time() - summary.newest_source_ts)
         if self.read_point is not None:
             written = [tr.table for tr in report.tables if not tr.set_aside]
-            newest = max((g.max_seq for gs in tables.values() for g in gs), default=None)
+            newest = max((g.max_seq for gs in routed.tables.values() for g in gs), default=None)
             self.read_point.publish(batch.batch_id, written, newest, summary.newest_source_ts)
 
     def _apply_tables(
@@ -273,7 +273,8 @@ class BatchProcessor:
         mark = self._marked(ident)
         if mark is not None:
             return self._set_aside(batch, ident, table, groups, mark)
-        return self._writer.plan(batch, table, groups, truncated.get(table), statements.get(table))
+        decoded = self._writer.decode(batch, table, groups, truncated.get(table), statements.get(table))
+        return self._writer.plan(batch, decoded)
 
     def _execute(self, batch: ClassifiedBatch, planned: PlannedTable) -> TableOutcome:
         if self._fault is not None and self._fault.hits(planned.ident, batch.batch_id):
@@ -336,30 +337,33 @@ class BatchProcessor:
             at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             reason = failure.reason if failure is not None else "set aside"
             mark = self.store.new_mark(ident, reason, batch.batch_id, batch.fingerprint, at)
-        reason = f"table set aside since batch {mark.batch_id}: {mark.reason}"
-        report = TableReport(ident, events=events, dead=events, dead_reasons={reason: events} if events else {})
-        report.set_aside, report.set_aside_since = mark.reason, mark.batch_id
-        dead = [table_records(batch.full, table, groups, reason, batch.batch_id)]
-        return TableOutcome(report, dead, set_aside=mark, new=new, keep=keep)
+        records = table_records(batch.full, table, groups, set_aside_reason(mark), batch.batch_id)
+        return TableOutcome(ident, events, set_aside=mark, new=new, keep=keep, set_aside_records=records)
 
-    def _take(self, batch: ClassifiedBatch, report: BatchReport, outcome: TableOutcome) -> list[DataFrame]:
+    def _take(
+        self, batch: ClassifiedBatch, report: BatchReport, outcome: TableOutcome, counts: WriteCounts
+    ) -> list[DataFrame]:
         """A table's outcome into the batch's report; its dead letters for the batch's folder. A table
         set aside has its changes written to its own folder and its mark kept, here, before the
         batch's offsets are committed."""
-        tr, mark = outcome.report, outcome.set_aside
-        report.tables.append(tr)
-        report.dead += tr.dead
+        mark = outcome.set_aside
         if mark is None:
+            tr = table_report(outcome, counts)
+            report.tables.append(tr)
+            report.dead += tr.dead
             if self._follow.note(tr):
                 log.error(tr.stopped_line())
             return outcome.dead_letters
-        report.set_aside += tr.dead
         if outcome.keep:
-            tr.set_aside_folder = mark.folder
+            folder = mark.folder
         else:
-            tr.set_aside_folder = self.store.write_changes(
+            folder = self.store.write_changes(
                 reduce(DataFrame.unionByName, outcome.dead_letters), mark, batch.batch_id, batch.fingerprint
             )
+        tr = table_report(outcome, counts, folder)
+        report.tables.append(tr)
+        report.dead += tr.dead
+        report.set_aside += tr.dead
         if outcome.new:
             self._keep_mark(mark)
         self.set_aside_in_run[tr.table] = mark.reason
@@ -395,15 +399,6 @@ def _fail_on_lossy_change(planned: list[PlannedTable]) -> None:
         for p in problems:
             log.error("%s (--schema_change_policy fail: the batch fails, nothing is committed)", p)
         raise SchemaChangeError("; ".join(problems))
-
-
-def _took_effect(outcome: TableOutcome) -> bool:
-    """A table's outcome belongs in the batch's report: it had events, or its statements, truncate or
-    drop changed it, or it is set aside (a table whose statements the lake already holds did nothing)."""
-    tr = outcome.report
-    return bool(
-        tr.events or tr.schema or tr.truncated or tr.source_dropped or tr.diverged or outcome.set_aside is not None
-    )
 
 
 def _count(report: BatchReport, summary: BatchSummary) -> None:

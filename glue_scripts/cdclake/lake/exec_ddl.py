@@ -101,14 +101,15 @@ class SchemaDDL(Statements):
         log.warning("table %s: %s at the source; the lake table keeps its rows under the new key", ex.ident, what)
 
     # -------------------------------------------------------------- create and evolve
-    def column_defaults(self, s: table_plan.ColumnDefaults, ex: Execution) -> None:
-        """Each candidate's source default as a SQL literal (one row through Spark each)."""
+    def column_defaults(self, s: table_plan.ColumnDefaults, ex: Execution) -> dict[str, str]:
+        """Each candidate's source default as a SQL literal (one row through Spark each), by column."""
+        fills = {}
         for name, index, column in s.candidates:
             spec = next(c for c in ex.groups[index].columns or [] if c.name == column)
             expr = default_sql(self.spark, spec)
             if expr is not None:
-                ex.fills[name] = expr
-        ex.fills.update(dict(s.literals))
+                fills[name] = expr
+        return fills | dict(s.literals)
 
     def create_table(self, s: table_plan.CreateTable, ex: Execution) -> None:
         keys = list(s.keys)
@@ -132,9 +133,10 @@ class SchemaDDL(Statements):
         if s.record:
             self.record_column_changes(table_plan.RecordColumnChanges(s.record), ex)
 
-    def alter_schema(self, s: table_plan.AlterSchema, ex: Execution) -> None:
+    def alter_schema(self, s: table_plan.AlterSchema, ex: Execution, defaults: dict[str, str]) -> None:
+        """`defaults`: the source defaults found for the write (the added columns' are their defaults)."""
         added = {n.lower() for n, _ in s.plan.add}
-        fills = {n: e for n, e in ex.fills.items() if n.lower() in added}
+        fills = {n: e for n, e in defaults.items() if n.lower() in added}
         # A column type behind a table feature (Delta's timestamp_ntz) needs the feature first.
         existing = [t for n, t in s.plan.final if n.lower() not in added]
         features = self.fmt.features_sql(ex.ident, existing, [t for _, t in s.plan.add])
@@ -185,9 +187,9 @@ class SchemaDDL(Statements):
             for f in table.sortOrder().fields()
         ]
 
-    def backfill_defaults(self, s: table_plan.BackfillDefaults, ex: Execution) -> None:
+    def backfill_defaults(self, s: table_plan.BackfillDefaults, ex: Execution, defaults: dict[str, str]) -> None:
         pending = dict(s.pending)
-        pending.update({n: e for n, e in ex.fills.items() if n.lower() in s.added})
+        pending.update({n: e for n, e in defaults.items() if n.lower() in s.added})
         if not pending:
             return
         for name, expr in pending.items():

@@ -1,6 +1,6 @@
 """The executor's writes and markers (executor.py dispatches to it): a step's dead letters, a
-truncate, and the write step, which decodes the table's schema groups, hands them to the `Writes`
-(executor.py: the MERGEs by default) and appends the batch's delete markers (deletes.py)."""
+truncate, and the write step, which names the groups' decoded rows as the lake does, hands them to
+the `Writes` (executor.py: the MERGEs by default) and appends the batch's delete markers (deletes.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,17 @@ from pyspark.sql import types as T
 
 from ..common.conflicts import retry_on_conflict
 from ..common.lake_contract import CDC_INGESTED_AT, CDC_SEQ, SET_ORDERS_PROPERTY
-from ..events.decode import RAW_KEEP, SchemaGroup, as_leaf, conform, decode_group, group_rows, to_lake_names
+from ..events.decode import (
+    RAW_KEEP,
+    SchemaGroup,
+    as_leaf,
+    conform,
+    decode_group,
+    decoded,
+    group_rows,
+    release,
+    to_lake_names,
+)
 from ..events.ordering import latest_per_key
 from . import table_plan
 from .deadletter import as_dead_letters
@@ -45,12 +55,12 @@ class TableWrites(Statements):
         self.writes = writes
         self.placeholder = placeholder
 
-    def dead_letter(self, s: table_plan.DeadLetter, ex: Execution) -> None:
+    def dead_letter(self, s: table_plan.DeadLetter, ex: Execution) -> Rejected:
         """The group's records as dead letters (counted in the table's report by table_writer)."""
         g = ex.groups[s.group]
         if s.loud:
             log.error("table %s: %d event(s) rejected to dead letters: %s", ex.ident, g.events, s.reason)
-        ex.rejected.append(Rejected(s.reason, g.events, as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id)))
+        return Rejected(s.reason, g.events, as_dead_letters(group_rows(ex.full, g), s.reason, ex.batch_id))
 
     def truncate(self, ident: str, seq: int) -> None:
         """Rows older than `seq` go, and the truncate is remembered (deletes.py): such a change
@@ -71,20 +81,24 @@ class TableWrites(Statements):
         log.info("table %s: %s column %s redefined at the source at position %d: values read as under it",
                  ex.ident, s.kind, s.column, s.seq)  # fmt: skip
 
-    def write(self, s: table_plan.Write, ex: Execution) -> None:
-        """Decode the groups and write what decodes. The decoded rows are kept until the
-        batch counts them (table_writer.count_written): the events per op and those that did not decode."""
+    def write(self, s: table_plan.Write, ex: Execution, fills: dict[str, str]) -> Written:
+        """Write what decoded of the groups (`fills`: the source defaults of columns the rows lack).
+        The rows, named and conformed to the lake's columns, are kept until the batch counts them
+        (table_writer.count_written): the events per op and those that did not decode."""
         groups = tuple((ex.groups[v.index], v) for v in s.groups)
-        fills, ex.fills = ex.fills, {}
         columns, keys = list(s.columns), list(s.keys)
-        decoded = as_leaf(decoded_rows(ex.cached, groups, columns, fills))
-        ex.written.append(Written(ex.ident, decoded, groups, columns, fills, keys))
-        changes = decoded.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
-        if s.truncate is not None:
-            self.truncate(ex.ident, s.truncate)
-            changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
-        changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
-        self._merge(ex.ident, changes, s, columns, [g for g, _ in groups])
+        rows = as_leaf(decoded_rows(groups, columns, fills))
+        changes = rows.where(F.col("_decode_error").isNull()).drop("_decode_error", *[f"_raw_{c}" for c in RAW_KEEP])
+        try:
+            if s.truncate is not None:
+                self.truncate(ex.ident, s.truncate)
+                changes = changes.where(F.col(CDC_SEQ) > F.lit(str(s.truncate)).cast(T.DecimalType(38, 0)))
+            changes = changes.withColumn(CDC_INGESTED_AT, F.current_timestamp())
+            self._merge(ex.ident, changes, s, columns, [g for g, _ in groups])
+        except BaseException:
+            release(rows)  # nothing counts them: the table's run fails
+            raise
+        return Written(ex.ident, rows, groups, columns, fills, keys)
 
     def _merge(
         self, ident: str, changes: DataFrame, s: table_plan.Write, columns: Columns, good: list[SchemaGroup]
@@ -135,11 +149,19 @@ class TableWrites(Statements):
 
 
 def decoded_rows(
-    classified: DataFrame, groups: Sequence[tuple[SchemaGroup, GroupView]], columns: Columns, fills: dict[str, str]
+    groups: Sequence[tuple[SchemaGroup, GroupView]],
+    columns: Columns,
+    fills: dict[str, str],
+    records: DataFrame | None = None,
 ) -> DataFrame:
-    """The groups' events decoded, named as the lake's view of each group says, and conformed to the
-    lake columns, as one DataFrame."""
+    """The groups' decoded rows (decode.with_rows, or decoded again from `records`: the dead letters'
+    records, which hold the key and value text), named as the lake's view of each group says, and
+    conformed to the lake columns, as one DataFrame."""
+    parts = [decoded(g) if records is None else decode_group(records, g) for g, _ in groups]
     return reduce(
         DataFrame.unionByName,
-        [conform(to_lake_names(decode_group(classified, g), v.renamed, v.ignored), columns, fills) for g, v in groups],
+        [
+            conform(to_lake_names(rows, v.renamed, v.ignored), columns, fills)
+            for rows, (_, v) in zip(parts, groups, strict=True)
+        ],
     )

@@ -1,11 +1,11 @@
 """What the executor's parts (executor.py and the exec_*.py modules) share: one table's plan being
 run (`Execution`) and what it returns (`TableRun`: its `Written` rows left to count and its
-`Rejected` events), and `Statements`, the catalog access and table properties every part issues
+`Rejected` events, each step's result a value), and `Statements`, the catalog access and table properties every part issues
 through."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -42,28 +42,33 @@ class Rejected:
 @dataclass(frozen=True)
 class TableRun:
     """What running one table's plan did, as values: its writes (counted by the batch after every
-    table's write, table_writer.count_written) and its rejected events."""
+    table's write, table_writer.count_written) and its rejected events. While the steps run, also
+    the source defaults found for the next write (`fills`, from a ColumnDefaults step)."""
 
     written: tuple[Written, ...] = ()
     rejected: tuple[Rejected, ...] = ()
+    fills: tuple[tuple[str, str], ...] = ()
+
+    def writing(self, w: Written) -> TableRun:
+        """With write `w`, whose source defaults are used up."""
+        return replace(self, written=(*self.written, w), fills=())
+
+    def rejecting(self, r: Rejected) -> TableRun:
+        return replace(self, rejected=(*self.rejected, r))
+
+    def filling(self, fills: dict[str, str]) -> TableRun:
+        return replace(self, fills=tuple({**dict(self.fills), **fills}.items()))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Execution:
-    """One table's plan being run: where it writes, and what its steps have written and rejected
-    so far (this table's own lists: `Executor.run` returns them as a `TableRun`)."""
+    """One table's plan being run: where it writes and from which records (the steps' results are
+    their return values, `TableRun`)."""
 
     ident: str
-    groups: list[SchemaGroup]
+    groups: tuple[SchemaGroup, ...]  # decoded before planning (decode.with_rows)
     batch_id: int
     full: DataFrame  # the batch's classified records (dead letters are built from them)
-    cached: DataFrame  # the same, persisted, without key and value text (decoded from them)
-    written: list[Written] = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
-    fills: dict[str, str] = field(default_factory=dict)  # source defaults of the run being written
-
-    def result(self) -> TableRun:
-        return TableRun(tuple(self.written), tuple(self.rejected))
 
 
 class Statements:

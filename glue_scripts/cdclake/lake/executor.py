@@ -91,20 +91,21 @@ class Executor:
         the rows the table decoded so far (nothing counts them) and raises."""
         key_steps = [s for s in plan.steps if isinstance(s, _KEY_STEPS)]
         undeclare = next((s for s in key_steps if isinstance(s, _UNDECLARE_FIRST)), None)
+        run = TableRun()
         try:
             for step in plan.steps:
                 if step is undeclare:
                     # Iceberg refuses to drop an identifier column or make it optional: the key's
                     # declaration goes first and comes back below (or at the next job start).
                     self.catalog.declare_key(ex.ident, [])
-                self.step(step, ex)
+                run = self.step(step, ex, run)
             if key_steps and plan.state is not None:
                 self.catalog.declare_key(ex.ident, plan.state.keys)
         except BaseException:
-            for w in ex.written:
+            for w in run.written:
                 release_rows(w.decoded)
             raise
-        return ex.result()
+        return TableRun(run.written, run.rejected)
 
     def replace_rows(self, create: str, table: str, rows: DataFrame) -> None:
         """`table` (created by `create` when missing) holding exactly `rows`, in one commit: the read
@@ -112,8 +113,9 @@ class Executor:
         self.spark.sql(create)
         rows.writeTo(table).overwrite(F.lit(True))
 
-    def step(self, step: table_plan.Step, ex: Execution) -> None:
-        """One step, by its type (a step type without a case here fails tests/unit/test_plan_table.py)."""
+    def step(self, step: table_plan.Step, ex: Execution, run: TableRun) -> TableRun:
+        """One step, by its type (a step type without a case here fails tests/unit/test_plan_table.py):
+        `run` with what it wrote, rejected or found for the next write."""
         ddl, rows = self.ddl, self.rows
         match step:
             case table_plan.Note():
@@ -125,7 +127,7 @@ class Executor:
             case table_plan.ReplaceOnCreate():
                 log.info("table %s: created again at the source with another key; replaced at its creation", ex.ident)
             case table_plan.DeadLetter():
-                rows.dead_letter(step, ex)
+                return run.rejecting(rows.dead_letter(step, ex))
             case table_plan.RenameColumn():
                 ddl.rename_column(step, ex)
             case table_plan.CopyThenDrop():
@@ -139,19 +141,19 @@ class Executor:
             case table_plan.Rekey():
                 ddl.rekey(step, ex)
             case table_plan.ColumnDefaults():
-                ddl.column_defaults(step, ex)
+                return run.filling(ddl.column_defaults(step, ex))
             case table_plan.CreateTable():
                 ddl.create_table(step, ex)
             case table_plan.AlterSchema():
-                ddl.alter_schema(step, ex)
+                ddl.alter_schema(step, ex, dict(run.fills))
             case table_plan.RewriteType():
                 ddl.rewrite_type(step, ex)
             case table_plan.BackfillDefaults():
-                ddl.backfill_defaults(step, ex)
+                ddl.backfill_defaults(step, ex, dict(run.fills))
             case table_plan.Truncate():
                 rows.truncate(ex.ident, step.seq)
             case table_plan.Write():
-                rows.write(step, ex)
+                return run.writing(rows.write(step, ex, dict(run.fills)))
             case table_plan.UnmarkDropped():
                 ddl.unmark_dropped(step, ex)
             case table_plan.MarkDropped():
@@ -168,6 +170,7 @@ class Executor:
                 rows.reorder_set(step, ex)
             case _:
                 raise TypeError(f"no handler for plan step {type(step).__name__}")
+        return run
 
 
 class LookUp:

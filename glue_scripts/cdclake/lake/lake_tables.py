@@ -35,7 +35,8 @@ from ..common.report import TableReport
 from ..common.settings import Settings
 from ..common.sqltext import table_properties
 from ..events import partition_ddl, source_ddl
-from ..events.decode import SchemaGroup
+from ..events.decode import SchemaGroup, cut_at
+from ..events.summary import BatchSummary
 from .executor import Executor
 from .small_files import EarlyPartitions, EarlyStore, PartitionParents
 from .table_plan import (
@@ -415,6 +416,26 @@ def _routed(
     return dict(out)
 
 
+Item = tuple[tuple[str, str], list[SchemaGroup]]  # a source table and its schema groups
+
+
+@dataclass(frozen=True)
+class Routed:
+    """The batch's tables as the lake holds them (`LakeTables.route`): schema groups, truncates and
+    statements under the name each table has after the batch's renames (a PostgreSQL partition's
+    under its partitioned table), and the reports of the renames carried out."""
+
+    tables: dict[tuple[str, str], list[SchemaGroup]]
+    truncated: dict[tuple[str, str], int]
+    statements: dict[tuple[str, str], TableDDL]
+    moved: list[TableReport]
+
+    def items(self) -> list[Item]:
+        """Every table to apply, in order; those with only a truncate or statements after the others."""
+        quiet = sorted((set(self.truncated) | set(self.statements)) - set(self.tables))
+        return sorted(self.tables.items()) + [(t, []) for t in quiet]
+
+
 class LakeTables:
     def __init__(self, spark: SparkSession, settings: Settings, executor: Executor) -> None:
         self.spark = spark
@@ -450,6 +471,24 @@ class LakeTables:
         # case and characters, so two source tables can map to one name (`claim`).
         self._sources: dict[str, tuple[str, str]] = {}
         self._claims = threading.Lock()
+
+    def route(self, cached: DataFrame, summary: BatchSummary) -> Routed:
+        """The batch's tables to apply: its statements read (one Spark action, only in a batch with
+        schema-change events), the partitions' changes routed to their partitioned table, the
+        RENAME TABLE statements carried out in source order (before any table is applied: the
+        tables run at once, and a rename may chain names across them), and the events, truncates
+        and statements of a renamed table following it."""
+        statements, renames = (
+            read_statements(cached, self.executor.fmt.lake_type) if summary.schema_events else ({}, [])
+        )
+        tables, truncated = self.route_partitions(summary.tables, summary.truncated, statements, renames)
+        moved = self.rename_tables(renames) if renames else []
+        if follow := self.renames_to_follow(renames, list(tables)):
+            # A table's events on both sides of its rename share a schema: cut them apart first
+            # (no Spark action unless a group has events on both sides).
+            tables = {t: cut_at(cached, gs, [r.seq for r in follow if r.old == t]) for t, gs in tables.items()}
+            tables, truncated, statements = follow_renames(tables, truncated, follow, statements)
+        return Routed(tables, truncated, statements, moved)
 
     def route_partitions(
         self,

@@ -1,9 +1,10 @@
-"""One table's change events of a micro-batch: planned, executed, reported.
+"""One table's change events of a micro-batch: decoded, planned, executed, reported.
 
-    schema groups ──resolve, cut at the table's column changes (Spark)──> GroupFacts
-        ──plan_table (table_plan.py, no Spark)──> TablePlan: DDL, dead letters, the write
-        ──Executor (executor.py)──> the catalog: DDL, decode, the write (1 commit)
+    schema groups ──decode: schema versions, column specs, lake names, cut at the table's column
+        changes (Spark), rows (lazy)──> TableBatch ──plan_table (table_plan.py, no Spark)──> PlannedTable
+        ──Executor (executor.py)──> the catalog: DDL, the write (1 commit) ──> TableOutcome
     every table's decoded rows ──count_written──> ops and decode errors (1 Spark action per batch)
+        ──table_report──> each table's report, built once
 
 The write is a `Writes` (executor.py): by default `executor.merge_changes` for a table with a primary key and
 `executor.merge_multiset` for one without. Everything that cannot be applied comes back to the
@@ -25,7 +26,8 @@ from ..common.lake_contract import CDC_OP, SetAsideMark
 from ..common.names import duplicate_by_case
 from ..common.report import TableReport
 from ..common.settings import Settings
-from ..events.decode import SchemaGroup, cut_at, resolve_groups
+from ..events.avro_batch import AvroDecoder
+from ..events.decode import SchemaGroup, cut_at, resolve_groups, with_rows
 from ..events.decode import release as release_rows
 from .deadletter import as_dead_letters
 from .executor import Execution, Executor, TableRun, Writes, Written, decoded_rows, format_writes
@@ -44,27 +46,76 @@ class ClassifiedBatch:
     fingerprint: str = ""  # the batch's offset ranges: the same when the batch runs again
 
 
-@dataclass
+@dataclass(frozen=True)
 class TableOutcome:
-    report: TableReport
-    dead_letters: list[DataFrame] = field(default_factory=list)
-    written: tuple[Written, ...] = ()  # decoded and written, not counted yet (count_written)
-    # A table set aside (jobs/batch.py): its mark; `new`: set aside by this batch; `keep`: its
-    # changes are the ones a resume replays, already in the mark's folder.
+    """One table's batch as values: what its plan was and what running it did (`run`: the rows
+    written, not counted yet, count_written; the events rejected). Set aside (jobs/batch.py): its
+    mark, its records as `dead_letters`; `new`: set aside by this batch; `keep`: its changes are the
+    ones a resume replays, already in the mark's folder."""
+
+    ident: str
+    events: int
+    plan: TablePlan | None = None
+    run: TableRun = field(default_factory=TableRun)
+    seconds: float = 0.0
     set_aside: SetAsideMark | None = None
     new: bool = False
     keep: bool = False
+    set_aside_records: DataFrame | None = None
+
+    @property
+    def dead_letters(self) -> list[DataFrame]:
+        """The records the plan rejected, or those of a table set aside."""
+        if self.set_aside_records is not None:
+            return [self.set_aside_records]
+        return [r.rows for r in self.run.rejected]
+
+    @property
+    def took_effect(self) -> bool:
+        """It belongs in the batch's report: it had events, or its statements, truncate or drop changed
+        it, or it is set aside (a table whose statements the lake already holds did nothing)."""
+        p = self.plan
+        changed = p is not None and bool(p.schema or p.truncated or p.source_dropped or p.diverged)
+        return bool(self.events or changed or self.set_aside is not None)
 
 
-@dataclass
-class PlannedTable:
-    """One table's plan for the batch, with the schema groups its steps name."""
+@dataclass(frozen=True)
+class WriteCounts:
+    """What the batch's one count found of a table's writes: its events per op, and those that did
+    not decode by reason."""
+
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    undecodable: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class TableBatch:
+    """One source table's share of the micro-batch, decoded before it is planned (`TableWriter.decode`):
+    its schema groups (copies of the summary's) with their wire format's schemas, resolved to column
+    specs, oldest schema first, under the lake's column names, cut where the table's columns changed,
+    each with its rows decoded (lazy); its truncate and its statements (their columns under the
+    lake's names). Planning and running the plan read it; nothing changes it."""
 
     ident: str
-    groups: list[SchemaGroup]
-    plan: TablePlan
+    groups: tuple[SchemaGroup, ...]
+    truncate: int | None
+    statements: TableDDL | None
     events: int
     started: float
+
+
+@dataclass(frozen=True)
+class PlannedTable:
+    """One table's plan for the batch, and the decoded batch its steps name."""
+
+    plan: TablePlan
+    batch: TableBatch
+
+    @property
+    def ident(self) -> str:
+        return self.batch.ident
 
 
 def executor(spark: SparkSession, settings: Settings, writes: Writes | None = None) -> Executor:
@@ -130,8 +181,12 @@ def lake_named(table: str, groups: list[SchemaGroup], statements: TableDDL | Non
 
 
 class TableWriter:
-    def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables) -> None:
+    """One table of a batch: decode, plan, execute; and the batch's one count of what was written.
+    `avro`: the wire format's decoder (the batch's schema versions)."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, tables: LakeTables, avro: AvroDecoder) -> None:
         self.spark = spark
+        self.avro = avro
         self.settings = settings
         self.tables = tables
         self.policies = Policies(
@@ -143,56 +198,70 @@ class TableWriter:
         )
         self.executor = tables.executor
 
-    def plan(
+    def decode(
         self,
         batch: ClassifiedBatch,
         table: tuple[str, str],
         groups: list[SchemaGroup],
         truncate_seq: int | None,
         statements: TableDDL | None,
-    ) -> PlannedTable:
-        """Plan the batch's schema groups of one source table (and its truncate, and the drop or
-        column changes its statements name). Reads only: the groups' schemas, the cuts at the
-        table's column changes, and (for a DROP TABLE read) whether the lake has newer rows."""
+    ) -> TableBatch:
+        """One source table's schema groups decoded, whatever their wire format: the Avro groups given
+        their schema versions (avro_batch.attach), every group's Connect schema resolved (a group
+        without one has its types inferred: one Spark action), its columns named as the lake names
+        them (and the statements' columns), cut where the table's columns changed (one Spark action
+        per group cut), its rows decoded (lazy). Raises UnsupportedName for a table or column name
+        no lake table holds."""
         started = time.monotonic()
         ident = self.settings.table_identifier(*table)
         self.tables.claim(ident, table)
-        events = sum(g.events for g in groups)
-        resolve_groups(self.spark, batch.cached, groups)
+        copies = [replace(g) for g in groups]  # the summary's groups stay as the batch read them
+        self.avro.attach(copies)
+        resolve_groups(self.spark, batch.cached, copies)
         fmt = self.executor.fmt
-        statements = lake_named(ident, groups, statements, fmt)
+        statements = lake_named(ident, copies, statements, fmt)
         state, memory = self.tables.state(ident), self.tables.memory(ident)
-        cuts = cut_positions(state, group_facts(groups, fmt), statements, self.policies, memory)
+        cuts = cut_positions(state, group_facts(copies, fmt), statements, self.policies, memory)
         # Events on both sides of a column's drop or rename may share a schema: cut them apart.
-        groups = cut_at(batch.cached, groups, cuts)
+        cut = cut_at(batch.cached, copies, cuts)
+        decoded = tuple(with_rows(batch.cached, g) for g in cut)
+        return TableBatch(ident, decoded, truncate_seq, statements, sum(g.events for g in groups), started)
+
+    def plan(self, batch: ClassifiedBatch, tb: TableBatch) -> PlannedTable:
+        """Plan the table's decoded batch (its schema groups, its truncate, and the drop or column
+        changes its statements name), without Spark but for one read: for a DROP TABLE read, whether
+        the lake has newer rows."""
+        ident, statements = tb.ident, tb.statements
+        state, memory = self.tables.state(ident), self.tables.memory(ident)
         probe = drop_probe(state, statements)
         plan = plan_table(
             state,
-            group_facts(groups, fmt),
+            group_facts(list(tb.groups), self.executor.fmt),
             statements,
             self.policies,
             memory,
             table=ident,
             batch=batch.fingerprint,
-            truncate=truncate_seq,
+            truncate=tb.truncate,
             newer_rows=probe is not None and self.executor.catalog.has_rows_after(ident, probe),
         )
-        return PlannedTable(ident, groups, plan, events, started)
+        return PlannedTable(plan, tb)
 
     def execute(self, batch: ClassifiedBatch, planned: PlannedTable) -> TableOutcome:
-        """Run the table's plan; its report and dead letters."""
-        plan = planned.plan
-        ex = Execution(planned.ident, planned.groups, batch.batch_id, batch.full, batch.cached)
-        run = self.executor.run(plan, ex)
-        self.tables.settle(planned.ident, plan)
-        return TableOutcome(table_report(planned, run), [r.rows for r in run.rejected], run.written)
+        """Run the table's plan: what it did."""
+        plan, tb = planned.plan, planned.batch
+        run = self.executor.run(plan, Execution(tb.ident, tb.groups, batch.batch_id, batch.full))
+        self.tables.settle(tb.ident, plan)
+        return TableOutcome(tb.ident, tb.events, plan, run, time.monotonic() - tb.started)
 
     # ------------------------------------------------------------------ counting what was written
-    def count_written(self, batch: ClassifiedBatch, outcomes: list[TableOutcome]) -> list[DataFrame]:
+    def count_written(
+        self, batch: ClassifiedBatch, outcomes: list[TableOutcome]
+    ) -> tuple[list[WriteCounts], list[DataFrame]]:
         """Events per op and decode error of every table the batch wrote, in one Spark action over
-        the persisted decoded rows (instead of one per table): the tables' reports get their
-        counts, and the events that did not decode come back as dead letters. Releases the rows."""
-        written = [(w, o.report) for o in outcomes for w in o.written]
+        the persisted decoded rows (instead of one per table): each outcome's counts, in order, and
+        the events that did not decode as dead letters. Releases the rows."""
+        written = [(w, i) for i, o in enumerate(outcomes) for w in o.run.written]
         try:
             counts: dict[int, list[Any]] = defaultdict(list)
             if written:
@@ -210,32 +279,48 @@ class TableWriter:
                 for r in rows:
                     counts[r["_w"]].append(r)
             dead: list[DataFrame] = []
-            for i, (w, report) in enumerate(written):
-                dead += _undecodable(batch, w, report, counts[i])
-                _count_ops(report, counts[i], w.keys)
-            return dead
+            found = [WriteCounts() for _ in outcomes]
+            for i, (w, at) in enumerate(written):
+                dead += _undecodable(batch, w, counts[i])
+                found[at] = _added(found[at], counts[i], w.keys)
+            return found, dead
         finally:
             release([w for w, _ in written])
 
 
-def table_report(planned: PlannedTable, run: TableRun) -> TableReport:
-    """The table's report from its plan and what running it did (the op counts and the events that
-    did not decode come with the batch's count, `TableWriter.count_written`)."""
-    plan = planned.plan
+def table_report(outcome: TableOutcome, counts: WriteCounts, set_aside_folder: str = "") -> TableReport:
+    """The table's report, built once: from its plan, what running it did and the batch's count of
+    its writes (or, set aside, its mark and the folder its changes went to)."""
+    mark = outcome.set_aside
+    if mark is not None:
+        reason = set_aside_reason(mark)
+        dead = {reason: outcome.events} if outcome.events else {}
+        return TableReport(outcome.ident, events=outcome.events, dead=outcome.events, dead_reasons=dead,
+                           set_aside=mark.reason, set_aside_since=mark.batch_id, set_aside_folder=set_aside_folder)  # fmt: skip
     reasons: dict[str, int] = {}
-    for r in run.rejected:
-        reasons[r.reason] = reasons.get(r.reason, 0) + r.events
+    for reason, n in [*((r.reason, r.events) for r in outcome.run.rejected), *counts.undecodable]:
+        reasons[reason] = reasons.get(reason, 0) + n
+    plan = outcome.plan
+    assert plan is not None
     return TableReport(
-        planned.ident,
-        events=planned.events,
+        outcome.ident,
+        events=outcome.events,
+        inserts=counts.inserts,
+        updates=counts.updates,
+        deletes=counts.deletes,
         dead=sum(reasons.values()),
         dead_reasons=reasons,
         schema="; ".join(plan.schema),
         truncated=plan.truncated,
         source_dropped=plan.source_dropped,
         diverged=plan.diverged,
-        seconds=time.monotonic() - planned.started,
+        seconds=outcome.seconds,
     )
+
+
+def set_aside_reason(mark: SetAsideMark) -> str:
+    """The dead letters' reason of a table set aside."""
+    return f"table set aside since batch {mark.batch_id}: {mark.reason}"
 
 
 def union_all(parts: list[DataFrame]) -> DataFrame:
@@ -248,29 +333,31 @@ def union_all(parts: list[DataFrame]) -> DataFrame:
     return union_all(parts[:half]).union(union_all(parts[half:]))
 
 
-def _undecodable(batch: ClassifiedBatch, w: Written, tr: TableReport, counts: list[Any]) -> list[DataFrame]:
-    """The events that did not decode, as dead letters, counted in the table's report."""
+def _undecodable(batch: ClassifiedBatch, w: Written, counts: list[Any]) -> list[DataFrame]:
+    """The events of a write that did not decode, as dead letters."""
     bad = sum(r["count"] for r in counts if not r["ok"])
     if not bad:
         return []
-    tr.dead += bad
-    for r in counts:
-        if not r["ok"]:
-            tr.dead_reasons[r["_decode_error"]] = tr.dead_reasons.get(r["_decode_error"], 0) + r["count"]
     log.error("table %s: %d event(s) could not be decoded; sent to dead letters", w.ident, bad)
     # Decoded again from the uncached records (they hold the key and value text). A local
     # checkpoint makes them a leaf of the plan: without it the optimizer merges the envelope
     # parsing into every decoded column and spends minutes planning a handful of rows.
-    again = decoded_rows(batch.full.localCheckpoint(eager=False), w.groups, w.columns, w.fills)
+    again = decoded_rows(w.groups, w.columns, w.fills, batch.full.localCheckpoint(eager=False))
     errors = again.where(F.col("_decode_error").isNotNull())
     return [as_dead_letters(errors, F.col("_decode_error"), batch.batch_id, "_raw_")]
 
 
-def _count_ops(tr: TableReport, counts: list[Any], keys: list[str]) -> None:
-    """The table's inserts, updates and deletes, from the counts (not computed again)."""
+def _added(found: WriteCounts, counts: list[Any], keys: list[str]) -> WriteCounts:
+    """`found` with one write's inserts, updates, deletes and undecodable events (from the counts)."""
     ops: dict[str, int] = defaultdict(int)
+    bad: dict[str, int] = dict(found.undecodable)
     for r in counts:
         if r["ok"]:
             ops[r[CDC_OP]] += r["count"]
+        else:
+            bad[r["_decode_error"]] = bad.get(r["_decode_error"], 0) + r["count"]
     # A keyless update was counted as a delete of `before` too (decode.py).
-    tr.inserts, tr.updates, tr.deletes = ops["c"] + ops["r"], ops["u"], ops["d"] - (0 if keys else ops["u"])
+    deletes = ops["d"] - (0 if keys else ops["u"])
+    return WriteCounts(
+        found.inserts + ops["c"] + ops["r"], found.updates + ops["u"], found.deletes + deletes, tuple(bad.items())
+    )

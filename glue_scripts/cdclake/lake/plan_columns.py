@@ -83,11 +83,14 @@ def _unfollowed_key_renames(d: Draft, todo: list[ColumnChange], keys: list[str])
 def set_aside(d: Draft, kept: ColumnChange, done: list[str], groups: list[GroupFacts] = ()) -> ColumnChange:
     """Rename the lake column of a kept dropped column out of the way (metadata only). A column the
     lake does not have yet, added and dropped within the batch (`groups` before the drop carry it),
-    gets its aside name at once: those events fill it, the name stays free for the new column."""
+    gets its aside name at once: those events fill it, the name stays free for the new column. Row
+    events only: a statement's group (no events) leaves no values to set aside."""
     lake = d.lake()
     name = lake.get(kept.old.lower())
     if name is None:
-        first = any(not g.error and g.max_seq < kept.seq and has_column(g, kept.old) for g in groups)
+        first = any(
+            not g.error and not g.statement and g.max_seq < kept.seq and has_column(g, kept.old) for g in groups
+        )
         # Renamed by a run that crashed before recording it: the newest aside name is the one.
         taken = {n for n in lake if n.startswith(kept.old.lower() + source_ddl.SET_ASIDE_SUFFIX)}
         if first and not taken:

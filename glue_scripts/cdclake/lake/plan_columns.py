@@ -3,6 +3,7 @@ has, and a dropped column the lake kept set aside when the source names it again
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..common.lake_contract import (
@@ -80,7 +81,7 @@ def _unfollowed_key_renames(d: Draft, todo: list[ColumnChange], keys: list[str])
     return [c for c in todo if c not in skipped]
 
 
-def set_aside(d: Draft, kept: ColumnChange, done: list[str], groups: list[GroupFacts] = ()) -> ColumnChange:
+def set_aside(d: Draft, kept: ColumnChange, done: list[str], groups: Sequence[GroupFacts] = ()) -> ColumnChange:
     """Rename the lake column of a kept dropped column out of the way (metadata only). A column the
     lake does not have yet, added and dropped within the batch (`groups` before the drop carry it),
     gets its aside name at once: those events fill it, the name stays free for the new column. Row
